@@ -1,0 +1,120 @@
+/**
+ * Wiring: config → store → auth → backends → routes. Everything that owns a resource
+ * releases it when the app closes; open SSE streams are told to `retry` and ended first so
+ * that closing does not wait on them (SPEC §5, graceful shutdown).
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { JWTVerifyGetKey } from 'jose';
+import { createAuthenticate } from './auth/authenticate.js';
+import { registerMetadataRoutes } from './auth/metadata-routes.js';
+import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
+import { StreamableHttpBackend } from './backends/streamable-http.js';
+import type { Config } from './config/schema.js';
+import type { McpContext } from './mcp/context.js';
+import { ErrorCode, errorResponse } from './mcp/jsonrpc.js';
+import { createOriginGuard } from './mcp/origin-guard.js';
+import { registerMcpRoutes } from './mcp/routes.js';
+import { SessionService } from './mcp/session-service.js';
+import { StreamRegistry } from './mcp/stream-registry.js';
+import { registerHealthRoutes, type Readiness } from './ops/health.js';
+import { loggerOptions } from './ops/logger.js';
+import { MemoryStore } from './state/memory-store.js';
+import { RedisStore } from './state/redis-store.js';
+import type { StateStore } from './state/store.js';
+
+export interface AppOptions {
+  /** A verification key set that replaces JWKS discovery (embedded development issuer). */
+  keySet?: JWTVerifyGetKey;
+  /** A store to use instead of the one the config names (tests). */
+  store?: StateStore;
+  /** pino destination override (tests capture log lines). */
+  logStream?: NodeJS.WritableStream;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    readiness: Readiness;
+    mcp: McpContext;
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logStream ? { ...loggerOptions(config.log.level), stream: options.logStream } : loggerOptions(config.log.level),
+    bodyLimit: config.limits.maxBodyBytes,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    // SSE responses are long-lived; the server's own timeouts must not cut them.
+    requestTimeout: 0,
+    return503OnClosing: true,
+  });
+
+  const store = options.store ?? (await createStore(config, app));
+  const verifier: TokenVerifier = createTokenVerifier({
+    issuer: config.auth.issuer,
+    audience: config.auth.audience,
+    algorithms: config.auth.algorithms,
+    clockToleranceMs: config.auth.clockTolerance,
+    jwksUri: config.auth.jwksUri,
+    keySet: options.keySet,
+  });
+  const backends = new Map(
+    config.backends.filter((b) => b.transport === 'streamable-http').map((b) => [b.name, new StreamableHttpBackend(b)] as const),
+  );
+  for (const b of config.backends) {
+    if (b.transport !== 'streamable-http') app.log.warn({ backend: b.name, transport: b.transport }, 'transport not supported yet; backend disabled');
+  }
+  const streams = new StreamRegistry();
+  const ctx: McpContext = { config, store, sessions: new SessionService(store, config.sessions.idleTtl), backends, streams };
+  const readiness: Readiness = { draining: false };
+  app.decorate('readiness', readiness);
+  app.decorate('mcp', ctx);
+
+  // Bodies are kept as text: messages are forwarded byte for byte, and parsed only to route.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(413).send(errorResponse(null, ErrorCode.InvalidRequest, `Payload Too Large: the limit is ${config.limits.maxBodyBytes} bytes`));
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return reply.code(415).send(errorResponse(null, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json'));
+    }
+    if (status < 500) return reply.code(status).send(errorResponse(null, ErrorCode.InvalidRequest, error.message));
+    request.log.error({ err: error }, 'request failed');
+    return reply.code(500).send(errorResponse(null, ErrorCode.InternalError, 'Internal error'));
+  });
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not_found' }));
+
+  registerHealthRoutes(app, store, readiness);
+  registerMetadataRoutes(app, config);
+  registerMcpRoutes(app, ctx, { originGuard: createOriginGuard(config), authenticate: createAuthenticate(config, verifier) });
+
+  app.addHook('preClose', async () => {
+    readiness.draining = true;
+    streams.stopAll();
+  });
+  app.addHook('onClose', async () => {
+    await Promise.allSettled([...backends.values()].map((b) => b.close()));
+    if (!options.store) await store.close();
+  });
+  return app;
+}
+
+async function createStore(config: Config, app: FastifyInstance): Promise<StateStore> {
+  if (!config.redis) {
+    app.log.warn('no redis configured: state is in memory, so run one replica only');
+    return new MemoryStore();
+  }
+  const store = new RedisStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix });
+  await store.ready();
+  return store;
+}

@@ -1,0 +1,59 @@
+/**
+ * The resource-server gate in front of every MCP route (MCP 2025-11-25 "Authorization"):
+ * a bearer token in the Authorization header (never the query string), verified by
+ * token-verifier.ts, carrying the globally required scopes plus the backend's. Failures
+ * answer 401/403 with a `WWW-Authenticate` challenge naming our RFC 9728 metadata.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/schema.js';
+import { AuthError, wwwAuthenticate } from './errors.js';
+import type { Principal } from './principal.js';
+import type { TokenVerifier } from './token-verifier.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+/** The RFC 9728 metadata URL for an MCP path ("" for the aggregated endpoint). */
+export function resourceMetadataUrl(config: Config, backend?: string): string {
+  return `${config.publicUrl}/.well-known/oauth-protected-resource/mcp${backend ? `/${backend}` : ''}`;
+}
+
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+export function createAuthenticate(config: Config, verifier: TokenVerifier) {
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const backendName = (request.params as { backend?: string } | undefined)?.backend;
+    const backend = backendName ? config.backends.find((b) => b.name === backendName) : undefined;
+    const required = [...config.auth.requiredScopes, ...(backend?.access.scopes ?? [])];
+    try {
+      const token = bearerToken(request.headers.authorization);
+      if (!token) {
+        throw new AuthError(
+          'missing_token',
+          request.headers.authorization ? 'Authorization header is not a bearer token' : 'bearer token required',
+          required,
+        );
+      }
+      const principal = await verifier.verify(token);
+      const missing = required.filter((s) => !principal.scopes.has(s));
+      if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
+      request.principal = principal;
+      request.log = request.log.child({ sub: principal.sub, ...(backendName ? { backend: backendName } : {}) });
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      request.log.info({ authError: err.code, reason: err.message }, 'request not authorized');
+      await reply
+        .code(err.status)
+        .header('www-authenticate', wwwAuthenticate(err, resourceMetadataUrl(config, backendName)))
+        .type('application/json')
+        .send({ error: err.code === 'missing_token' ? 'invalid_request' : err.code, error_description: err.message });
+    }
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Verifies OAuth access tokens as an OAuth 2.1 resource server (MCP authorization spec,
+ * "Token Validation"): signature against the issuer's JWKS (rotation handled by jose's
+ * remote key set refetching on an unknown `kid`), an algorithm allowlist, `iss`, `aud`
+ * equal to our audience (RFC 8707: tokens minted for another resource are refused),
+ * `exp`/`nbf` with a small leeway.
+ *
+ * Verified tokens are cached until their `exp` so that the hot path pays for one signature
+ * check per token, not per message. The cache is bounded; the oldest entries go first.
+ */
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { AuthError } from './errors.js';
+import { discoverJwksUri } from './discovery.js';
+import { scopesOf, userKeyOf, type Principal } from './principal.js';
+
+export interface TokenVerifierOptions {
+  issuer: string;
+  audience: string;
+  algorithms: readonly string[];
+  clockToleranceMs: number;
+  /** Overrides discovery. */
+  jwksUri?: string;
+  /** A key set to use instead of fetching one (the embedded development issuer). */
+  keySet?: JWTVerifyGetKey;
+  cacheSize?: number;
+}
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal>;
+}
+
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  const cacheSize = options.cacheSize ?? 10_000;
+  const cache = new Map<string, Principal>();
+  let keySet: Promise<JWTVerifyGetKey> | undefined = options.keySet ? Promise.resolve(options.keySet) : undefined;
+
+  function getKeySet(): Promise<JWTVerifyGetKey> {
+    if (!keySet) {
+      keySet = (options.jwksUri ? Promise.resolve(options.jwksUri) : discoverJwksUri(options.issuer)).then((uri) =>
+        createRemoteJWKSet(new URL(uri), { timeoutDuration: 5_000, cooldownDuration: 30_000 }),
+      );
+      // A failed discovery must not be remembered: the issuer may just be starting.
+      keySet.catch(() => {
+        keySet = undefined;
+      });
+    }
+    return keySet;
+  }
+
+  function remember(token: string, principal: Principal): void {
+    if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
+    cache.set(token, principal);
+  }
+
+  return {
+    async verify(token) {
+      const cached = cache.get(token);
+      if (cached) {
+        if (cached.exp * 1000 > Date.now() - options.clockToleranceMs) return cached;
+        cache.delete(token);
+      }
+      let keys: JWTVerifyGetKey;
+      try {
+        keys = await getKeySet();
+      } catch (err) {
+        throw new AuthError('invalid_token', `token cannot be verified now: ${(err as Error).message}`);
+      }
+      try {
+        const { payload } = await jwtVerify(token, keys, {
+          issuer: options.issuer,
+          audience: options.audience,
+          algorithms: [...options.algorithms],
+          clockTolerance: Math.round(options.clockToleranceMs / 1000),
+          requiredClaims: ['sub', 'exp'],
+        });
+        const principal: Principal = {
+          iss: payload.iss!,
+          sub: payload.sub!,
+          userKey: userKeyOf(payload.iss!, payload.sub!),
+          scopes: scopesOf(payload),
+          exp: payload.exp!,
+          claims: payload,
+        };
+        remember(token, principal);
+        return principal;
+      } catch (err) {
+        throw new AuthError('invalid_token', describeJoseError(err));
+      }
+    },
+  };
+}
+
+function describeJoseError(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'token expired';
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return `token claim "${err.claim}" is invalid`;
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'token algorithm not allowed';
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'token signature invalid';
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return 'token signed by an unknown key';
+  if (err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JWSInvalid) return 'token malformed';
+  return 'token invalid';
+}

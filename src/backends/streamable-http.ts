@@ -1,0 +1,93 @@
+/**
+ * Client side of the Streamable HTTP transport towards one backend MCP server
+ * (MCP 2025-11-25 "Transports"). It only moves bytes and headers: the MCP layer decides
+ * what to send. Connections are pooled and kept alive per backend (undici Agent).
+ *
+ * Hop-by-hop hygiene: only the headers below are sent. The client's `Authorization`,
+ * cookies and its gateway session id never reach the backend (no token passthrough).
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import type { BackendConfig } from '../config/schema.js';
+import { toBackendError } from './errors.js';
+
+export interface BackendCallHeaders {
+  sessionId?: string;
+  protocolVersion?: string;
+  lastEventId?: string;
+  /** W3C trace context, carried through when the client sent it. */
+  traceparent?: string;
+  tracestate?: string;
+}
+
+export interface BackendResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+  contentType: string;
+}
+
+export class StreamableHttpBackend {
+  readonly name: string;
+  readonly #url: URL;
+  readonly #staticHeaders: Record<string, string>;
+  readonly #agent: Agent;
+  readonly #timeoutMs: number;
+
+  constructor(config: BackendConfig) {
+    this.name = config.name;
+    this.#url = new URL(config.url!);
+    this.#staticHeaders = lowerCaseKeys(config.headers);
+    this.#timeoutMs = config.timeout;
+    this.#agent = new Agent({ keepAliveTimeout: 30_000, connectTimeout: Math.min(config.timeout, 10_000) });
+  }
+
+  /** POSTs one JSON-RPC message (or batch) as the client sent it. */
+  post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return this.#send('POST', headers, signal, body, 'application/json, text/event-stream');
+  }
+
+  /** Opens (or resumes, with `lastEventId`) the backend's standalone SSE stream. */
+  get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return this.#send('GET', headers, signal, undefined, 'text/event-stream');
+  }
+
+  /** Ends the backend session (DELETE with its session id). */
+  delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return this.#send('DELETE', headers, signal, undefined, 'application/json, text/event-stream');
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  async #send(method: 'GET' | 'POST' | 'DELETE', h: BackendCallHeaders, signal: AbortSignal | undefined, body: string | undefined, accept: string): Promise<BackendResponse> {
+    const headers: Record<string, string> = { ...this.#staticHeaders, accept };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (h.sessionId) headers['mcp-session-id'] = h.sessionId;
+    if (h.protocolVersion) headers['mcp-protocol-version'] = h.protocolVersion;
+    if (h.lastEventId) headers['last-event-id'] = h.lastEventId;
+    if (h.traceparent) headers.traceparent = h.traceparent;
+    if (h.tracestate) headers.tracestate = h.tracestate;
+    try {
+      const res = await request(this.#url, {
+        method,
+        headers,
+        body,
+        signal,
+        dispatcher: this.#agent,
+        headersTimeout: this.#timeoutMs,
+        // A standalone GET stream may legitimately be quiet for long; POST streams must make
+        // progress within the backend's timeout.
+        bodyTimeout: method === 'GET' ? 0 : this.#timeoutMs,
+      });
+      const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      return { status: res.statusCode, headers: res.headers, body: res.body, contentType };
+    } catch (err) {
+      throw toBackendError(this.name, err, 'connect');
+    }
+  }
+}
+
+function lowerCaseKeys(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+}

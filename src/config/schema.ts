@@ -1,0 +1,156 @@
+/**
+ * The YAML configuration contract (SPEC §3) as a zod schema. Parsing normalises what the
+ * rest of the gateway needs (durations in ms, URLs without trailing slashes, defaults filled
+ * in) so that no other module re-interprets raw config.
+ */
+import { z } from 'zod';
+import { parseDuration } from './duration.js';
+
+const duration = (fallback: string) =>
+  z
+    .union([z.string(), z.number()])
+    .default(fallback)
+    .transform((value, ctx) => {
+      const ms = parseDuration(value);
+      if (ms === undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${value}" is not a duration (e.g. 30s, 5m, 24h)` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const httpUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL');
+
+const trimSlash = (u: string) => u.replace(/\/+$/, '');
+
+const backendName = z
+  .string()
+  .regex(/^[a-z0-9-]+$/, 'must match [a-z0-9-]+ (it becomes the path /mcp/{name})');
+
+const upstreamAuthSchema = z
+  .object({
+    provider: z.string().regex(/^[a-z0-9-]+$/, 'must match [a-z0-9-]+'),
+    discover: z.boolean().default(false),
+    authorizationUrl: httpUrl.optional(),
+    tokenUrl: httpUrl.optional(),
+    clientId: z.string().optional(),
+    clientSecret: z.string().optional(),
+    scopes: z.array(z.string()).default([]),
+  })
+  .strict();
+
+const backendSchema = z
+  .object({
+    name: backendName,
+    url: httpUrl.optional(),
+    transport: z.enum(['streamable-http', 'sse', 'stdio']).default('streamable-http'),
+    command: z.string().optional(),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string()).default({}),
+    headers: z.record(z.string()).default({}),
+    timeout: duration('60s'),
+    access: z
+      .object({
+        scopes: z.array(z.string()).default([]),
+        tenants: z.array(z.string()).default([]),
+        claims: z.record(z.array(z.string())).default({}),
+      })
+      .strict()
+      .default({}),
+    upstreamAuth: upstreamAuthSchema.optional(),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.transport === 'stdio' && !b.command) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['command'], message: 'is required for transport stdio' });
+    }
+    if (b.transport !== 'stdio' && !b.url) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['url'], message: `is required for transport ${b.transport}` });
+    }
+  });
+
+export const SUPPORTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+export const configSchema = z
+  .object({
+    publicUrl: httpUrl.transform(trimSlash),
+    listen: z
+      .object({
+        host: z.string().default('0.0.0.0'),
+        port: z.number().int().min(0).max(65535).default(8080),
+      })
+      .strict()
+      .default({}),
+    allowedOrigins: z.array(z.string().url().transform((u) => new URL(u).origin)).default([]),
+    /** Extra Host header values accepted besides publicUrl's host (DNS-rebinding protection). */
+    allowedHosts: z.array(z.string().min(1).transform((h) => h.toLowerCase())).default([]),
+    redis: z
+      .object({
+        url: z.string().regex(/^(rediss?|redis\+sentinel|redis\+cluster):\/\//, 'must be a redis:// or rediss:// URL'),
+        keyPrefix: z.string().default('sb:'),
+      })
+      .strict()
+      .optional(),
+    auth: z
+      .object({
+        issuer: httpUrl.transform(trimSlash),
+        audience: z.string().min(1),
+        jwksUri: httpUrl.optional(),
+        algorithms: z.array(z.enum(SUPPORTED_ALGORITHMS)).min(1).default(['RS256', 'ES256', 'EdDSA']),
+        requiredScopes: z.array(z.string()).default([]),
+        tenantClaim: z.string().optional(),
+        clockTolerance: duration('30s'),
+        login: z
+          .object({
+            clientId: z.string(),
+            clientSecret: z.string().optional(),
+            scopes: z.array(z.string()).default(['openid', 'profile']),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict(),
+    secrets: z
+      .object({
+        cookieKey: z.string().min(32, 'must be at least 32 bytes').optional(),
+        tokenKey: z.string().min(32, 'must be at least 32 bytes').optional(),
+      })
+      .strict()
+      .default({}),
+    sessions: z.object({ idleTtl: duration('24h') }).strict().default({}),
+    streams: z
+      .object({
+        keepAlive: duration('15s'),
+        retry: duration('2s'),
+        /** How many events of one SSE stream are kept for `Last-Event-ID` replay. */
+        replayEvents: z.number().int().min(1).default(1000),
+        /** How long those events are kept. */
+        replayTtl: duration('10m'),
+      })
+      .strict()
+      .default({}),
+    limits: z
+      .object({
+        /** Largest accepted request body; larger → 413. */
+        maxBodyBytes: z.number().int().min(1024).default(4 * 1024 * 1024),
+      })
+      .strict()
+      .default({}),
+    log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
+    backends: z.array(backendSchema).min(1, 'at least one backend is required'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const seen = new Set<string>();
+    c.backends.forEach((b, i) => {
+      if (seen.has(b.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'name'], message: `duplicate backend name "${b.name}"` });
+      seen.add(b.name);
+    });
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type BackendConfig = Config['backends'][number];
+export type ConfigInput = z.input<typeof configSchema>;

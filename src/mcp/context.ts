@@ -1,0 +1,17 @@
+/**
+ * What the MCP handlers share: configuration, state, backend clients and live streams.
+ * Built once in app.ts.
+ */
+import type { StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { Config } from '../config/schema.js';
+import type { StateStore } from '../state/store.js';
+import type { SessionService } from './session-service.js';
+import type { StreamRegistry } from './stream-registry.js';
+
+export interface McpContext {
+  config: Config;
+  store: StateStore;
+  sessions: SessionService;
+  backends: ReadonlyMap<string, StreamableHttpBackend>;
+  streams: StreamRegistry;
+}

@@ -1,0 +1,92 @@
+/**
+ * `initialize` through the gateway (MCP 2025-11-25 "Lifecycle"): the backend negotiates
+ * the protocol revision with the client's own request; the gateway opens its own session
+ * for the client, bound to the user, and remembers the backend's session id, the revision
+ * and the client's capabilities (URL-mode elicitation needs them later).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { BackendError } from '../backends/errors.js';
+import type { StreamableHttpBackend } from '../backends/streamable-http.js';
+import { collectMessages } from './backend-body.js';
+import type { McpContext } from './context.js';
+import { ErrorCode, type JsonRpcMessage } from './jsonrpc.js';
+import { HEADER, isSupportedVersion } from './protocol.js';
+import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from './replies.js';
+import { newSessionId, StateUnavailableError } from './session-service.js';
+import { SseWriter } from './sse-writer.js';
+
+export async function handleInitialize(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: StreamableHttpBackend, message: JsonRpcMessage & { id: string | number }, body: string): Promise<FastifyReply | void> {
+  const principal = request.principal!;
+  let collected;
+  let backendSessionId: string | undefined;
+  try {
+    const res = await backend.post(body, traceHeaders(request));
+    if (res.status !== 200) {
+      const text = await res.body.text().catch(() => '');
+      if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.status !== 404 && res.contentType === 'application/json') {
+        // The backend judged the client's initialize; pass its answer on.
+        return reply.code(res.status).type('application/json').send(text);
+      }
+      throw new BackendError(backend.name, 'bad_status', `backend "${backend.name}" answered initialize with HTTP ${res.status}`, res.status);
+    }
+    backendSessionId = headerValue(res.headers[HEADER.sessionId]);
+    collected = await collectMessages(res).catch((err: Error) => {
+      throw new BackendError(backend.name, 'protocol', `backend "${backend.name}" sent an unreadable initialize response (${err.message})`);
+    });
+  } catch (err) {
+    if (err instanceof BackendError) return sendBackendError(reply, err, [message.id], false);
+    throw err;
+  }
+
+  const response = collected.messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
+  if (!response) {
+    return sendBackendError(reply, new BackendError(backend.name, 'protocol', `backend "${backend.name}" did not answer initialize`), [message.id], false);
+  }
+  const result = response.result as { protocolVersion?: string } | undefined;
+  if (result) {
+    const version = String(result.protocolVersion);
+    if (!isSupportedVersion(version)) {
+      return sendJsonRpcError(reply, 200, ErrorCode.InternalError, `backend "${backend.name}" negotiated protocol version ${version}, which the gateway does not support`, message.id);
+    }
+    const sessionId = newSessionId();
+    const params = (message.params ?? {}) as { capabilities?: Record<string, unknown> };
+    try {
+      await ctx.sessions.create(principal, sessionId, {
+        backend: backend.name,
+        backendSessionId,
+        protocolVersion: version,
+        clientCapabilities: params.capabilities ?? {},
+        createdAt: Date.now(),
+      });
+    } catch (err) {
+      if (err instanceof StateUnavailableError) return sendStateUnavailable(reply);
+      throw err;
+    }
+    reply.header(HEADER.sessionId, sessionId);
+    request.log.info({ backend: backend.name, protocolVersion: version }, 'session initialized');
+  }
+
+  // A lone response is answered as JSON; anything the backend sent along with it (log
+  // notifications, say) keeps its order as SSE events.
+  if (collected.texts.length === 1) return reply.code(200).type('application/json').send(collected.texts[0]);
+  reply.hijack();
+  const writer = new SseWriter(reply.raw, { keepAliveMs: ctx.config.streams.keepAlive, headers: sessionHeader(reply) });
+  for (const text of collected.texts) writer.message(text);
+  writer.end();
+}
+
+export function traceHeaders(request: FastifyRequest): { traceparent?: string; tracestate?: string } {
+  return {
+    traceparent: headerValue(request.headers.traceparent),
+    tracestate: headerValue(request.headers.tracestate),
+  };
+}
+
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function sessionHeader(reply: FastifyReply): Record<string, string> {
+  const id = reply.getHeader(HEADER.sessionId);
+  return id ? { [HEADER.sessionId]: String(id) } : {};
+}

@@ -1,0 +1,91 @@
+/**
+ * Just enough JSON-RPC 2.0 to route MCP messages. Messages are otherwise opaque: unknown
+ * methods and fields pass through untouched (SPEC §1, forward compatibility).
+ */
+export type JsonRpcId = string | number;
+
+export interface JsonRpcMessage {
+  jsonrpc: '2.0';
+  id?: JsonRpcId | null;
+  method?: string;
+  params?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** JSON-RPC 2.0 §5.1 codes, and the gateway's own in the implementation-defined range. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** The backend could not be reached or answered with an HTTP error. */
+  BackendUnavailable: -32010,
+  /** The backend did not answer within its configured timeout. */
+  BackendTimeout: -32011,
+  /** The backend's stream ended before it delivered the response. */
+  BackendStreamBroken: -32012,
+  /** The gateway's state store (Redis) is unavailable; retry later. */
+  StateUnavailable: -32013,
+} as const;
+
+export function isRequest(m: JsonRpcMessage): m is JsonRpcMessage & { id: JsonRpcId; method: string } {
+  return typeof m.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number');
+}
+
+export function isResponse(m: JsonRpcMessage): boolean {
+  return m.method === undefined && ('result' in m || 'error' in m);
+}
+
+export function errorResponse(id: JsonRpcId | null, code: number, message: string, data?: unknown): JsonRpcMessage {
+  return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
+}
+
+/** Thrown for a body that is not a valid JSON-RPC message; becomes HTTP 400. */
+export class InvalidMessageError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Parses a POST body into messages. Batches are accepted only where the client's protocol
+ * revision allows them (2025-03-26); later revisions removed JSON-RPC batching.
+ */
+export function parseMessages(body: string, allowBatch: boolean): JsonRpcMessage[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    throw new InvalidMessageError(ErrorCode.ParseError, 'Parse error: body is not valid JSON');
+  }
+  if (Array.isArray(value)) {
+    if (!allowBatch) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
+    if (value.length === 0) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
+    return value.map(checkMessage);
+  }
+  return [checkMessage(value)];
+}
+
+function checkMessage(value: unknown): JsonRpcMessage {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: a JSON-RPC message must be an object');
+  }
+  const m = value as Record<string, unknown>;
+  if (m.jsonrpc !== '2.0') throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: "jsonrpc" must be "2.0"');
+  const hasId = 'id' in m;
+  if (hasId && m.id !== null && typeof m.id !== 'string' && typeof m.id !== 'number') {
+    throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: "id" must be a string or a number');
+  }
+  if ('method' in m) {
+    if (typeof m.method !== 'string') throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: "method" must be a string');
+    if (hasId && m.id === null) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: a request id must not be null');
+    return m as unknown as JsonRpcMessage;
+  }
+  if (hasId && ('result' in m || 'error' in m)) return m as unknown as JsonRpcMessage;
+  throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: neither a request, a notification nor a response');
+}

@@ -1,0 +1,38 @@
+/**
+ * DNS-rebinding protection (MCP 2025-11-25 "Transports" §"Security Warning"): a browser
+ * page must not be able to talk to the gateway through a hostile name or from a foreign
+ * origin. The Host header must name us (publicUrl's host or a configured extra host), and
+ * an Origin, when a browser sends one, must be publicUrl's origin or an allowed one.
+ * Non-browser clients send no Origin and are unaffected.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/schema.js';
+import { ErrorCode } from './jsonrpc.js';
+import { sendJsonRpcError } from './replies.js';
+
+export function allowedHostsOf(config: Config): Set<string> {
+  const url = new URL(config.publicUrl);
+  const hosts = new Set(config.allowedHosts);
+  hosts.add(url.host.toLowerCase());
+  // A default port may be written explicitly by some clients.
+  if (!url.port) hosts.add(`${url.hostname}:${url.protocol === 'https:' ? 443 : 80}`.toLowerCase());
+  return hosts;
+}
+
+export function createOriginGuard(config: Config) {
+  const hosts = allowedHostsOf(config);
+  const origins = new Set([new URL(config.publicUrl).origin, ...config.allowedOrigins]);
+  return async function originGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const host = request.headers.host?.toLowerCase();
+    if (!host || !hosts.has(host)) {
+      request.log.warn({ host }, 'refused request for a host that is not ours');
+      await sendJsonRpcError(reply, 421, ErrorCode.InvalidRequest, 'Misdirected request: Host header not allowed');
+      return;
+    }
+    const origin = request.headers.origin;
+    if (origin !== undefined && !origins.has(origin)) {
+      request.log.warn({ origin }, 'refused request from a foreign origin');
+      await sendJsonRpcError(reply, 403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+    }
+  };
+}

@@ -1,0 +1,34 @@
+/**
+ * Where gateway failures meet the wire (STYLE: one place maps errors). JSON-RPC errors go in
+ * a JSON-RPC body; when the client had a request open, the error answers that request with
+ * HTTP 200 so that SDK clients surface it as an McpError rather than a transport failure.
+ */
+import type { FastifyReply } from 'fastify';
+import { BackendError } from '../backends/errors.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
+
+export function sendJsonRpcError(reply: FastifyReply, status: number, code: number, message: string, id: JsonRpcId | null = null, data?: unknown): FastifyReply {
+  return reply.code(status).type('application/json').send(errorResponse(id, code, message, data));
+}
+
+/**
+ * A backend failure: each open request gets a JSON-RPC error (one body, or an array for a
+ * batch); with no request open, 502 or 504.
+ */
+export function sendBackendError(reply: FastifyReply, error: BackendError, requestIds: readonly JsonRpcId[], batch: boolean): FastifyReply {
+  const code = error.failure === 'timeout' ? ErrorCode.BackendTimeout : ErrorCode.BackendUnavailable;
+  const data = { backend: error.backend, reason: error.failure, ...(error.status ? { status: error.status } : {}) };
+  reply.log.warn({ backend: error.backend, failure: error.failure, status: error.status }, error.message);
+  if (!requestIds.length) return sendJsonRpcError(reply, error.httpStatus, code, error.message, null, data);
+  const errors = requestIds.map((id) => errorResponse(id, code, error.message, data));
+  return reply.code(200).type('application/json').send(batch ? errors : errors[0]);
+}
+
+export function sendSessionNotFound(reply: FastifyReply): FastifyReply {
+  return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, 'Session not found: initialize a new session');
+}
+
+export function sendStateUnavailable(reply: FastifyReply): FastifyReply {
+  reply.header('retry-after', '2');
+  return sendJsonRpcError(reply, 503, ErrorCode.StateUnavailable, 'Session state is temporarily unavailable; retry shortly');
+}

@@ -1,0 +1,186 @@
+/**
+ * The client-facing Streamable HTTP endpoint for one backend: `POST/GET/DELETE
+ * /mcp/{backend}` (SPEC §2; MCP 2025-11-25 "Transports"). Thin Fastify adapter: checks the
+ * HTTP-level rules, finds the user's session, and hands the bytes to the backend client and
+ * the stream relay. Message bodies are forwarded as received.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { BackendError } from '../backends/errors.js';
+import type { StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { SessionRecord } from '../state/store.js';
+import type { McpContext } from './context.js';
+import { handleInitialize, headerValue, traceHeaders } from './initialize.js';
+import { ErrorCode, InvalidMessageError, isRequest, parseMessages, type JsonRpcMessage } from './jsonrpc.js';
+import { accepts, allowsBatch, DEFAULT_PROTOCOL_VERSION, HEADER, isSupportedVersion } from './protocol.js';
+import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from './replies.js';
+import { StateUnavailableError } from './session-service.js';
+import { openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
+import { parseEventId } from './stream-relay.js';
+
+type McpRequest = FastifyRequest<{ Params: { backend: string }; Body: string }>;
+
+export interface McpRouteHooks {
+  originGuard: onRequestAsyncHookHandler;
+  authenticate: onRequestAsyncHookHandler;
+}
+
+export function registerMcpRoutes(app: FastifyInstance, ctx: McpContext, hooks: McpRouteHooks): void {
+  // Both run before the body is read: a foreign origin or a missing token costs us no upload.
+  const options = { onRequest: [hooks.originGuard, hooks.authenticate] };
+  app.post('/mcp/:backend', options, (req, reply) => handlePost(ctx, req as McpRequest, reply));
+  app.get('/mcp/:backend', options, (req, reply) => handleGet(ctx, req as McpRequest, reply));
+  app.delete('/mcp/:backend', options, (req, reply) => handleDelete(ctx, req as McpRequest, reply));
+}
+
+async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
+  const backend = ctx.backends.get(request.params.backend);
+  if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
+  const accept = request.headers.accept;
+  if (!accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) {
+    return sendJsonRpcError(reply, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list application/json and text/event-stream');
+  }
+  const body = request.body;
+  if (typeof body !== 'string') {
+    return sendJsonRpcError(reply, 415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
+  }
+  const version = headerValue(request.headers[HEADER.protocolVersion]);
+  let messages: JsonRpcMessage[];
+  try {
+    messages = parseMessages(body, allowsBatch(version ?? DEFAULT_PROTOCOL_VERSION));
+  } catch (err) {
+    if (err instanceof InvalidMessageError) return sendJsonRpcError(reply, 400, err.code, err.message);
+    throw err;
+  }
+  const initialize = messages.find((m) => m.method === 'initialize');
+  if (initialize) {
+    if (messages.length > 1 || !isRequest(initialize)) {
+      return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: initialize must be sent alone, as a request');
+    }
+    return handleInitialize(ctx, request, reply, backend, initialize, body);
+  }
+
+  const target = await sessionTarget(ctx, request, reply, backend);
+  if (!target) return reply;
+  const requestIds = messages.filter(isRequest).map((m) => m.id);
+  const batch = body.trimStart().startsWith('[');
+  let res;
+  try {
+    res = await backend.post(body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, ...traceHeaders(request) });
+  } catch (err) {
+    if (err instanceof BackendError) return sendBackendError(reply, err, requestIds, batch);
+    throw err;
+  }
+
+  if (res.status === 202) {
+    await res.body.dump();
+    return reply.code(202).send();
+  }
+  if (res.status === 404) {
+    await res.body.dump();
+    return endLostBackendSession(ctx, request, reply, target.sessionId);
+  }
+  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') {
+    await relayPostStream(target, res, requestIds);
+    return;
+  }
+  if (res.status >= 200 && res.status < 300 && res.contentType === 'application/json') {
+    return reply.code(res.status).type('application/json').header(HEADER.sessionId, target.sessionId).send(res.body);
+  }
+  if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
+    // The backend judged the client's message (e.g. invalid params at the HTTP level): pass it on.
+    return reply.code(res.status).type('application/json').send(res.body);
+  }
+  await res.body.dump().catch(() => {});
+  return sendBackendError(reply, new BackendError(backend.name, 'bad_status', `backend "${backend.name}" answered HTTP ${res.status}`, res.status), requestIds, batch);
+}
+
+async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
+  const backend = ctx.backends.get(request.params.backend);
+  if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
+  if (!accepts(request.headers.accept, 'text/event-stream')) {
+    return sendJsonRpcError(reply, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list text/event-stream');
+  }
+  const target = await sessionTarget(ctx, request, reply, backend);
+  if (!target) return reply;
+  const lastEventId = headerValue(request.headers[HEADER.lastEventId]);
+  if (lastEventId) {
+    const position = parseEventId(lastEventId);
+    if (!position) return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Bad Request: Last-Event-ID was not issued by this gateway');
+    return guardState(reply, () => resumeStream(target, position.streamId, position.seq));
+  }
+  return openStandaloneStream(target);
+}
+
+async function handleDelete(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
+  const backend = ctx.backends.get(request.params.backend);
+  if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
+  const target = await sessionTarget(ctx, request, reply, backend);
+  if (!target) return reply;
+  const principal = request.principal!;
+  ctx.streams.stopSession(principal.userKey, target.sessionId);
+  if (target.session.backendSessionId) {
+    try {
+      const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion });
+      await res.body.dump();
+      if (res.status >= 400 && res.status !== 404 && res.status !== 405) request.log.warn({ status: res.status }, 'backend refused to end its session');
+    } catch (err) {
+      request.log.warn({ err: (err as Error).message }, 'could not end the backend session');
+    }
+  }
+  return guardState(reply, async () => {
+    await ctx.sessions.remove(principal, target.sessionId);
+    request.log.info('session deleted');
+    return reply.code(204).send();
+  });
+}
+
+/**
+ * Validates the session header and protocol version and loads the user's session. Sends
+ * the error reply and returns undefined when the request cannot proceed.
+ */
+async function sessionTarget(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: StreamableHttpBackend): Promise<StreamTarget | undefined> {
+  const version = headerValue(request.headers[HEADER.protocolVersion]);
+  if (version !== undefined && !isSupportedVersion(version)) {
+    sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version "${version}"`);
+    return undefined;
+  }
+  const sessionId = headerValue(request.headers[HEADER.sessionId]);
+  if (!sessionId) {
+    sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
+    return undefined;
+  }
+  let session: SessionRecord | undefined;
+  try {
+    session = await ctx.sessions.find(request.principal!, sessionId, backend.name);
+  } catch (err) {
+    if (!(err instanceof StateUnavailableError)) throw err;
+    request.log.error({ err: err.message }, 'state store unavailable');
+    sendStateUnavailable(reply);
+    return undefined;
+  }
+  if (!session) {
+    sendSessionNotFound(reply);
+    return undefined;
+  }
+  return { ctx, request, reply, backend, sessionId, session, protocolVersion: version ?? session.protocolVersion };
+}
+
+/** The backend forgot its session: ours is useless too, and the client must start over. */
+async function endLostBackendSession(ctx: McpContext, request: McpRequest, reply: FastifyReply, sessionId: string) {
+  request.log.warn('backend session expired; ending the client session');
+  ctx.streams.stopSession(request.principal!.userKey, sessionId);
+  await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
+  return sendSessionNotFound(reply);
+}
+
+async function guardState<T>(reply: FastifyReply, operation: () => Promise<T>): Promise<T | FastifyReply> {
+  try {
+    return await operation();
+  } catch (err) {
+    if (err instanceof StateUnavailableError && !reply.sent && !reply.raw.headersSent) {
+      reply.log.error({ err: err.message }, 'state store unavailable');
+      return sendStateUnavailable(reply);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Client MCP sessions (MCP 2025-11-25 "Transports" §"Session Management"): ids are 256-bit
+ * random values; records are stored under the user's key with an idle TTL. Looking up a
+ * session with someone else's token finds nothing, which the routes answer with 404, the
+ * same as an unknown or expired id, so that nothing reveals another user's session.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Principal } from '../auth/principal.js';
+import type { SessionRecord, StateStore } from '../state/store.js';
+
+const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+
+export function newSessionId(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** Thrown when the state store cannot be reached; becomes 503 (SPEC §5, "Redis going away"). */
+export class StateUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`session state is unavailable: ${(cause as Error)?.message ?? cause}`);
+    this.name = 'StateUnavailableError';
+  }
+}
+
+export class SessionService {
+  constructor(
+    readonly store: StateStore,
+    readonly idleTtlMs: number,
+  ) {}
+
+  async create(principal: Principal, sessionId: string, record: SessionRecord): Promise<void> {
+    await this.#guard(() => this.store.createSession(principal.userKey, sessionId, record, this.idleTtlMs));
+  }
+
+  /** The session when it exists for this user and this backend; undefined otherwise. */
+  async find(principal: Principal, sessionId: string, backend: string): Promise<SessionRecord | undefined> {
+    if (!SESSION_ID.test(sessionId)) return undefined;
+    const record = await this.#guard(() => this.store.touchSession(principal.userKey, sessionId, this.idleTtlMs));
+    return record && record.backend === backend ? record : undefined;
+  }
+
+  async remove(principal: Principal, sessionId: string): Promise<void> {
+    await this.#guard(() => this.store.deleteSession(principal.userKey, sessionId));
+  }
+
+  async #guard<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (err) {
+      throw new StateUnavailableError(err);
+    }
+  }
+}

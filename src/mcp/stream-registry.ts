@@ -1,0 +1,49 @@
+/**
+ * The SSE relays this replica is running right now. A reconnecting client is attached to
+ * its live relay when it lands on the replica that runs it; otherwise the stream is rebuilt
+ * from the replay log in the store (see stream-service.ts). Each session has at most one
+ * standalone (GET) stream, where gateway-originated notifications go.
+ */
+import type { StreamRelay } from './stream-relay.js';
+
+export class StreamRegistry {
+  readonly #relays = new Map<string, StreamRelay>();
+  readonly #standalone = new Map<string, StreamRelay>();
+
+  add(relay: StreamRelay): void {
+    const id = relayId(relay.key.userKey, relay.key.sessionId, relay.key.streamId);
+    this.#relays.set(id, relay);
+    const session = sessionId(relay.key.userKey, relay.key.sessionId);
+    if (relay.meta.kind === 'get') this.#standalone.set(session, relay);
+    relay.onFinish(() => {
+      if (this.#relays.get(id) === relay) this.#relays.delete(id);
+      if (this.#standalone.get(session) === relay) this.#standalone.delete(session);
+    });
+  }
+
+  get(userKey: string, session: string, streamId: string): StreamRelay | undefined {
+    return this.#relays.get(relayId(userKey, session, streamId));
+  }
+
+  standalone(userKey: string, session: string): StreamRelay | undefined {
+    return this.#standalone.get(sessionId(userKey, session));
+  }
+
+  /** Stops every relay of a session (DELETE). */
+  stopSession(userKey: string, session: string): void {
+    const prefix = `${sessionId(userKey, session)}:`;
+    for (const [id, relay] of this.#relays) if (id.startsWith(prefix)) relay.stop();
+  }
+
+  /** Stops everything (shutdown): clients get `retry` and reconnect elsewhere. */
+  stopAll(): void {
+    for (const relay of this.#relays.values()) relay.stop();
+  }
+
+  get size(): number {
+    return this.#relays.size;
+  }
+}
+
+const sessionId = (userKey: string, session: string) => `${userKey}:${session}`;
+const relayId = (userKey: string, session: string, streamId: string) => `${userKey}:${session}:${streamId}`;

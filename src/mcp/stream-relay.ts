@@ -1,0 +1,238 @@
+/**
+ * Relays one backend SSE stream to one client SSE stream, and makes it resumable
+ * (MCP 2025-11-25 "Resumability and Redelivery").
+ *
+ * The gateway owns the client-facing event ids (`<streamId>-<seq>`): every message is
+ * appended to the stream's replay log in the state store together with the backend's own
+ * event id. A client that lost the connection reconnects with `Last-Event-ID` and gets what
+ * it missed; if the backend closed its stream early (SSE polling, SEP-1699) the gateway
+ * resumes the backend stream with the backend's last event id. Because the log lives in the
+ * store, any replica can resume it.
+ *
+ * A POST stream keeps reading the backend after the client went away (so the response is
+ * not lost); a standalone GET stream stops when its client goes.
+ */
+import { createParser } from 'eventsource-parser';
+import type { FastifyBaseLogger } from 'fastify';
+import { BackendError, toBackendError, type BackendFailure } from '../backends/errors.js';
+import type { ReplayLimits, StateStore, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
+import type { SseWriter } from './sse-writer.js';
+
+export interface RelayContext {
+  store: StateStore;
+  limits: ReplayLimits;
+  retryMs: number;
+  backend: string;
+  log: FastifyBaseLogger;
+}
+
+export const eventId = (streamId: string, seq: number) => `${streamId}-${seq}`;
+
+/** Splits a client's `Last-Event-ID` into stream and sequence; undefined when it is not ours. */
+export function parseEventId(value: string): { streamId: string; seq: number } | undefined {
+  const match = /^([0-9a-f]{16})-(\d{1,15})$/.exec(value);
+  return match ? { streamId: match[1]!, seq: Number(match[2]) } : undefined;
+}
+
+const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+
+const FAILURE_CODE: Record<BackendFailure, number> = {
+  timeout: ErrorCode.BackendTimeout,
+  unreachable: ErrorCode.BackendUnavailable,
+  bad_status: ErrorCode.BackendUnavailable,
+  protocol: ErrorCode.BackendUnavailable,
+  stream_broken: ErrorCode.BackendStreamBroken,
+};
+
+export class StreamRelay {
+  readonly key: StreamKey;
+  readonly meta: StreamMeta;
+  readonly #ctx: RelayContext;
+  readonly #pending = new Map<string, JsonRpcId>();
+  readonly #recent: StoredEvent[] = [];
+  readonly #abort = new AbortController();
+  readonly #onFinish: Array<() => void> = [];
+  #seq: number;
+  #writer: SseWriter | undefined;
+  #backendLastEventId: string | undefined;
+  #finished = false;
+  #saving: Promise<void> = Promise.resolve();
+  #unsaved: StoredEvent[] = [];
+
+  /**
+   * @param startSeq the last sequence number already used on this stream (0 for a new one).
+   * @param backendLastEventId where the backend stream stands when resuming.
+   */
+  constructor(ctx: RelayContext, key: StreamKey, meta: StreamMeta, startSeq = 0, backendLastEventId?: string) {
+    this.#ctx = ctx;
+    this.key = key;
+    this.meta = meta;
+    this.#seq = startSeq;
+    this.#backendLastEventId = backendLastEventId;
+    for (const id of meta.requestIds) this.#pending.set(idKey(id), id);
+    if (startSeq === 0) this.#unsaved.push({ seq: 0, meta });
+  }
+
+  /** Aborts the backend request of this relay (client gone from a GET stream, shutdown, DELETE). */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  get lastSeq(): number {
+    return this.#seq;
+  }
+
+  onFinish(callback: () => void): void {
+    if (this.#finished) callback();
+    else this.#onFinish.push(callback);
+  }
+
+  /**
+   * Connects a client stream. Events after `afterSeq` that this relay still holds are sent
+   * first, synchronously, so nothing can slip between the replay and the live events.
+   * A fresh stream (afterSeq undefined) gets a priming event instead.
+   */
+  attach(writer: SseWriter, afterSeq?: number, prime = true): void {
+    const previous = this.#writer;
+    this.#writer = writer;
+    if (previous && previous !== writer) previous.end();
+    if (afterSeq === undefined) {
+      if (prime) writer.prime(eventId(this.key.streamId, this.#seq), this.#ctx.retryMs);
+    } else {
+      for (const e of this.#recent) if (e.seq > afterSeq && e.data !== undefined) writer.message(e.data, eventId(this.key.streamId, e.seq));
+    }
+    writer.onClose(() => {
+      if (this.#writer !== writer) return;
+      this.#writer = undefined;
+      if (this.meta.kind === 'get') this.stop();
+    });
+    if (this.#finished) writer.end();
+  }
+
+  /** Reads the backend's SSE body to its end, relaying and logging every message. */
+  async pump(body: AsyncIterable<Buffer | string> & { setEncoding?(e: BufferEncoding): unknown }): Promise<void> {
+    const parser = createParser({
+      onEvent: (event) => this.#onBackendEvent(event.data, event.id),
+      onRetry: () => {},
+    });
+    let failure: BackendError | undefined;
+    try {
+      body.setEncoding?.('utf8');
+      for await (const chunk of body) {
+        parser.feed(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
+        if (this.#finished) break;
+      }
+    } catch (err) {
+      if (!this.#abort.signal.aborted) failure = toBackendError(this.#ctx.backend, err, 'stream');
+    }
+    if (!this.#finished) this.#afterBackendEnded(failure);
+  }
+
+  /** Sends a gateway-originated message on this stream (e.g. notifications/elicitation/complete). */
+  inject(data: string): void {
+    if (!this.#finished) this.#emit(data, undefined);
+  }
+
+  /** Ends this relay because the backend is unavailable; open requests get a JSON-RPC error. */
+  fail(error: BackendError): void {
+    if (!this.#finished) this.#afterBackendEnded(error);
+  }
+
+  /** Stops relaying without owing anything (client gone from a GET stream, session deleted, shutdown). */
+  stop(): void {
+    this.#abort.abort();
+    if (this.#finished) return;
+    this.#writer?.retry(this.#ctx.retryMs);
+    this.#finish(false);
+  }
+
+  /** Waits until everything emitted so far is in the store. */
+  flushed(): Promise<void> {
+    return this.#saving;
+  }
+
+  #onBackendEvent(data: string, backendEventId: string | undefined): void {
+    if (backendEventId) this.#backendLastEventId = backendEventId;
+    if (!data.trim()) {
+      // A backend priming event: nothing for the client, but remember where the backend stands.
+      if (backendEventId) this.#save({ seq: this.#seq, backendEventId });
+      return;
+    }
+    this.#emit(data, backendEventId);
+    if (this.meta.kind === 'post') {
+      this.#settle(data);
+      if (this.#pending.size === 0) this.#finish(true);
+    }
+  }
+
+  /** Removes the request ids answered by this message from the pending set. */
+  #settle(data: string): void {
+    let message: unknown;
+    try {
+      message = JSON.parse(data);
+    } catch {
+      return;
+    }
+    for (const m of Array.isArray(message) ? message : [message]) {
+      if (m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m)) {
+        const id = (m as { id?: unknown }).id;
+        if (typeof id === 'string' || typeof id === 'number') this.#pending.delete(idKey(id));
+      }
+    }
+  }
+
+  #afterBackendEnded(failure: BackendError | undefined): void {
+    if (this.meta.kind === 'get') {
+      // The client reconnects after `retry`; the gateway then resumes the backend stream.
+      this.#writer?.retry(this.#ctx.retryMs);
+      this.#finish(false);
+      return;
+    }
+    if (!failure && this.#backendLastEventId) {
+      // SSE polling: the backend closed the stream before answering and will continue it on
+      // a GET with Last-Event-ID. Let the client reconnect and resume through us.
+      this.#writer?.retry(this.#ctx.retryMs);
+      this.#finish(false);
+      return;
+    }
+    const error = failure ?? new BackendError(this.#ctx.backend, 'stream_broken', `backend "${this.#ctx.backend}" closed the stream before responding`);
+    this.#ctx.log.warn({ backend: this.#ctx.backend, failure: error.failure }, 'backend stream ended without a response');
+    for (const id of this.#pending.values()) {
+      this.#emit(JSON.stringify(errorResponse(id, FAILURE_CODE[error.failure], error.message, { backend: this.#ctx.backend, reason: error.failure })), undefined);
+    }
+    this.#pending.clear();
+    this.#finish(true);
+  }
+
+  #emit(data: string, backendEventId: string | undefined): void {
+    const event: StoredEvent = { seq: ++this.#seq, data };
+    if (backendEventId) event.backendEventId = backendEventId;
+    this.#recent.push(event);
+    if (this.#recent.length > this.#ctx.limits.maxEvents) this.#recent.shift();
+    this.#save(event);
+    this.#writer?.message(data, eventId(this.key.streamId, event.seq));
+  }
+
+  #save(event: StoredEvent): void {
+    this.#unsaved.push(event);
+    const batch = this.#unsaved;
+    this.#unsaved = [];
+    this.#saving = this.#saving
+      .then(() => this.#ctx.store.appendEvents(this.key, batch, this.#ctx.limits))
+      .catch((err: Error) => this.#ctx.log.warn({ err: err.message, backend: this.#ctx.backend }, 'could not store SSE events for replay'));
+  }
+
+  #finish(complete: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (complete) this.#save({ seq: ++this.#seq, end: true });
+    this.#writer?.end();
+    this.#abort.abort();
+    for (const callback of this.#onFinish.splice(0)) callback();
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * Opening, attaching and resuming client SSE streams (MCP 2025-11-25 "Transports":
+ * "Sending Messages to the Server", "Listening for Messages from the Server",
+ * "Resumability and Redelivery"). The relay does the streaming; this module decides which
+ * relay a client connection belongs to.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { BackendError } from '../backends/errors.js';
+import type { BackendResponse, StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
+import type { McpContext } from './context.js';
+import type { JsonRpcId } from './jsonrpc.js';
+import { HEADER, wantsPriming } from './protocol.js';
+import { StateUnavailableError } from './session-service.js';
+import { SseWriter } from './sse-writer.js';
+import { eventId, StreamRelay, type RelayContext } from './stream-relay.js';
+
+export interface StreamTarget {
+  ctx: McpContext;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  backend: StreamableHttpBackend;
+  sessionId: string;
+  session: SessionRecord;
+  protocolVersion: string;
+}
+
+const newStreamId = () => randomBytes(8).toString('hex');
+
+function relayContext(t: StreamTarget): RelayContext {
+  const { streams } = t.ctx.config;
+  return {
+    store: t.ctx.store,
+    limits: { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl },
+    retryMs: streams.retry,
+    backend: t.backend.name,
+    log: t.request.log,
+  };
+}
+
+function openWriter(t: StreamTarget): SseWriter {
+  t.reply.hijack();
+  return new SseWriter(t.reply.raw, { keepAliveMs: t.ctx.config.streams.keepAlive, headers: { [HEADER.sessionId]: t.sessionId } });
+}
+
+function streamKey(t: StreamTarget, streamId: string): StreamKey {
+  return { userKey: t.request.principal!.userKey, sessionId: t.sessionId, streamId };
+}
+
+/** Relays the backend's SSE answer to a POST; keeps reading after the client leaves so the answer can be resumed. */
+export async function relayPostStream(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[]): Promise<void> {
+  const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'post', requestIds });
+  t.ctx.streams.add(relay);
+  relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
+  await relay.pump(res.body);
+}
+
+/**
+ * GET without Last-Event-ID: the session's standalone stream. It exists even when the
+ * backend offers none (405), because gateway-originated notifications travel on it.
+ */
+export async function openStandaloneStream(t: StreamTarget): Promise<FastifyReply | void> {
+  const { principal } = t.request;
+  if (t.ctx.streams.standalone(principal!.userKey, t.sessionId)) {
+    return t.reply.code(409).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Conflict: this session already has an open GET stream' } });
+  }
+  const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'get', requestIds: [] });
+  return continueFromBackend(t, relay, undefined, undefined);
+}
+
+/** GET with Last-Event-ID: replay what the client missed, then continue the stream live. */
+export async function resumeStream(t: StreamTarget, streamId: string, afterSeq: number): Promise<FastifyReply | void> {
+  const userKey = t.request.principal!.userKey;
+  const live = t.ctx.streams.get(userKey, t.sessionId, streamId);
+  if (live && !live.finished) {
+    live.attach(openWriter(t), afterSeq);
+    return;
+  }
+  let events: StoredEvent[];
+  try {
+    events = await t.ctx.store.readEvents(streamKey(t, streamId));
+  } catch (err) {
+    throw new StateUnavailableError(err);
+  }
+  const meta = events.find((e) => e.meta)?.meta;
+  if (!meta) {
+    // Unknown or expired stream: there is nothing to replay; give the client a fresh stream.
+    t.request.log.info({ streamId }, 'Last-Event-ID names no retained stream; opening a new standalone stream');
+    return openStandaloneStream(t);
+  }
+  const known = summarize(events);
+  const writer = openWriter(t);
+  for (const e of events) if (e.seq > afterSeq && e.data !== undefined) writer.message(e.data, eventId(streamId, e.seq));
+  if (known.ended) {
+    writer.end();
+    return;
+  }
+  const relay = new StreamRelay(relayContext(t), streamKey(t, streamId), remainingMeta(meta, events), known.lastSeq, known.backendEventId);
+  return continueFromBackend(t, relay, writer, known.backendEventId);
+}
+
+/** Connects a relay to the backend's GET stream (fresh, or resumed at `backendEventId`). */
+async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: SseWriter | undefined, backendEventId: string | undefined): Promise<FastifyReply | void> {
+  if (relay.meta.kind === 'post' && !backendEventId) {
+    // The backend's stream cannot be resumed: the open requests get an error instead of silence.
+    t.ctx.streams.add(relay);
+    relay.attach(writer ?? openWriter(t), relay.lastSeq);
+    relay.fail(new BackendError(t.backend.name, 'stream_broken', `backend "${t.backend.name}" stream was lost and cannot be resumed`));
+    return;
+  }
+  let res: BackendResponse;
+  try {
+    res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, lastEventId: backendEventId }, relay.signal);
+  } catch (err) {
+    if (!writer) return t.reply.code((err as BackendError).httpStatus ?? 502).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32010, message: (err as Error).message } });
+    t.ctx.streams.add(relay);
+    relay.attach(writer, relay.lastSeq);
+    relay.fail(err as BackendError);
+    return;
+  }
+  const streaming = res.status === 200 && res.contentType === 'text/event-stream';
+  if (!streaming) await res.body.dump().catch(() => {});
+  if (!streaming && res.status !== 405) {
+    const error = new BackendError(t.backend.name, 'bad_status', `backend "${t.backend.name}" answered GET with HTTP ${res.status}`, res.status);
+    if (!writer) return t.reply.code(error.httpStatus).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32010, message: error.message } });
+    relay.fail(error);
+    writer.end();
+    return;
+  }
+  t.ctx.streams.add(relay);
+  if (writer) relay.attach(writer, relay.lastSeq);
+  else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
+  // 405: the backend has no standalone stream; ours stays open for gateway notifications.
+  if (streaming) await relay.pump(res.body);
+}
+
+function summarize(events: StoredEvent[]): { lastSeq: number; backendEventId?: string; ended: boolean } {
+  let lastSeq = 0;
+  let backendEventId: string | undefined;
+  let ended = false;
+  for (const e of events) {
+    lastSeq = Math.max(lastSeq, e.seq);
+    if (e.backendEventId) backendEventId = e.backendEventId;
+    if (e.end) ended = true;
+  }
+  return { lastSeq, backendEventId, ended };
+}
+
+/** A resumed POST stream still owes only the responses it has not delivered yet. */
+function remainingMeta(meta: StreamMeta, events: StoredEvent[]): StreamMeta {
+  if (meta.kind !== 'post') return meta;
+  const answered = new Set<string>();
+  for (const e of events) {
+    if (e.data === undefined) continue;
+    try {
+      const value = JSON.parse(e.data) as unknown;
+      for (const m of Array.isArray(value) ? value : [value]) {
+        if (m && typeof m === 'object' && !('method' in m) && 'id' in m) answered.add(`${typeof m.id}:${m.id}`);
+      }
+    } catch {
+      // Not JSON: cannot be a response.
+    }
+  }
+  return { kind: 'post', requestIds: meta.requestIds.filter((id) => !answered.has(`${typeof id}:${id}`)) };
+}

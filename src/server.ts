@@ -1,0 +1,46 @@
+/**
+ * Listening and graceful shutdown (SPEC §5): on SIGTERM/SIGINT readiness turns 503, open
+ * SSE streams get `retry` and end, in-flight requests finish within the deadline, resources
+ * are released, and the process exits 0 (1 when the deadline passed).
+ */
+import type { FastifyInstance } from 'fastify';
+import { buildApp, type AppOptions } from './app.js';
+import type { Config } from './config/schema.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  /** Base URL the server listens on. */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
+  const app = await buildApp(config, options);
+  const address = await app.listen({ host: config.listen.host, port: config.listen.port });
+  return { app, url: address, close: () => app.close() };
+}
+
+/** Closes the server on the first SIGTERM/SIGINT, with a hard deadline. */
+export function closeOnSignals(server: RunningServer, deadlineMs = 25_000, onClosed: () => Promise<void> = async () => {}): void {
+  let closing = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing) return;
+    closing = true;
+    server.app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      server.app.log.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, deadlineMs);
+    timer.unref();
+    server
+      .close()
+      .then(onClosed)
+      .then(() => process.exit(0))
+      .catch((err: Error) => {
+        server.app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}

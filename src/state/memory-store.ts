@@ -1,0 +1,78 @@
+/**
+ * In-process implementation of the state contract for the embedded development default
+ * and unit tests. One replica only: nothing here is shared between processes.
+ */
+import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
+
+interface Entry<T> {
+  value: T;
+  expiresAt: number;
+}
+
+export class MemoryStore implements StateStore {
+  readonly kind = 'memory' as const;
+  readonly #sessions = new Map<string, Entry<SessionRecord>>();
+  readonly #streams = new Map<string, Entry<StoredEvent[]>>();
+  readonly #sweeper: NodeJS.Timeout;
+
+  constructor(sweepIntervalMs = 60_000) {
+    this.#sweeper = setInterval(() => this.#sweep(), sweepIntervalMs);
+    this.#sweeper.unref();
+  }
+
+  async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void> {
+    this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
+  }
+
+  async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
+    const entry = live(this.#sessions, sessionKey(userKey, sessionId));
+    if (!entry) return undefined;
+    entry.expiresAt = Date.now() + ttlMs;
+    return structuredClone(entry.value);
+  }
+
+  async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
+    return this.#sessions.delete(sessionKey(userKey, sessionId));
+  }
+
+  async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
+    const id = streamKey(key);
+    const entry = live(this.#streams, id) ?? { value: [], expiresAt: 0 };
+    entry.value.push(...events.map((e) => ({ ...e })));
+    if (entry.value.length > limits.maxEvents) entry.value.splice(0, entry.value.length - limits.maxEvents);
+    entry.expiresAt = Date.now() + limits.ttlMs;
+    this.#streams.set(id, entry);
+  }
+
+  async readEvents(key: StreamKey): Promise<StoredEvent[]> {
+    return (live(this.#streams, streamKey(key))?.value ?? []).map((e) => ({ ...e }));
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    clearInterval(this.#sweeper);
+    this.#sessions.clear();
+    this.#streams.clear();
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    for (const map of [this.#sessions, this.#streams] as Map<string, Entry<unknown>>[]) {
+      for (const [k, e] of map) if (e.expiresAt <= now) map.delete(k);
+    }
+  }
+}
+
+function live<T>(map: Map<string, Entry<T>>, key: string): Entry<T> | undefined {
+  const entry = map.get(key);
+  if (!entry) return undefined;
+  if (entry.expiresAt <= Date.now()) {
+    map.delete(key);
+    return undefined;
+  }
+  return entry;
+}
+
+const sessionKey = (userKey: string, sessionId: string) => `${userKey}:${sessionId}`;
+const streamKey = (k: StreamKey) => `${k.userKey}:${k.sessionId}:${k.streamId}`;

@@ -1,0 +1,103 @@
+/**
+ * Redis implementation of the state contract. Each operation is one round trip: session
+ * reads slide the idle TTL with GETEX, and appending to a replay log (push, trim, expire)
+ * is one Lua script so that a log is never left unbounded or without a TTL.
+ *
+ * Keys (under the configured prefix): `s:<user>:<session>` and `e:<user>:<session>:<stream>`.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
+
+const APPEND_EVENTS = `
+redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+
+interface ScriptedRedis extends Redis {
+  sbAppendEvents(key: string, maxEvents: number, ttlMs: number, ...entries: string[]): Promise<number>;
+}
+
+export interface RedisStoreOptions {
+  url: string;
+  keyPrefix: string;
+  /** Extra ioredis options (tests shorten timeouts). */
+  redisOptions?: RedisOptions;
+}
+
+export class RedisStore implements StateStore {
+  readonly kind = 'redis' as const;
+  readonly redis: ScriptedRedis;
+
+  constructor(options: RedisStoreOptions) {
+    this.redis = new Redis(options.url, {
+      keyPrefix: options.keyPrefix,
+      // Fail fast while Redis is away instead of queueing requests without bound: callers
+      // turn the error into a 503 and the client retries.
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      connectTimeout: 5_000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+      lazyConnect: false,
+      ...options.redisOptions,
+    }) as ScriptedRedis;
+    this.redis.defineCommand('sbAppendEvents', { numberOfKeys: 1, lua: APPEND_EVENTS });
+    // Connection errors surface through the commands that fail; without a listener ioredis
+    // would print them as unhandled.
+    this.redis.on('error', () => {});
+  }
+
+  /** Resolves once connected (startup waits for it so the first request does not fail). */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    if (this.redis.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`Redis not reachable within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onReady = () => {
+        cleanup();
+        resolve();
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+      };
+      this.redis.on('ready', onReady);
+    });
+  }
+
+  async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void> {
+    await this.redis.set(sessionKey(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs);
+  }
+
+  async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
+    const text = await this.redis.getex(sessionKey(userKey, sessionId), 'PX', ttlMs);
+    return text ? (JSON.parse(text) as SessionRecord) : undefined;
+  }
+
+  async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
+    return (await this.redis.del(sessionKey(userKey, sessionId))) > 0;
+  }
+
+  async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
+    if (!events.length) return;
+    await this.redis.sbAppendEvents(streamKey(key), limits.maxEvents, limits.ttlMs, ...events.map((e) => JSON.stringify(e)));
+  }
+
+  async readEvents(key: StreamKey): Promise<StoredEvent[]> {
+    const entries = await this.redis.lrange(streamKey(key), 0, -1);
+    return entries.map((e) => JSON.parse(e) as StoredEvent);
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}
+
+const sessionKey = (userKey: string, sessionId: string) => `s:${userKey}:${sessionId}`;
+const streamKey = (k: StreamKey) => `e:${k.userKey}:${k.sessionId}:${k.streamId}`;

@@ -1,0 +1,70 @@
+/**
+ * The state interface (SPEC §5). Redis is the source of truth in production; the memory
+ * store implements the same contract for the embedded default and unit tests, and one
+ * contract test suite runs against both (test/state/store-contract.test.ts).
+ *
+ * Every key starts with the user (`userKey`, a digest of iss+sub), then the MCP session:
+ * a session id presented by another user simply does not exist for them.
+ */
+
+/** What the gateway remembers about one client MCP session. */
+export interface SessionRecord {
+  /** Backend this session is bound to (`/mcp/{backend}`). */
+  backend: string;
+  /** The backend's own `Mcp-Session-Id`, if it issued one. */
+  backendSessionId?: string;
+  /** Protocol revision negotiated in `initialize`. */
+  protocolVersion: string;
+  /** The client's declared capabilities (e.g. whether it handles URL-mode elicitation). */
+  clientCapabilities: Record<string, unknown>;
+  createdAt: number;
+}
+
+/** Identifies one SSE stream of one session of one user. */
+export interface StreamKey {
+  userKey: string;
+  sessionId: string;
+  streamId: string;
+}
+
+/** What a stream is for, so that any replica can resume it (written as the stream's first entry). */
+export interface StreamMeta {
+  kind: 'post' | 'get';
+  /** JSON-RPC request ids whose responses this stream will carry (POST streams). */
+  requestIds: Array<string | number>;
+}
+
+/** One entry of a stream's replay log. */
+export interface StoredEvent {
+  /** Gateway sequence number within the stream; the SSE id is `<streamId>-<seq>`. */
+  seq: number;
+  /** The JSON-RPC message text sent to the client. */
+  data?: string;
+  /** The backend's SSE id for this event, used to resume the backend stream. */
+  backendEventId?: string;
+  /** First entry only. */
+  meta?: StreamMeta;
+  /** The stream delivered everything it owed (its responses); nothing follows. */
+  end?: boolean;
+}
+
+export interface ReplayLimits {
+  maxEvents: number;
+  ttlMs: number;
+}
+
+export interface StateStore {
+  readonly kind: 'memory' | 'redis';
+  createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void>;
+  /** Reads a session and slides its idle TTL, in one round trip. */
+  touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined>;
+  /** Returns whether the session existed. */
+  deleteSession(userKey: string, sessionId: string): Promise<boolean>;
+  /** Appends to a stream's bounded replay log, refreshing its TTL, atomically. */
+  appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void>;
+  /** The stream's retained log, oldest first (empty when unknown or expired). */
+  readEvents(key: StreamKey): Promise<StoredEvent[]>;
+  /** Throws when the store cannot serve requests (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,135 @@
+/**
+ * Starts the real OAuth/OIDC test server (test/fixtures/oauth-server-process.ts)
+ * as a child process and fetches tokens from it over HTTP.
+ *
+ * Why: token validation in the gateway must be exercised end to end —
+ * discovery, JWKS download, signature, iss/aud/exp checks — against keys the
+ * test process never sees. Tests ask the server for tokens with the claims
+ * they need (`token({...})`) instead of signing anything themselves.
+ */
+import { fileURLToPath } from 'node:url';
+import { spawnChild, describeLogs } from './child.js';
+
+/** What {@link OAuthHandle.token} can put into a token. */
+export interface TokenOptions {
+  sub?: string;
+  aud?: string | string[];
+  /** Space-separated scopes, e.g. `'mcp:read mcp:write'`. */
+  scope?: string;
+  /** Lifetime in seconds from now; negative gives an already-expired token. Default 3600. */
+  expiresIn?: number;
+  /** Extra claims merged into the payload last (may override standard ones, e.g. `iss`). */
+  claims?: Record<string, unknown>;
+  /** Signing algorithm; both keys are in the JWKS. Default RS256. */
+  alg?: 'RS256' | 'ES256';
+}
+
+/** A running OAuth server. */
+export interface OAuthHandle {
+  /** Issuer URL, e.g. `http://127.0.0.1:40123` (no trailing slash); equals `iss` in its tokens. */
+  issuer: string;
+  /** JWKS URL taken from the discovery document. */
+  jwksUri: string;
+  /** Token endpoint URL taken from the discovery document. */
+  tokenEndpoint: string;
+  /** Obtains a signed access token (client_credentials grant) carrying the requested claims. */
+  token(opts?: TokenOptions): Promise<string>;
+  /** SIGTERM (then SIGKILL) the server. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/oauth-server-process.ts', import.meta.url));
+/** Repository root: `--import tsx` is resolved from the child's cwd. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const READY_TIMEOUT_MS = 20_000;
+const HTTP_TIMEOUT_MS = 5_000;
+
+/** Starts the OAuth server on a free loopback port and reads its discovery document. */
+export async function startOAuthServer(): Promise<OAuthHandle> {
+  const child = await spawnChild({
+    name: 'oauth server',
+    command: process.execPath,
+    args: ['--import', 'tsx', FIXTURE],
+    cwd: ROOT,
+    env: { OAUTH_SERVER_PORT: '0', OAUTH_SERVER_WATCH_STDIN: '1' },
+    stdin: 'pipe',
+    readyTimeoutMs: READY_TIMEOUT_MS,
+    ready: (line, stream) => stream === 'stdout' && parseReadyLine(line) !== undefined,
+  });
+  try {
+    const { issuer } = parseReadyLine(child.readyLine ?? '')!;
+    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
+    const jwksUri = requireString(discovery, 'jwks_uri');
+    const tokenEndpoint = requireString(discovery, 'token_endpoint');
+    if (discovery.issuer !== issuer) {
+      throw new Error(`discovery issuer ${String(discovery.issuer)} differs from announced issuer ${issuer}`);
+    }
+    return {
+      issuer,
+      jwksUri,
+      tokenEndpoint,
+      token: (opts = {}) => requestToken(tokenEndpoint, opts, child.logs),
+      stop: () => child.stop(),
+    };
+  } catch (err) {
+    await child.stop().catch(() => undefined);
+    throw new Error(`oauth server started but is unusable: ${(err as Error).message}\n${describeLogs('oauth server', child.logs())}`);
+  }
+}
+
+/**
+ * Builds an unsecured JWT (`alg: none`, empty signature: `header.payload.`).
+ * For negative tests only: a verifier must reject it.
+ */
+export function unsignedToken(claims: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`;
+}
+
+function parseReadyLine(line: string): { issuer: string; port: number } | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    if (typeof value === 'object' && value !== null) {
+      const { issuer, port } = value as Record<string, unknown>;
+      if (typeof issuer === 'string' && typeof port === 'number') return { issuer, port };
+    }
+  } catch {
+    // not the ready line
+  }
+  return undefined;
+}
+
+async function requestToken(tokenEndpoint: string, opts: TokenOptions, logs: () => string): Promise<string> {
+  const body: Record<string, unknown> = { grant_type: 'client_credentials' };
+  if (opts.sub !== undefined) body.sub = opts.sub;
+  if (opts.aud !== undefined) body.aud = opts.aud;
+  if (opts.scope !== undefined) body.scope = opts.scope;
+  if (opts.expiresIn !== undefined) body.expires_in = opts.expiresIn;
+  if (opts.claims !== undefined) body.claims = opts.claims;
+  if (opts.alg !== undefined) body.alg = opts.alg;
+
+  const res = await fetch(tokenEndpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+  });
+  const text = await res.text();
+  if (!res.ok) {
+    throw new Error(`token request failed: HTTP ${res.status} ${text}\n${describeLogs('oauth server', logs())}`);
+  }
+  const json = JSON.parse(text) as Record<string, unknown>;
+  return requireString(json, 'access_token');
+}
+
+async function getJson(url: string): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+  if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+function requireString(obj: Record<string, unknown>, key: string): string {
+  const value = obj[key];
+  if (typeof value !== 'string' || value === '') throw new Error(`response has no string '${key}': ${JSON.stringify(obj)}`);
+  return value;
+}
