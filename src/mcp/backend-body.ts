@@ -2,6 +2,7 @@
  * Reading a backend response that the gateway must look into (initialize) rather than
  * pipe: the JSON-RPC messages of a JSON body or of a complete SSE stream.
  */
+import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
 import type { BackendResponse } from '../backends/streamable-http.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
@@ -20,11 +21,11 @@ export async function collectMessages(res: BackendResponse): Promise<CollectedMe
   let size = 0;
   if (res.contentType === 'text/event-stream') {
     const parser = createParser({ onEvent: (e) => e.data.trim() && texts.push(e.data) });
-    res.body.setEncoding('utf8');
-    for await (const chunk of res.body) {
+    const decoder = new StringDecoder('utf8');
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > MAX_BYTES) throw new Error('backend response too large');
-      parser.feed(chunk as string);
+      parser.feed(decoder.write(chunk));
     }
   } else {
     const text = await res.body.text();

@@ -12,6 +12,7 @@
  * A POST stream keeps reading the backend after the client went away (so the response is
  * not lost); a standalone GET stream stops when its client goes.
  */
+import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
 import type { FastifyBaseLogger } from 'fastify';
 import { BackendError, toBackendError, type BackendFailure } from '../backends/errors.js';
@@ -115,16 +116,17 @@ export class StreamRelay {
   }
 
   /** Reads the backend's SSE body to its end, relaying and logging every message. */
-  async pump(body: AsyncIterable<Buffer | string> & { setEncoding?(e: BufferEncoding): unknown }): Promise<void> {
+  async pump(body: AsyncIterable<Buffer>): Promise<void> {
     const parser = createParser({
       onEvent: (event) => this.#onBackendEvent(event.data, event.id),
       onRetry: () => {},
     });
     let failure: BackendError | undefined;
     try {
-      body.setEncoding?.('utf8');
+      // A decoder, not chunk.toString(): a multi-byte character may straddle two chunks.
+      const decoder = new StringDecoder('utf8');
       for await (const chunk of body) {
-        parser.feed(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
+        parser.feed(decoder.write(chunk));
         if (this.#finished) break;
       }
     } catch (err) {

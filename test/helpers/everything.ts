@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { GiveUp, spawnChild, waitUntil, describeLogs } from './child.js';
 import { freePort } from './free-port.js';
+import { LOOPBACK_PRELOAD_URL as PRELOAD_URL } from '../../src/dev/loopback-preload.js';
 
 /** A running server-everything. */
 export interface EverythingHandle {
@@ -39,22 +40,6 @@ const PROBE_TIMEOUT_MS = 10_000;
 const PROBE_REQUEST_MS = 3_000;
 const HOST = '127.0.0.1';
 
-/**
- * Preloaded into the server: `server.listen(port[, backlog][, cb])` without a
- * host binds 127.0.0.1 instead of every interface. Calls that name a host,
- * a path or an options object are untouched.
- */
-const LOOPBACK_PRELOAD = `
-import net from 'node:net';
-const listen = net.Server.prototype.listen;
-net.Server.prototype.listen = function (...args) {
-  const port = args[0];
-  const isPort = typeof port === 'number' || (typeof port === 'string' && /^[0-9]+$/.test(port));
-  if (isPort && typeof args[1] !== 'string') args.splice(1, 0, '${HOST}');
-  return listen.apply(this, args);
-};
-`;
-const PRELOAD_URL = `data:text/javascript;base64,${Buffer.from(LOOPBACK_PRELOAD).toString('base64')}`;
 
 /** Spawns server-everything on a free loopback port and waits until it answers `initialize`. */
 export async function startEverything(): Promise<EverythingHandle> {
