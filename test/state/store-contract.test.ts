@@ -1,0 +1,408 @@
+/**
+ * The state contract (SPEC §5): ONE suite, `storeContract`, run against the in-memory store
+ * and against the Redis store on a real redis-server. Whatever the gateway may rely on is
+ * asserted here, so the two implementations cannot drift apart.
+ *
+ * Plus Redis-only behaviour: an outage makes operations fail promptly (never hang), and the
+ * same store object recovers by itself once Redis is back.
+ *
+ * Timing: TTLs are short (hundreds of ms) and every wait is bounded. Where a test must see
+ * something happen "eventually" (expiry) it polls with a deadline instead of sleeping a
+ * fixed, tight amount.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { MemoryStore } from '../../src/state/memory-store.js';
+import { RedisStore } from '../../src/state/redis-store.js';
+import type { SessionRecord, StateStore, StoredEvent, StreamKey } from '../../src/state/store.js';
+import { waitUntil } from '../helpers/child.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+
+/** Creates a fresh, empty store (or a fresh view on a shared server under a unique prefix). */
+type StoreFactory = () => Promise<StateStore>;
+
+const LIMITS = { maxEvents: 100, ttlMs: 60_000 };
+
+function sessionRecord(overrides: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    backend: 'github',
+    backendSessionId: 'backend-session-1',
+    protocolVersion: '2025-11-25',
+    clientCapabilities: { elicitation: { url: {}, form: {} }, roots: { listChanged: true } },
+    createdAt: 1_700_000_000_123,
+    ...overrides,
+  };
+}
+
+function streamKey(overrides: Partial<StreamKey> = {}): StreamKey {
+  return { userKey: `u-${randomUUID()}`, sessionId: `s-${randomUUID()}`, streamId: `st-${randomUUID()}`, ...overrides };
+}
+
+const dataEvent = (seq: number): StoredEvent => ({ seq, data: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { n: seq } }) });
+
+/** Polls until `check` returns true, at most `timeoutMs`. */
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 3_000): Promise<void> {
+  await waitUntil(async () => ((await check()) ? true : undefined), { what, timeoutMs, intervalMs: 25 });
+}
+
+/** The contract every StateStore implementation must meet. */
+function storeContract(name: string, factory: StoreFactory): void {
+  describe(`StateStore contract: ${name}`, () => {
+    async function open(t: TestContext): Promise<StateStore> {
+      const store = await factory();
+      t.after(() => store.close());
+      return store;
+    }
+
+    describe('sessions', () => {
+      test('create, touch and delete', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const record = sessionRecord();
+        assert.equal(await store.touchSession(user, 'sess-1', 10_000), undefined, 'unknown session is not found');
+
+        await store.createSession(user, 'sess-1', record, 10_000);
+        assert.deepEqual(await store.touchSession(user, 'sess-1', 10_000), record);
+        assert.deepEqual(await store.touchSession(user, 'sess-1', 10_000), record, 'touch does not consume the session');
+
+        assert.equal(await store.deleteSession(user, 'sess-1'), true, 'deleting an existing session reports true');
+        assert.equal(await store.touchSession(user, 'sess-1', 10_000), undefined, 'deleted session is gone');
+        assert.equal(await store.deleteSession(user, 'sess-1'), false, 'deleting again reports false');
+        assert.equal(await store.deleteSession(user, 'never-existed'), false, 'deleting an unknown session reports false');
+      });
+
+      test('createSession on an existing id replaces the record', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        await store.createSession(user, 'sess', sessionRecord({ backend: 'a' }), 10_000);
+        await store.createSession(user, 'sess', sessionRecord({ backend: 'b' }), 10_000);
+        assert.equal((await store.touchSession(user, 'sess', 10_000))?.backend, 'b');
+      });
+
+      test('sessions are keyed by user: the same id under another userKey is not found', async (t) => {
+        const store = await open(t);
+        const alice = `alice-${randomUUID()}`;
+        const bob = `bob-${randomUUID()}`;
+        await store.createSession(alice, 'shared-id', sessionRecord({ backend: 'alice-backend' }), 10_000);
+
+        assert.equal(await store.touchSession(bob, 'shared-id', 10_000), undefined, "bob cannot see alice's session");
+        assert.equal(await store.deleteSession(bob, 'shared-id'), false, "bob cannot delete alice's session");
+        assert.equal((await store.touchSession(alice, 'shared-id', 10_000))?.backend, 'alice-backend', "alice's session survived bob's attempts");
+
+        // Both users may hold the same session id independently.
+        await store.createSession(bob, 'shared-id', sessionRecord({ backend: 'bob-backend' }), 10_000);
+        assert.equal((await store.touchSession(alice, 'shared-id', 10_000))?.backend, 'alice-backend');
+        assert.equal((await store.touchSession(bob, 'shared-id', 10_000))?.backend, 'bob-backend');
+        assert.equal(await store.deleteSession(bob, 'shared-id'), true);
+        assert.equal((await store.touchSession(alice, 'shared-id', 10_000))?.backend, 'alice-backend', "deleting bob's did not delete alice's");
+      });
+
+      test('a session expires after its idle TTL', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        await store.createSession(user, 'short', sessionRecord(), 300);
+        await store.createSession(user, 'long', sessionRecord(), 60_000);
+        // "Gone" checks sleep past the TTL and look once: looking earlier would slide the TTL.
+        await sleep(700);
+        assert.equal(await store.touchSession(user, 'short', 300), undefined, 'the session outlived its 300 ms TTL');
+        assert.equal(await store.deleteSession(user, 'short'), false, 'an expired session does not count as existing');
+        assert.notEqual(await store.touchSession(user, 'long', 60_000), undefined, 'a session with a long TTL is unaffected');
+      });
+
+      test('touch sets the idle TTL (it can also shorten it)', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        await store.createSession(user, 'sess', sessionRecord(), 60_000);
+        assert.notEqual(await store.touchSession(user, 'sess', 300), undefined);
+        await sleep(700);
+        assert.equal(await store.touchSession(user, 'sess', 60_000), undefined, 'touch with 300 ms replaced the 60 s TTL');
+      });
+
+      test('touch slides the idle TTL', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const ttl = 600;
+        const start = Date.now();
+        await store.createSession(user, 'sliding', sessionRecord(), ttl);
+        // Touch every ~250 ms for well over twice the TTL: each touch must extend its life.
+        let touches = 0;
+        while (Date.now() - start < ttl * 2.5) {
+          await sleep(250);
+          const found = await store.touchSession(user, 'sliding', ttl);
+          assert.notEqual(found, undefined, `session lost after ${Date.now() - start} ms although touched every 250 ms (ttl ${ttl} ms)`);
+          touches += 1;
+        }
+        assert.ok(touches >= 5);
+        assert.ok(Date.now() - start > ttl * 2, 'the session outlived its original TTL');
+        // Left alone, it expires.
+        await sleep(ttl + 400);
+        assert.equal(await store.touchSession(user, 'sliding', ttl), undefined, 'the untouched session expired');
+      });
+    });
+
+    describe('replay logs (events)', () => {
+      test('appendEvents / readEvents keep order across calls', async (t) => {
+        const store = await open(t);
+        const key = streamKey();
+        assert.deepEqual(await store.readEvents(key), [], 'unknown stream reads as empty');
+        const first: StoredEvent[] = [{ seq: 0, meta: { kind: 'post', requestIds: [1, 'two'] } }, dataEvent(1), dataEvent(2)];
+        await store.appendEvents(key, first, LIMITS);
+        await store.appendEvents(key, [dataEvent(3)], LIMITS);
+        await store.appendEvents(key, [dataEvent(4), dataEvent(5)], LIMITS);
+        await store.appendEvents(key, [], LIMITS);
+        const read = await store.readEvents(key);
+        assert.deepEqual(read.map((e) => e.seq), [0, 1, 2, 3, 4, 5]);
+        assert.deepEqual(read[0], first[0]);
+        assert.deepEqual(read.slice(1, 3), first.slice(1));
+      });
+
+      test('a log is bounded to maxEvents: the oldest entries are dropped', async (t) => {
+        const store = await open(t);
+        const key = streamKey();
+        const limits = { maxEvents: 5, ttlMs: 60_000 };
+        for (let seq = 1; seq <= 8; seq++) await store.appendEvents(key, [dataEvent(seq)], limits);
+        assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [4, 5, 6, 7, 8]);
+
+        // One call larger than the bound keeps only its newest entries.
+        const big = Array.from({ length: 12 }, (_, i) => dataEvent(100 + i));
+        await store.appendEvents(key, big, limits);
+        assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [107, 108, 109, 110, 111]);
+      });
+
+      test('a very large single append is accepted and bounded', async (t) => {
+        const store = await open(t);
+        const key = streamKey();
+        const events = Array.from({ length: 10_000 }, (_, i) => ({ seq: i, data: `{"n":${i}}` }));
+        await store.appendEvents(key, events, { maxEvents: 1_000, ttlMs: 60_000 });
+        const read = await store.readEvents(key);
+        assert.equal(read.length, 1_000);
+        assert.equal(read[0]!.seq, 9_000);
+        assert.equal(read.at(-1)!.seq, 9_999);
+      });
+
+      test('a log expires after its TTL, and every append refreshes the TTL', async (t) => {
+        const store = await open(t);
+        const expiring = streamKey();
+        await store.appendEvents(expiring, [dataEvent(1)], { maxEvents: 10, ttlMs: 250 });
+        const appendedAt = Date.now();
+        await eventually('the replay log to expire', async () => (await store.readEvents(expiring)).length === 0);
+        assert.ok(Date.now() - appendedAt >= 150, 'it did not vanish long before its TTL');
+
+        const refreshed = streamKey();
+        const ttl = 600;
+        const start = Date.now();
+        let seq = 0;
+        while (Date.now() - start < ttl * 2.5) {
+          await store.appendEvents(refreshed, [dataEvent(++seq)], { maxEvents: 100, ttlMs: ttl });
+          await sleep(250);
+        }
+        const kept = await store.readEvents(refreshed);
+        assert.equal(kept.length, seq, `all ${seq} events are kept while appends keep refreshing the TTL`);
+        assert.equal(kept[0]!.seq, 1, 'the first event (older than one TTL) was not dropped');
+        await eventually('the idle replay log to expire', async () => (await store.readEvents(refreshed)).length === 0);
+      });
+
+      test('separate streams are separate (by stream, session and user)', async (t) => {
+        const store = await open(t);
+        const base = streamKey();
+        const otherStream = { ...base, streamId: `${base.streamId}-2` };
+        const otherSession = { ...base, sessionId: `${base.sessionId}-2` };
+        const otherUser = { ...base, userKey: `${base.userKey}-2` };
+        await store.appendEvents(base, [dataEvent(1)], LIMITS);
+        await store.appendEvents(otherStream, [dataEvent(2)], LIMITS);
+        await store.appendEvents(otherSession, [dataEvent(3)], LIMITS);
+        await store.appendEvents(otherUser, [dataEvent(4)], LIMITS);
+        assert.deepEqual((await store.readEvents(base)).map((e) => e.seq), [1]);
+        assert.deepEqual((await store.readEvents(otherStream)).map((e) => e.seq), [2]);
+        assert.deepEqual((await store.readEvents(otherSession)).map((e) => e.seq), [3]);
+        assert.deepEqual((await store.readEvents(otherUser)).map((e) => e.seq), [4]);
+
+        // Bounding or expiring one stream leaves the others alone.
+        await store.appendEvents(base, [dataEvent(5), dataEvent(6)], { maxEvents: 1, ttlMs: 100 });
+        assert.deepEqual((await store.readEvents(base)).map((e) => e.seq), [6]);
+        await eventually('the short-lived stream to expire', async () => (await store.readEvents(base)).length === 0);
+        assert.deepEqual((await store.readEvents(otherStream)).map((e) => e.seq), [2]);
+      });
+    });
+
+    describe('round trips', () => {
+      test('session records round-trip unchanged', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const record: SessionRecord = {
+          backend: 'jira-cloud',
+          backendSessionId: 'b:ß/∂?&=="quoted"\n\ttab',
+          protocolVersion: '2025-06-18',
+          clientCapabilities: {
+            elicitation: { url: {}, form: { applyDefaults: true } },
+            sampling: { tools: {} },
+            experimental: { nested: { deeper: [1, 2.5, -3, 'x', null, true, false, { k: 'v' }] } },
+            emoji: '🚀 ünïcødé',
+            empty: {},
+            list: [],
+          },
+          createdAt: Date.now(),
+        };
+        await store.createSession(user, 'rt', record, 10_000);
+        assert.deepStrictEqual(await store.touchSession(user, 'rt', 10_000), record);
+
+        const minimal: SessionRecord = { backend: 'b', protocolVersion: '2025-03-26', clientCapabilities: {}, createdAt: 0 };
+        await store.createSession(user, 'min', minimal, 10_000);
+        const read = await store.touchSession(user, 'min', 10_000);
+        assert.deepStrictEqual(read, minimal);
+        assert.equal(Object.hasOwn(read!, 'backendSessionId'), false, 'an absent optional field stays absent');
+      });
+
+      test('stored events round-trip unchanged', async (t) => {
+        const store = await open(t);
+        const key = streamKey();
+        const events: StoredEvent[] = [
+          { seq: 0, meta: { kind: 'post', requestIds: [0, 'a-string-id', 9_007_199_254_740_991] } },
+          { seq: 1, data: '{"jsonrpc":"2.0","id":0,"result":{"text":"line1\\nline2 ✓ \\"q\\""}}', backendEventId: 'backend-evt-17' },
+          { seq: 2, data: 'raw text\nwith\r\nnewlines and \u0000 nul' },
+          { seq: 3, end: true },
+          { seq: 4, meta: { kind: 'get', requestIds: [] } },
+        ];
+        await store.appendEvents(key, events, LIMITS);
+        assert.deepStrictEqual(await store.readEvents(key), events);
+      });
+
+      test('stored values are snapshots: later mutation of inputs or outputs does not change them', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const record = sessionRecord();
+        await store.createSession(user, 'snap', record, 10_000);
+        (record.clientCapabilities as Record<string, unknown>).injected = true;
+        const read = (await store.touchSession(user, 'snap', 10_000))!;
+        assert.equal(Object.hasOwn(read.clientCapabilities, 'injected'), false, 'mutating the input record after create changed the stored session');
+        read.backend = 'mutated';
+        assert.equal((await store.touchSession(user, 'snap', 10_000))!.backend, 'github', 'mutating a read record changed the stored session');
+
+        const key = streamKey();
+        const meta = { kind: 'post' as const, requestIds: [1, 2] };
+        await store.appendEvents(key, [{ seq: 0, meta }], LIMITS);
+        meta.requestIds.push(3);
+        assert.deepEqual((await store.readEvents(key))[0]!.meta!.requestIds, [1, 2], 'mutating the appended event after appendEvents changed the stored log');
+        const events = await store.readEvents(key);
+        events[0]!.meta!.requestIds.push(99);
+        assert.deepEqual((await store.readEvents(key))[0]!.meta!.requestIds, [1, 2], 'mutating a read event changed the stored log');
+      });
+    });
+
+    test('ping resolves while the store is healthy', async (t) => {
+      const store = await open(t);
+      await store.ping();
+      assert.ok(store.kind === 'memory' || store.kind === 'redis');
+    });
+  });
+}
+
+// ------------------------------------------------------------------ runs ---
+
+storeContract('MemoryStore', async () => new MemoryStore(50));
+
+let redis: RedisHandle | undefined;
+
+describe('Redis-backed', () => {
+  before(async () => {
+    redis = await startRedis();
+  });
+  after(async () => {
+    await redis?.stop();
+  });
+
+  storeContract('RedisStore', async () => {
+    const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-${randomUUID()}:` });
+    await store.ready(10_000);
+    return store;
+  });
+
+  describe('RedisStore during an outage', () => {
+    test('operations reject promptly while Redis is down, and the same store works again after it returns', async (t) => {
+      const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-outage-${randomUUID()}:` });
+      t.after(() => store.close());
+      await store.ready(10_000);
+      const user = `user-${randomUUID()}`;
+      const key = streamKey({ userKey: user });
+      await store.createSession(user, 'before', sessionRecord(), 60_000);
+      await store.ping();
+
+      await redis!.pause();
+      t.after(() => redis!.resume());
+
+      const operations: Array<[string, () => Promise<unknown>]> = [
+        ['ping', () => store.ping()],
+        ['createSession', () => store.createSession(user, 'during', sessionRecord(), 60_000)],
+        ['touchSession', () => store.touchSession(user, 'before', 60_000)],
+        ['deleteSession', () => store.deleteSession(user, 'before')],
+        ['appendEvents', () => store.appendEvents(key, [dataEvent(1)], LIMITS)],
+        ['readEvents', () => store.readEvents(key)],
+      ];
+      for (const [name, run] of operations) {
+        const started = Date.now();
+        const outcome = await Promise.race([
+          run().then(
+            () => 'resolved' as const,
+            (err: unknown) => err as Error,
+          ),
+          sleep(5_000).then(() => 'hung' as const),
+        ]);
+        const elapsed = Date.now() - started;
+        assert.notEqual(outcome, 'hung', `${name} hung for 5 s while Redis was down`);
+        assert.notEqual(outcome, 'resolved', `${name} resolved while Redis was down`);
+        assert.ok(outcome instanceof Error, `${name} rejected with an Error`);
+        assert.ok(elapsed < 2_000, `${name} took ${elapsed} ms to fail; it must fail promptly`);
+      }
+
+      await redis!.resume();
+      // The same object reconnects by itself (bounded wait), without being recreated.
+      await waitUntil(
+        async () => {
+          await store.ping();
+          return true;
+        },
+        { what: 'the RedisStore to reconnect after Redis came back', timeoutMs: 15_000, intervalMs: 100 },
+      );
+      // The resumed server is empty (no persistence), and the store serves every operation.
+      assert.equal(await store.touchSession(user, 'before', 60_000), undefined);
+      await store.createSession(user, 'after', sessionRecord({ backend: 'after' }), 60_000);
+      assert.equal((await store.touchSession(user, 'after', 60_000))?.backend, 'after');
+      await store.appendEvents(key, [dataEvent(7)], LIMITS);
+      assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [7]);
+      assert.equal(await store.deleteSession(user, 'after'), true);
+    });
+
+    test('ping rejects while Redis is paused and resolves again after resume', async (t) => {
+      const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-ping-${randomUUID()}:` });
+      t.after(() => store.close());
+      await store.ready(10_000);
+      await store.ping();
+
+      await redis!.pause();
+      t.after(() => redis!.resume());
+      const started = Date.now();
+      await assert.rejects(
+        Promise.race([store.ping(), sleep(5_000).then(() => Promise.reject(new Error('HUNG: ping did not settle within 5 s')))]).then(() => {
+          throw new Error('ping resolved while Redis was paused');
+        }),
+        (err: Error) => !/HUNG|resolved while/.test(err.message),
+      );
+      assert.ok(Date.now() - started < 2_000, `ping took ${Date.now() - started} ms to reject`);
+      // Still failing a little later (not a one-off), while Redis stays down.
+      await sleep(300);
+      await assert.rejects(store.ping());
+
+      await redis!.resume();
+      await waitUntil(
+        async () => {
+          await store.ping();
+          return true;
+        },
+        { what: 'ping to succeed after resume', timeoutMs: 15_000, intervalMs: 100 },
+      );
+      assert.equal(store.redis.status, 'ready');
+    });
+  });
+});
