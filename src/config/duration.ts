@@ -1,16 +1,16 @@
 /**
  * Durations in the config file are written the way operators write them ("24h", "60s",
- * "500ms", "1d"); a bare number means seconds. Everything inside the gateway is
+ * "500ms", "1d"); a bare number (or a string of one, as `${VAR}` yields) means seconds. Everything inside the gateway is
  * milliseconds, converted once here.
  */
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
 
 /** Parses "90s" / "24h" / 30 (seconds) into milliseconds; returns undefined when malformed. */
 export function parseDuration(value: string | number): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value * 1_000 : undefined;
   const match = DURATION.exec(value.trim());
   if (!match) return undefined;
-  return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
+  return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 's']!);
 }

@@ -22,7 +22,13 @@ const duration = (fallback: string) =>
 const httpUrl = z
   .string()
   .url()
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL');
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL');
+
+/**
+ * `${VAR}` is substituted into the parsed YAML, so a number supplied from the environment
+ * arrives as a string ("8080"); accept such strings wherever a whole number is expected.
+ */
+const wholeNumber = () => z.preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v), z.number().int());
 
 const trimSlash = (u: string) => u.replace(/\/+$/, '');
 
@@ -80,7 +86,7 @@ export const configSchema = z
     listen: z
       .object({
         host: z.string().default('0.0.0.0'),
-        port: z.number().int().min(0).max(65535).default(8080),
+        port: wholeNumber().pipe(z.number().min(0).max(65535)).default(8080),
       })
       .strict()
       .default({}),
@@ -126,7 +132,7 @@ export const configSchema = z
         keepAlive: duration('15s'),
         retry: duration('2s'),
         /** How many events of one SSE stream are kept for `Last-Event-ID` replay. */
-        replayEvents: z.number().int().min(1).default(1000),
+        replayEvents: wholeNumber().pipe(z.number().min(1)).default(1000),
         /** How long those events are kept. */
         replayTtl: duration('10m'),
       })
@@ -135,7 +141,7 @@ export const configSchema = z
     limits: z
       .object({
         /** Largest accepted request body; larger → 413. */
-        maxBodyBytes: z.number().int().min(1024).default(4 * 1024 * 1024),
+        maxBodyBytes: wholeNumber().pipe(z.number().min(1024)).default(4 * 1024 * 1024),
       })
       .strict()
       .default({}),

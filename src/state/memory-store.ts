@@ -38,14 +38,14 @@ export class MemoryStore implements StateStore {
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
     const id = streamKey(key);
     const entry = live(this.#streams, id) ?? { value: [], expiresAt: 0 };
-    entry.value.push(...events.map((e) => ({ ...e })));
+    entry.value.push(...events.map((e) => structuredClone(e)));
     if (entry.value.length > limits.maxEvents) entry.value.splice(0, entry.value.length - limits.maxEvents);
     entry.expiresAt = Date.now() + limits.ttlMs;
     this.#streams.set(id, entry);
   }
 
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
-    return (live(this.#streams, streamKey(key))?.value ?? []).map((e) => ({ ...e }));
+    return structuredClone(live(this.#streams, streamKey(key))?.value ?? []);
   }
 
   async ping(): Promise<void> {}

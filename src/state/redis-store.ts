@@ -9,7 +9,10 @@ import { Redis, type RedisOptions } from 'ioredis';
 import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
 
 const APPEND_EVENTS = `
-redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+-- unpack() is limited to a few thousand values: push in slices.
+for i = 3, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
