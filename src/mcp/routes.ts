@@ -11,10 +11,10 @@ import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { handleInitialize, headerValue, traceHeaders } from './initialize.js';
 import { ErrorCode, InvalidMessageError, isRequest, parseMessages, type JsonRpcMessage } from './jsonrpc.js';
-import { accepts, allowsBatch, DEFAULT_PROTOCOL_VERSION, HEADER, isSupportedVersion } from './protocol.js';
+import { accepts, allowsBatch, HEADER, isSupportedVersion } from './protocol.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from './replies.js';
 import { StateUnavailableError } from './session-service.js';
-import { openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
+import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from './stream-relay.js';
 
 type McpRequest = FastifyRequest<{ Params: { backend: string }; Body: string }>;
@@ -46,7 +46,8 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   const version = headerValue(request.headers[HEADER.protocolVersion]);
   let messages: JsonRpcMessage[];
   try {
-    messages = parseMessages(body, allowsBatch(version ?? DEFAULT_PROTOCOL_VERSION));
+    // Without a header the session's negotiated revision decides (checked after the lookup).
+    messages = parseMessages(body, version === undefined || allowsBatch(version));
   } catch (err) {
     if (err instanceof InvalidMessageError) return sendJsonRpcError(reply, 400, err.code, err.message);
     throw err;
@@ -63,6 +64,9 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   if (!target) return reply;
   const requestIds = messages.filter(isRequest).map((m) => m.id);
   const batch = body.trimStart().startsWith('[');
+  if (batch && !allowsBatch(target.protocolVersion)) {
+    return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
+  }
   let res;
   try {
     res = await backend.post(body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, ...traceHeaders(request) });
@@ -163,14 +167,6 @@ async function sessionTarget(ctx: McpContext, request: McpRequest, reply: Fastif
     return undefined;
   }
   return { ctx, request, reply, backend, sessionId, session, protocolVersion: version ?? session.protocolVersion };
-}
-
-/** The backend forgot its session: ours is useless too, and the client must start over. */
-async function endLostBackendSession(ctx: McpContext, request: McpRequest, reply: FastifyReply, sessionId: string) {
-  request.log.warn('backend session expired; ending the client session');
-  ctx.streams.stopSession(request.principal!.userKey, sessionId);
-  await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
-  return sendSessionNotFound(reply);
 }
 
 async function guardState<T>(reply: FastifyReply, operation: () => Promise<T>): Promise<T | FastifyReply> {

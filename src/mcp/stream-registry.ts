@@ -12,6 +12,7 @@ export class StreamRegistry {
 
   add(relay: StreamRelay): void {
     const id = relayId(relay.key.userKey, relay.key.sessionId, relay.key.streamId);
+    if (this.#relays.get(id) === relay) return;
     this.#relays.set(id, relay);
     const session = sessionId(relay.key.userKey, relay.key.sessionId);
     if (relay.meta.kind === 'get') this.#standalone.set(session, relay);

@@ -12,6 +12,7 @@ import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state
 import type { McpContext } from './context.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import { HEADER, wantsPriming } from './protocol.js';
+import { sendBackendError, sendSessionNotFound } from './replies.js';
 import { StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
 import { eventId, StreamRelay, type RelayContext } from './stream-relay.js';
@@ -66,6 +67,9 @@ export async function openStandaloneStream(t: StreamTarget): Promise<FastifyRepl
     return t.reply.code(409).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Conflict: this session already has an open GET stream' } });
   }
   const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'get', requestIds: [] });
+  // Claim the session's one standalone slot before awaiting the backend, so that two GETs
+  // arriving together cannot both pass the check above.
+  t.ctx.streams.add(relay);
   return continueFromBackend(t, relay, undefined, undefined);
 }
 
@@ -113,26 +117,48 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   try {
     res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, lastEventId: backendEventId }, relay.signal);
   } catch (err) {
-    if (!writer) return t.reply.code((err as BackendError).httpStatus ?? 502).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32010, message: (err as Error).message } });
-    t.ctx.streams.add(relay);
-    relay.attach(writer, relay.lastSeq);
-    relay.fail(err as BackendError);
-    return;
+    if (!(err instanceof BackendError)) throw err;
+    return failBeforeStreaming(t, relay, writer, err);
   }
   const streaming = res.status === 200 && res.contentType === 'text/event-stream';
   if (!streaming) await res.body.dump().catch(() => {});
-  if (!streaming && res.status !== 405) {
-    const error = new BackendError(t.backend.name, 'bad_status', `backend "${t.backend.name}" answered GET with HTTP ${res.status}`, res.status);
-    if (!writer) return t.reply.code(error.httpStatus).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32010, message: error.message } });
-    relay.fail(error);
-    writer.end();
+  if (res.status === 404) {
+    // The backend forgot its session: ours is useless too, and the client must start over.
+    relay.stop();
+    writer?.end();
+    await endLostBackendSession(t.ctx, t.request, t.reply, t.sessionId);
     return;
+  }
+  if (!streaming && res.status !== 405) {
+    return failBeforeStreaming(t, relay, writer, new BackendError(t.backend.name, 'bad_status', `backend "${t.backend.name}" answered GET with HTTP ${res.status}`, res.status));
   }
   t.ctx.streams.add(relay);
   if (writer) relay.attach(writer, relay.lastSeq);
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
   // 405: the backend has no standalone stream; ours stays open for gateway notifications.
   if (streaming) await relay.pump(res.body);
+}
+
+/**
+ * The backend could not give us its stream. A fresh GET gets 502/504; a resumed stream that
+ * already replayed events ends with JSON-RPC errors for the requests it still owes.
+ */
+function failBeforeStreaming(t: StreamTarget, relay: StreamRelay, writer: SseWriter | undefined, error: BackendError): FastifyReply | void {
+  if (!writer) {
+    relay.stop();
+    return sendBackendError(t.reply, error, [], false);
+  }
+  t.ctx.streams.add(relay);
+  relay.attach(writer, relay.lastSeq);
+  relay.fail(error);
+}
+
+/** Ends a client session whose backend session is gone; answers 404 unless a stream is already open. */
+export async function endLostBackendSession(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, sessionId: string): Promise<void> {
+  request.log.warn('backend session expired; ending the client session');
+  ctx.streams.stopSession(request.principal!.userKey, sessionId);
+  await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
+  if (!reply.sent && !reply.raw.headersSent) await sendSessionNotFound(reply);
 }
 
 function summarize(events: StoredEvent[]): { lastSeq: number; backendEventId?: string; ended: boolean } {
