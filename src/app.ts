@@ -19,6 +19,8 @@ import { SessionService } from './mcp/session-service.js';
 import { StreamRegistry } from './mcp/stream-registry.js';
 import { registerHealthRoutes, type Readiness } from './ops/health.js';
 import { loggerOptions } from './ops/logger.js';
+import { Metrics } from './ops/metrics.js';
+import { registerMetricsRoute } from './ops/metrics-route.js';
 import { MemoryStore } from './state/memory-store.js';
 import { RedisStore } from './state/redis-store.js';
 import type { StateStore } from './state/store.js';
@@ -36,6 +38,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     readiness: Readiness;
     mcp: McpContext;
+    metrics: Metrics;
   }
 }
 
@@ -71,10 +74,18 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     if (b.transport !== 'streamable-http') app.log.warn({ backend: b.name, transport: b.transport }, 'transport not supported yet; backend disabled');
   }
   const streams = new StreamRegistry();
-  const ctx: McpContext = { config, store, sessions: new SessionService(store, config.sessions.idleTtl), backends, streams };
+  const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
+  const sessions = new SessionService(store, config.sessions.idleTtl, (operation) => metrics.stateErrors.inc({ operation }));
+  const ctx: McpContext = { config, store, sessions, backends, streams, metrics };
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('mcp', ctx);
+  app.decorate('metrics', metrics);
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.httpRequests.inc({ method: request.method, route, status: reply.statusCode });
+    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  });
 
   // Bodies are kept as text: messages are forwarded byte for byte, and parsed only to route.
   app.removeAllContentTypeParsers();
@@ -95,8 +106,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not_found' }));
 
   registerHealthRoutes(app, store, readiness);
+  registerMetricsRoute(app, metrics);
   registerMetadataRoutes(app, config);
-  registerMcpRoutes(app, ctx, { originGuard: createOriginGuard(config), authenticate: createAuthenticate(config, verifier) });
+  registerMcpRoutes(app, ctx, { originGuard: createOriginGuard(config), authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
 
   app.addHook('preClose', async () => {
     readiness.draining = true;

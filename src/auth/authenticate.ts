@@ -27,7 +27,7 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-export function createAuthenticate(config: Config, verifier: TokenVerifier) {
+export function createAuthenticate(config: Config, verifier: TokenVerifier, onFailure: (code: AuthError['code']) => void = () => {}) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
     const backend = backendName ? config.backends.find((b) => b.name === backendName) : undefined;
@@ -45,9 +45,13 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier) {
       const missing = required.filter((s) => !principal.scopes.has(s));
       if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
       request.principal = principal;
+      // Every later line of this request names the caller; Fastify's own "request completed"
+      // line is written through reply.log, so both get the child logger.
       request.log = request.log.child({ sub: principal.sub, ...(backendName ? { backend: backendName } : {}) });
+      reply.log = request.log;
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
+      onFailure(err.code);
       request.log.info({ authError: err.code, reason: err.message }, 'request not authorized');
       await reply
         .code(err.status)

@@ -4,6 +4,7 @@
  */
 import type { StreamableHttpBackend } from '../backends/streamable-http.js';
 import type { Config } from '../config/schema.js';
+import type { Metrics } from '../ops/metrics.js';
 import type { StateStore } from '../state/store.js';
 import type { SessionService } from './session-service.js';
 import type { StreamRegistry } from './stream-registry.js';
@@ -14,4 +15,5 @@ export interface McpContext {
   sessions: SessionService;
   backends: ReadonlyMap<string, StreamableHttpBackend>;
   streams: StreamRegistry;
+  metrics: Metrics;
 }

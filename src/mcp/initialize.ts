@@ -64,6 +64,7 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
     }
     reply.header(HEADER.sessionId, sessionId);
     request.log.info({ backend: backend.name, protocolVersion: version }, 'session initialized');
+    ctx.metrics.sessionsStarted.inc({ backend: backend.name });
   }
 
   // A lone response is answered as JSON; anything the backend sent along with it (log

@@ -5,9 +5,18 @@
  */
 import type { FastifyReply } from 'fastify';
 import { BackendError } from '../backends/errors.js';
+import type { McpOutcome } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** How the gateway answered an MCP POST (metrics); unset means relayed. */
+    mcpOutcome?: McpOutcome;
+  }
+}
+
 export function sendJsonRpcError(reply: FastifyReply, status: number, code: number, message: string, id: JsonRpcId | null = null, data?: unknown): FastifyReply {
+  if (status >= 400) reply.request.mcpOutcome ??= 'rejected';
   return reply.code(status).type('application/json').send(errorResponse(id, code, message, data));
 }
 
@@ -19,6 +28,8 @@ export function sendBackendError(reply: FastifyReply, error: BackendError, reque
   const code = error.failure === 'timeout' ? ErrorCode.BackendTimeout : ErrorCode.BackendUnavailable;
   const data = { backend: error.backend, reason: error.failure, ...(error.status ? { status: error.status } : {}) };
   reply.log.warn({ backend: error.backend, failure: error.failure, status: error.status }, error.message);
+  reply.server.metrics.backendErrors.inc({ backend: error.backend, reason: error.failure });
+  reply.request.mcpOutcome = 'backend_error';
   if (!requestIds.length) return sendJsonRpcError(reply, error.httpStatus, code, error.message, null, data);
   const errors = requestIds.map((id) => errorResponse(id, code, error.message, data));
   return reply.code(200).type('application/json').send(batch ? errors : errors[0]);
@@ -29,6 +40,7 @@ export function sendSessionNotFound(reply: FastifyReply): FastifyReply {
 }
 
 export function sendStateUnavailable(reply: FastifyReply): FastifyReply {
+  reply.request.mcpOutcome = 'state_unavailable';
   reply.header('retry-after', '2');
   return sendJsonRpcError(reply, 503, ErrorCode.StateUnavailable, 'Session state is temporarily unavailable; retry shortly');
 }

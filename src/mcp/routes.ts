@@ -52,6 +52,17 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
     if (err instanceof InvalidMessageError) return sendJsonRpcError(reply, 400, err.code, err.message);
     throw err;
   }
+  // Timed until the answer is complete (for SSE: the end of the stream); the outcome is
+  // what the reply helpers recorded on the request.
+  const finish = ctx.metrics.startMcpRequest(backend.name, messages.length === 1 ? messages[0]!.method : 'batch');
+  try {
+    return await forwardPost(ctx, request, reply, backend, messages, body);
+  } finally {
+    finish(request.mcpOutcome ?? 'relayed');
+  }
+}
+
+async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: StreamableHttpBackend, messages: JsonRpcMessage[], body: string) {
   const initialize = messages.find((m) => m.method === 'initialize');
   if (initialize) {
     if (messages.length > 1 || !isRequest(initialize)) {
@@ -122,6 +133,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
   if (!target) return reply;
   const principal = request.principal!;
   ctx.streams.stopSession(principal.userKey, target.sessionId);
+  ctx.metrics.sessionsEnded.inc({ backend: backend.name, reason: 'deleted' });
   if (target.session.backendSessionId) {
     try {
       const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion });

@@ -26,27 +26,30 @@ export class SessionService {
   constructor(
     readonly store: StateStore,
     readonly idleTtlMs: number,
+    /** Told about every failed store operation (metrics). */
+    readonly onStoreError: (operation: string) => void = () => {},
   ) {}
 
   async create(principal: Principal, sessionId: string, record: SessionRecord): Promise<void> {
-    await this.#guard(() => this.store.createSession(principal.userKey, sessionId, record, this.idleTtlMs));
+    await this.#guard('createSession', () => this.store.createSession(principal.userKey, sessionId, record, this.idleTtlMs));
   }
 
   /** The session when it exists for this user and this backend; undefined otherwise. */
   async find(principal: Principal, sessionId: string, backend: string): Promise<SessionRecord | undefined> {
     if (!SESSION_ID.test(sessionId)) return undefined;
-    const record = await this.#guard(() => this.store.touchSession(principal.userKey, sessionId, this.idleTtlMs));
+    const record = await this.#guard('touchSession', () => this.store.touchSession(principal.userKey, sessionId, this.idleTtlMs));
     return record && record.backend === backend ? record : undefined;
   }
 
   async remove(principal: Principal, sessionId: string): Promise<void> {
-    await this.#guard(() => this.store.deleteSession(principal.userKey, sessionId));
+    await this.#guard('deleteSession', () => this.store.deleteSession(principal.userKey, sessionId));
   }
 
-  async #guard<T>(operation: () => Promise<T>): Promise<T> {
+  async #guard<T>(name: string, operation: () => Promise<T>): Promise<T> {
     try {
       return await operation();
     } catch (err) {
+      this.onStoreError(name);
       throw new StateUnavailableError(err);
     }
   }

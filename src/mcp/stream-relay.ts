@@ -26,6 +26,8 @@ export interface RelayContext {
   retryMs: number;
   backend: string;
   log: FastifyBaseLogger;
+  /** Told when the backend fails this stream (metrics). */
+  onBackendError(failure: BackendFailure): void;
 }
 
 export const eventId = (streamId: string, seq: number) => `${streamId}-${seq}`;
@@ -204,6 +206,7 @@ export class StreamRelay {
     }
     const error = failure ?? new BackendError(this.#ctx.backend, 'stream_broken', `backend "${this.#ctx.backend}" closed the stream before responding`);
     this.#ctx.log.warn({ backend: this.#ctx.backend, failure: error.failure }, 'backend stream ended without a response');
+    this.#ctx.onBackendError(error.failure);
     for (const id of this.#pending.values()) {
       this.#emit(JSON.stringify(errorResponse(id, FAILURE_CODE[error.failure], error.message, { backend: this.#ctx.backend, reason: error.failure })), undefined);
     }

@@ -37,6 +37,7 @@ function relayContext(t: StreamTarget): RelayContext {
     retryMs: streams.retry,
     backend: t.backend.name,
     log: t.request.log,
+    onBackendError: (failure) => t.ctx.metrics.backendErrors.inc({ backend: t.backend.name, reason: failure }),
   };
 }
 
@@ -156,6 +157,7 @@ function failBeforeStreaming(t: StreamTarget, relay: StreamRelay, writer: SseWri
 /** Ends a client session whose backend session is gone; answers 404 unless a stream is already open. */
 export async function endLostBackendSession(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, sessionId: string): Promise<void> {
   request.log.warn('backend session expired; ending the client session');
+  ctx.metrics.sessionsEnded.inc({ backend: (request.params as { backend: string }).backend, reason: 'backend_lost' });
   ctx.streams.stopSession(request.principal!.userKey, sessionId);
   await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
   if (!reply.sent && !reply.raw.headersSent) await sendSessionNotFound(reply);

@@ -25,10 +25,36 @@ export const REDACTED_PATHS = [
   '*.password',
 ];
 
+/**
+ * Query values are never logged: a token wrongly sent as `?access_token=` (we refuse it)
+ * must not end up in the logs either.
+ */
+export function redactQuery(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const keys = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => pair.split('=')[0])
+    .filter(Boolean);
+  return `${url.slice(0, q)}?${keys.map((k) => `${k}=[redacted]`).join('&')}`;
+}
+
+interface LoggedRequest {
+  method: string;
+  url: string;
+  ip?: string;
+  id?: string;
+}
+
 export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    serializers: {
+      // Fastify's default also logs the URL as received; we keep the same fields minus query values.
+      req: (req: LoggedRequest) => ({ method: req.method, url: redactQuery(req.url), remoteAddress: req.ip }),
+    },
     base: { service: 'switchboard' },
     timestamp: () => `,"time":"${new Date().toISOString()}"`,
   };

@@ -48,6 +48,13 @@ export class MemoryStore implements StateStore {
     return structuredClone(live(this.#streams, streamKey(key))?.value ?? []);
   }
 
+  async countSessions(): Promise<number> {
+    const now = Date.now();
+    let count = 0;
+    for (const entry of this.#sessions.values()) if (entry.expiresAt > now) count++;
+    return count;
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {

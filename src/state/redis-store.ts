@@ -17,6 +17,9 @@ redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
+const SESSION_COUNT_TTL_MS = 15_000;
+const MAX_SCAN_ROUNDS = 1_000;
+
 interface ScriptedRedis extends Redis {
   sbAppendEvents(key: string, maxEvents: number, ttlMs: number, ...entries: string[]): Promise<number>;
 }
@@ -26,13 +29,20 @@ export interface RedisStoreOptions {
   keyPrefix: string;
   /** Extra ioredis options (tests shorten timeouts). */
   redisOptions?: RedisOptions;
+  /** How long a session count is reused (default 15 s; every replica's scrape asks). */
+  sessionCountCacheMs?: number;
 }
 
 export class RedisStore implements StateStore {
   readonly kind = 'redis' as const;
   readonly redis: ScriptedRedis;
+  readonly #keyPrefix: string;
+  readonly #sessionCountCacheMs: number;
+  #sessionCount: { value: number; at: number } | undefined;
 
   constructor(options: RedisStoreOptions) {
+    this.#keyPrefix = options.keyPrefix;
+    this.#sessionCountCacheMs = options.sessionCountCacheMs ?? SESSION_COUNT_TTL_MS;
     this.redis = new Redis(options.url, {
       keyPrefix: options.keyPrefix,
       // Fail fast while Redis is away instead of queueing requests without bound: callers
@@ -91,6 +101,25 @@ export class RedisStore implements StateStore {
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
     const entries = await this.redis.lrange(streamKey(key), 0, -1);
     return entries.map((e) => JSON.parse(e) as StoredEvent);
+  }
+
+  /**
+   * Counts session keys with SCAN (never KEYS, which blocks Redis). Scrapes come from every
+   * replica, so the result is cached for a while and the scan is bounded.
+   */
+  async countSessions(): Promise<number> {
+    const now = Date.now();
+    if (this.#sessionCount && now - this.#sessionCount.at < this.#sessionCountCacheMs) return this.#sessionCount.value;
+    let cursor = '0';
+    let count = 0;
+    let rounds = 0;
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.#keyPrefix}s:*`, 'COUNT', 1000);
+      cursor = next;
+      count += keys.length;
+    } while (cursor !== '0' && ++rounds < MAX_SCAN_ROUNDS);
+    this.#sessionCount = { value: count, at: now };
+    return count;
   }
 
   async ping(): Promise<void> {

@@ -64,6 +64,8 @@ export interface StateStore {
   appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void>;
   /** The stream's retained log, oldest first (empty when unknown or expired). */
   readEvents(key: StreamKey): Promise<StoredEvent[]>;
+  /** How many sessions are alive (for the sessions gauge; may be approximate and cached). */
+  countSessions(): Promise<number>;
   /** Throws when the store cannot serve requests (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -294,6 +294,18 @@ function storeContract(name: string, factory: StoreFactory): void {
       });
     });
 
+    test('countSessions counts live sessions of every user, not expired or deleted ones', async (t) => {
+      const store = await open(t);
+      assert.equal(await store.countSessions(), 0, 'a fresh store (own key prefix) has none');
+      await store.createSession('user-a', 'one', sessionRecord(), 10_000);
+      await store.createSession('user-b', 'two', sessionRecord(), 10_000);
+      await store.createSession('user-b', 'short', sessionRecord(), 100);
+      await store.appendEvents(streamKey({ userKey: 'user-a', sessionId: 'one' }), [dataEvent(1)], { maxEvents: 10, ttlMs: 10_000 });
+      await store.deleteSession('user-a', 'one');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      assert.equal(await store.countSessions(), 1, 'only user-b/two is alive; event logs are not sessions');
+    });
+
     test('ping resolves while the store is healthy', async (t) => {
       const store = await open(t);
       await store.ping();
@@ -317,7 +329,7 @@ describe('Redis-backed', () => {
   });
 
   storeContract('RedisStore', async () => {
-    const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-${randomUUID()}:` });
+    const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-${randomUUID()}:`, sessionCountCacheMs: 0 });
     await store.ready(10_000);
     return store;
   });

@@ -1,0 +1,86 @@
+/**
+ * Prometheus metrics (SPEC §6) on one registry per app. Labels are low-cardinality by
+ * construction: routes are templates, backends are configured names, MCP methods are the
+ * spec's method names (anything else counts as "other"), and no user or session id is ever
+ * a label.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Methods of MCP 2025-11-25 (schema reference); others are labelled "other". */
+const KNOWN_METHODS = new Set([
+  'initialize', 'ping', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list', 'resources/read',
+  'resources/templates/list', 'resources/subscribe', 'resources/unsubscribe', 'completion/complete', 'logging/setLevel',
+  'sampling/createMessage', 'elicitation/create', 'roots/list', 'tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel',
+  'notifications/initialized', 'notifications/cancelled', 'notifications/progress', 'notifications/message',
+  'notifications/roots/list_changed', 'notifications/resources/updated', 'notifications/resources/list_changed',
+  'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/elicitation/complete',
+]);
+
+export function methodLabel(method: string | undefined): string {
+  if (method === undefined) return 'response';
+  return KNOWN_METHODS.has(method) ? method : 'other';
+}
+
+export type McpOutcome = 'relayed' | 'backend_error' | 'rejected' | 'state_unavailable';
+
+export interface GaugeSources {
+  openStreams(): number;
+  activeSessions(): Promise<number>;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({ name: 'switchboard_http_requests_total', help: 'HTTP requests by route template, method and status', labelNames: ['method', 'route', 'status'], registers: [this.registry] });
+  readonly httpDuration = new Histogram({
+    name: 'switchboard_http_request_duration_seconds',
+    help: 'Time to the end of the HTTP response (SSE streams excluded)',
+    labelNames: ['method', 'route'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly mcpMessages = new Counter({ name: 'switchboard_mcp_messages_total', help: 'Client-to-backend MCP messages by backend, method and outcome', labelNames: ['backend', 'method', 'outcome'], registers: [this.registry] });
+  readonly mcpDuration = new Histogram({
+    name: 'switchboard_mcp_request_duration_seconds',
+    help: 'Time from a client POST to its complete answer (JSON body or end of its SSE stream)',
+    labelNames: ['backend', 'method'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly sessionsStarted = new Counter({ name: 'switchboard_sessions_started_total', help: 'MCP sessions initialized', labelNames: ['backend'], registers: [this.registry] });
+  readonly sessionsEnded = new Counter({ name: 'switchboard_sessions_ended_total', help: 'MCP sessions ended by DELETE or because the backend forgot them', labelNames: ['backend', 'reason'], registers: [this.registry] });
+  readonly backendErrors = new Counter({ name: 'switchboard_backend_errors_total', help: 'Backend failures by backend and kind', labelNames: ['backend', 'reason'], registers: [this.registry] });
+  readonly stateErrors = new Counter({ name: 'switchboard_state_errors_total', help: 'State store (Redis) operations that failed', labelNames: ['operation'], registers: [this.registry] });
+  readonly authFailures = new Counter({ name: 'switchboard_auth_failures_total', help: 'Requests refused by token checks', labelNames: ['reason'], registers: [this.registry] });
+  readonly elicitations = new Counter({ name: 'switchboard_elicitations_total', help: 'URL-mode elicitations by provider and event (started, completed, declined, expired)', labelNames: ['provider', 'event'], registers: [this.registry] });
+  readonly tokenRefreshes = new Counter({ name: 'switchboard_token_refreshes_total', help: 'Third-party token refreshes by provider and outcome', labelNames: ['provider', 'outcome'], registers: [this.registry] });
+
+  constructor(sources: GaugeSources) {
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: 'switchboard_sse_streams_open',
+      help: 'SSE streams this replica is relaying now',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.openStreams());
+      },
+    });
+    new Gauge({
+      name: 'switchboard_sessions_active',
+      help: 'MCP sessions alive in the state store (the same for every replica sharing it: aggregate with max)',
+      registers: [this.registry],
+      async collect() {
+        this.set(await sources.activeSessions().catch(() => Number.NaN));
+      },
+    });
+  }
+
+  /** Starts timing one client POST; call the result with the outcome when its answer is complete. */
+  startMcpRequest(backend: string, method: string | undefined): (outcome: McpOutcome) => void {
+    const label = methodLabel(method);
+    const stop = this.mcpDuration.startTimer({ backend, method: label });
+    return (outcome) => {
+      stop();
+      this.mcpMessages.inc({ backend, method: label, outcome });
+    };
+  }
+}
