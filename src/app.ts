@@ -21,6 +21,7 @@ import { registerHealthRoutes, type Readiness } from './ops/health.js';
 import { loggerOptions } from './ops/logger.js';
 import { Metrics } from './ops/metrics.js';
 import { registerMetricsRoute } from './ops/metrics-route.js';
+import { registerOpenApiRoute } from './ops/openapi-route.js';
 import { MemoryStore } from './state/memory-store.js';
 import { RedisStore } from './state/redis-store.js';
 import type { StateStore } from './state/store.js';
@@ -107,6 +108,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   registerHealthRoutes(app, store, readiness);
   registerMetricsRoute(app, metrics);
+  registerOpenApiRoute(app);
   registerMetadataRoutes(app, config);
   registerMcpRoutes(app, ctx, { originGuard: createOriginGuard(config), authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
 

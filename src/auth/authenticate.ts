@@ -31,6 +31,8 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
     const backend = backendName ? config.backends.find((b) => b.name === backendName) : undefined;
+    // An unknown backend's challenge points at the gateway-wide metadata, which exists.
+    const metadataUrl = resourceMetadataUrl(config, backend?.name);
     const required = [...config.auth.requiredScopes, ...(backend?.access.scopes ?? [])];
     try {
       const token = bearerToken(request.headers.authorization);
@@ -53,9 +55,10 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
       if (!(err instanceof AuthError)) throw err;
       onFailure(err.code);
       request.log.info({ authError: err.code, reason: err.message }, 'request not authorized');
+      if (err.status === 503) reply.header('retry-after', '5');
+      else reply.header('www-authenticate', wwwAuthenticate(err, metadataUrl));
       await reply
         .code(err.status)
-        .header('www-authenticate', wwwAuthenticate(err, resourceMetadataUrl(config, backendName)))
         .type('application/json')
         .send({ error: err.code === 'missing_token' ? 'invalid_request' : err.code, error_description: err.message });
     }

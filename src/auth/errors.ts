@@ -2,7 +2,7 @@
  * OAuth resource-server errors (RFC 6750 §3), kept apart from JSON-RPC errors: they become
  * an HTTP status and a `WWW-Authenticate` header, never a JSON-RPC body.
  */
-export type AuthErrorCode = 'missing_token' | 'invalid_token' | 'insufficient_scope';
+export type AuthErrorCode = 'missing_token' | 'invalid_token' | 'insufficient_scope' | 'temporarily_unavailable';
 
 export class AuthError extends Error {
   constructor(
@@ -15,7 +15,12 @@ export class AuthError extends Error {
     this.name = 'AuthError';
   }
 
-  get status(): 401 | 403 {
+  /**
+   * 503 when the issuer's keys cannot be fetched: the token may be fine, and a 401 would
+   * send the client into a pointless re-authorization.
+   */
+  get status(): 401 | 403 | 503 {
+    if (this.code === 'temporarily_unavailable') return 503;
     return this.code === 'insufficient_scope' ? 403 : 401;
   }
 }

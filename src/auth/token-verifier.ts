@@ -63,7 +63,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       try {
         keys = await getKeySet();
       } catch (err) {
-        throw new AuthError('invalid_token', `token cannot be verified now: ${(err as Error).message}`);
+        throw new AuthError('temporarily_unavailable', `token cannot be verified now: ${(err as Error).message}`);
       }
       try {
         const { payload } = await jwtVerify(token, keys, {

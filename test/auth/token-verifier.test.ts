@@ -51,6 +51,19 @@ async function rejectsInvalidToken(promise: Promise<unknown>, message?: RegExp):
   return caught;
 }
 
+/** Asserts the promise rejects because the issuer's keys cannot be had now: 503, not 401. */
+async function rejectsUnavailable(promise: Promise<unknown>, message?: RegExp): Promise<AuthError> {
+  const caught = await promise.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  assert.ok(caught instanceof AuthError, `expected an AuthError, got ${caught === undefined ? 'success' : String(caught)}`);
+  assert.equal(caught.code, 'temporarily_unavailable', caught.message);
+  assert.equal(caught.status, 503);
+  if (message) assert.match(caught.message, message);
+  return caught;
+}
+
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 describe('valid tokens', () => {
@@ -196,7 +209,7 @@ describe('verified-token cache', () => {
 
     // A verifier that has not fetched the issuer's keys yet cannot verify anything, and says why.
     const fresh = verifierFor(issuer.issuer);
-    const err = await rejectsInvalidToken(fresh.verify(rotated), /cannot be verified now/);
+    const err = await rejectsUnavailable(fresh.verify(rotated), /cannot be verified now/);
     assert.ok(err.message.includes(issuer.issuer), `the message names the issuer: ${err.message}`);
   });
 
@@ -223,10 +236,10 @@ describe('issuer discovery', () => {
     const verifier = verifierFor(issuer);
     const someToken = unsignedToken({ iss: issuer, sub: 'x', aud: AUDIENCE, exp: nowSeconds() + 60 });
 
-    const down = await rejectsInvalidToken(verifier.verify(someToken), /cannot be verified now/);
+    const down = await rejectsUnavailable(verifier.verify(someToken), /cannot be verified now/);
     assert.match(down.message, /discover/);
     // Still failing on a second try (and not hanging), while the issuer is down.
-    await rejectsInvalidToken(verifier.verify(someToken), /cannot be verified now/);
+    await rejectsUnavailable(verifier.verify(someToken), /cannot be verified now/);
 
     const server = await startOAuthFixtureOnPort(port);
     t.after(() => server.stop());
