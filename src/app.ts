@@ -24,7 +24,11 @@ import { registerMetricsRoute } from './ops/metrics-route.js';
 import { registerOpenApiRoute } from './ops/openapi-route.js';
 import { MemoryStore } from './state/memory-store.js';
 import { RedisStore } from './state/redis-store.js';
+import type { Coordinator } from './state/coordinator.js';
+import { MemoryCoordinator } from './state/memory-coordinator.js';
+import { RedisCoordinator } from './state/redis-coordinator.js';
 import type { StateStore } from './state/store.js';
+import { handleReplicaMessage } from './mcp/session-notifier.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -60,6 +64,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
 
   const store = options.store ?? (await createStore(config, app));
+  const coordinator = createCoordinator(store, config);
   const verifier: TokenVerifier = createTokenVerifier({
     issuer: config.auth.issuer,
     audience: config.auth.audience,
@@ -77,7 +82,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const streams = new StreamRegistry();
   const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
   const sessions = new SessionService(store, config.sessions.idleTtl, (operation) => metrics.stateErrors.inc({ operation }));
-  const ctx: McpContext = { config, store, sessions, backends, streams, metrics };
+  const ctx: McpContext = { config, store, coordinator, sessions, backends, streams, metrics };
+  coordinator.onMessage((message) => handleReplicaMessage(ctx, message));
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('mcp', ctx);
@@ -114,13 +120,19 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 
   app.addHook('preClose', async () => {
     readiness.draining = true;
-    streams.stopAll();
+    await streams.drain(config.shutdown.drainTimeout);
   });
   app.addHook('onClose', async () => {
     await Promise.allSettled([...backends.values()].map((b) => b.close()));
+    await coordinator.close();
     if (!options.store) await store.close();
   });
   return app;
+}
+
+/** Coordination follows the store: Redis-backed replicas coordinate over that same Redis. */
+function createCoordinator(store: StateStore, config: Config): Coordinator {
+  return store instanceof RedisStore ? new RedisCoordinator(store.redis, config.redis?.keyPrefix ?? store.keyPrefix) : new MemoryCoordinator();
 }
 
 async function createStore(config: Config, app: FastifyInstance): Promise<StateStore> {

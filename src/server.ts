@@ -20,8 +20,12 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   return { app, url: address, close: () => app.close() };
 }
 
-/** Closes the server on the first SIGTERM/SIGINT, with a hard deadline. */
-export function closeOnSignals(server: RunningServer, deadlineMs = 25_000, onClosed: () => Promise<void> = async () => {}): void {
+/**
+ * Closes the server on the first SIGTERM/SIGINT, with a hard deadline a little after the
+ * configured drain timeout.
+ */
+export function closeOnSignals(server: RunningServer, onClosed: () => Promise<void> = async () => {}): void {
+  const deadlineMs = server.app.mcp.config.shutdown.drainTimeout + 5_000;
   let closing = false;
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) return;

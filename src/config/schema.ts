@@ -135,6 +135,8 @@ export const configSchema = z
         replayEvents: wholeNumber().pipe(z.number().min(1)).default(1000),
         /** How long those events are kept. */
         replayTtl: duration('10m'),
+        /** Most SSE streams one replica keeps open; further GETs get 503 (memory stays bounded). */
+        maxOpen: wholeNumber().pipe(z.number().min(1)).default(20_000),
       })
       .strict()
       .default({}),
@@ -142,6 +144,13 @@ export const configSchema = z
       .object({
         /** Largest accepted request body; larger → 413. */
         maxBodyBytes: wholeNumber().pipe(z.number().min(1024)).default(4 * 1024 * 1024),
+      })
+      .strict()
+      .default({}),
+    shutdown: z
+      .object({
+        /** On SIGTERM, how long in-flight calls may take to finish before the process exits. */
+        drainTimeout: duration('20s'),
       })
       .strict()
       .default({}),

@@ -23,7 +23,7 @@ export async function startDevelopment(argv: readonly string[]): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError([], `port ${port} is in use; start with --port <n>`);
     throw err;
   }
-  closeOnSignals(server, 25_000, () => demo.stop());
+  closeOnSignals(server, () => demo.stop());
   const token = await issuer.mint({ sub: 'dev-user', aud: config.auth.audience, ttlSeconds: TOKEN_TTL_SECONDS });
   const endpoint = `${config.publicUrl}/mcp/everything`;
   process.stdout.write(

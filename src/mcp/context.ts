@@ -5,6 +5,7 @@
 import type { StreamableHttpBackend } from '../backends/streamable-http.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
+import type { Coordinator } from '../state/coordinator.js';
 import type { StateStore } from '../state/store.js';
 import type { SessionService } from './session-service.js';
 import type { StreamRegistry } from './stream-registry.js';
@@ -12,6 +13,7 @@ import type { StreamRegistry } from './stream-registry.js';
 export interface McpContext {
   config: Config;
   store: StateStore;
+  coordinator: Coordinator;
   sessions: SessionService;
   backends: ReadonlyMap<string, StreamableHttpBackend>;
   streams: StreamRegistry;

@@ -123,7 +123,7 @@ async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyRep
     if (!position) return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Bad Request: Last-Event-ID was not issued by this gateway');
     return guardState(reply, () => resumeStream(target, position.streamId, position.seq));
   }
-  return openStandaloneStream(target);
+  return guardState(reply, () => openStandaloneStream(target));
 }
 
 async function handleDelete(ctx: McpContext, request: McpRequest, reply: FastifyReply) {

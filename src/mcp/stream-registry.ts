@@ -36,9 +36,34 @@ export class StreamRegistry {
     for (const [id, relay] of this.#relays) if (id.startsWith(prefix)) relay.stop();
   }
 
-  /** Stops everything (shutdown): clients get `retry` and reconnect elsewhere. */
+  /** Stops everything: clients get `retry` and reconnect elsewhere. */
   stopAll(): void {
     for (const relay of this.#relays.values()) relay.stop();
+  }
+
+  /**
+   * Graceful shutdown (SPEC §5): every client stream gets `retry` and ends so the client
+   * reconnects to another replica; standalone streams stop, while POST streams keep reading
+   * their backend (into the replay log, followed from elsewhere) until they finish or the
+   * deadline passes.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    const pending: Promise<void>[] = [];
+    const relays = [...this.#relays.values()];
+    for (const relay of relays) {
+      if (relay.meta.kind === 'get') {
+        relay.stop();
+        continue;
+      }
+      pending.push(new Promise((resolve) => relay.onFinish(resolve)));
+      relay.detach();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)));
+    await Promise.race([Promise.all(pending), deadline]);
+    clearTimeout(timer);
+    this.stopAll();
+    await Promise.all(relays.map((r) => r.flushed()));
   }
 
   get size(): number {

@@ -56,6 +56,7 @@ export class StreamRelay {
   readonly #recent: StoredEvent[] = [];
   readonly #abort = new AbortController();
   readonly #onFinish: Array<() => void> = [];
+  readonly #onDetach: Array<() => void> = [];
   #seq: number;
   #writer: SseWriter | undefined;
   #backendLastEventId: string | undefined;
@@ -113,8 +114,24 @@ export class StreamRelay {
       if (this.#writer !== writer) return;
       this.#writer = undefined;
       if (this.meta.kind === 'get') this.stop();
+      else if (!this.#finished) for (const callback of this.#onDetach) callback();
     });
     if (this.#finished) writer.end();
+  }
+
+  /**
+   * Called when the client of an unfinished POST stream goes away: the relay goes on reading
+   * the backend, and another replica may have to follow it (stream-leases.ts).
+   */
+  onDetach(callback: () => void): void {
+    this.#onDetach.push(callback);
+  }
+
+  /** Ends the client's connection with `retry` but keeps reading the backend (shutdown drain). */
+  detach(): void {
+    if (!this.#writer) return;
+    this.#writer.retry(this.#ctx.retryMs);
+    this.#writer.end();
   }
 
   /** Reads the backend's SSE body to its end, relaying and logging every message. */

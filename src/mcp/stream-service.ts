@@ -10,9 +10,11 @@ import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, StreamableHttpBackend } from '../backends/streamable-http.js';
 import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import type { McpContext } from './context.js';
-import type { JsonRpcId } from './jsonrpc.js';
 import { HEADER, wantsPriming } from './protocol.js';
-import { sendBackendError, sendSessionNotFound } from './replies.js';
+import { ErrorCode, type JsonRpcId } from './jsonrpc.js';
+import { sendBackendError, sendJsonRpcError, sendSessionNotFound } from './replies.js';
+import { followRemoteStream } from './stream-follow.js';
+import { claimStandalone, holdWhileDetached } from './stream-leases.js';
 import { StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
 import { eventId, StreamRelay, type RelayContext } from './stream-relay.js';
@@ -54,59 +56,90 @@ function streamKey(t: StreamTarget, streamId: string): StreamKey {
 export async function relayPostStream(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[]): Promise<void> {
   const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'post', requestIds });
   t.ctx.streams.add(relay);
+  holdWhileDetached(t.ctx.coordinator, relay, t.request.log);
   relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
   await relay.pump(res.body);
 }
 
 /**
- * GET without Last-Event-ID: the session's standalone stream. It exists even when the
- * backend offers none (405), because gateway-originated notifications travel on it.
+ * GET without Last-Event-ID: the session's standalone stream, one per session across all
+ * replicas. It exists even when the backend offers none (405), because gateway-originated
+ * notifications travel on it.
  */
 export async function openStandaloneStream(t: StreamTarget): Promise<FastifyReply | void> {
   const { principal } = t.request;
-  if (t.ctx.streams.standalone(principal!.userKey, t.sessionId)) {
-    return t.reply.code(409).type('application/json').send({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Conflict: this session already has an open GET stream' } });
+  if (t.ctx.streams.standalone(principal!.userKey, t.sessionId)) return sendConflict(t.reply);
+  if (t.ctx.streams.size >= t.ctx.config.streams.maxOpen) {
+    t.reply.header('retry-after', '5');
+    return sendJsonRpcError(t.reply, 503, ErrorCode.InternalError, 'Too many open streams on this replica; retry shortly');
   }
   const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'get', requestIds: [] });
-  // Claim the session's one standalone slot before awaiting the backend, so that two GETs
-  // arriving together cannot both pass the check above.
+  // Registered before any await, so that two GETs arriving together here cannot both pass
+  // the check above; the cluster-wide claim covers GETs on other replicas.
   t.ctx.streams.add(relay);
-  return continueFromBackend(t, relay, undefined, undefined);
+  const claim = await guardState(() => claimStandalone(t.ctx.coordinator, relay, false, t.request.log)).catch((err: unknown) => {
+    relay.stop();
+    throw err;
+  });
+  if (!claim.granted) {
+    relay.stop();
+    return sendConflict(t.reply);
+  }
+  return continueFromBackend(t, relay, undefined, undefined, claim.mailbox);
 }
 
-/** GET with Last-Event-ID: replay what the client missed, then continue the stream live. */
+/**
+ * GET with Last-Event-ID: replay what the client missed, then continue the stream live —
+ * attached to the relay when it runs here, following it over Redis when another replica
+ * still reads it, or taking it over from the replay log and the backend otherwise.
+ */
 export async function resumeStream(t: StreamTarget, streamId: string, afterSeq: number): Promise<FastifyReply | void> {
-  const userKey = t.request.principal!.userKey;
-  const live = t.ctx.streams.get(userKey, t.sessionId, streamId);
+  const key = streamKey(t, streamId);
+  const live = t.ctx.streams.get(key.userKey, key.sessionId, streamId);
   if (live && !live.finished) {
     live.attach(openWriter(t), afterSeq);
     return;
   }
-  let events: StoredEvent[];
-  try {
-    events = await t.ctx.store.readEvents(streamKey(t, streamId));
-  } catch (err) {
-    throw new StateUnavailableError(err);
+  const holder = await guardState(() => t.ctx.coordinator.streamHolder(key));
+  if (holder && holder !== t.ctx.coordinator.replicaId) {
+    return followRemoteStream({ coordinator: t.ctx.coordinator, store: t.ctx.store, key, log: t.request.log }, openWriter(t), afterSeq, (writer, lastSeq) => resumeFromStore(t, streamId, lastSeq, writer));
   }
+  return resumeFromStore(t, streamId, afterSeq, undefined);
+}
+
+/** Replays the retained log after `afterSeq` and continues the stream from the backend. */
+async function resumeFromStore(t: StreamTarget, streamId: string, afterSeq: number, openedWriter: SseWriter | undefined): Promise<FastifyReply | void> {
+  const key = streamKey(t, streamId);
+  const events = await guardState(() => t.ctx.store.readEvents(key));
   const meta = events.find((e) => e.meta)?.meta;
   if (!meta) {
+    if (openedWriter) return openedWriter.end();
     // Unknown or expired stream: there is nothing to replay; give the client a fresh stream.
     t.request.log.info({ streamId }, 'Last-Event-ID names no retained stream; opening a new standalone stream');
     return openStandaloneStream(t);
   }
   const known = summarize(events);
-  const writer = openWriter(t);
+  const relay = new StreamRelay(relayContext(t), key, remainingMeta(meta, events), known.lastSeq, known.backendEventId);
+  let mailbox: string[] = [];
+  if (meta.kind === 'get') {
+    t.ctx.streams.add(relay);
+    // The client resumes its own stream: take it over from whichever replica had it.
+    mailbox = (await guardState(() => claimStandalone(t.ctx.coordinator, relay, true, t.request.log))).mailbox;
+  } else {
+    holdWhileDetached(t.ctx.coordinator, relay, t.request.log);
+  }
+  const writer = openedWriter ?? openWriter(t);
   for (const e of events) if (e.seq > afterSeq && e.data !== undefined) writer.message(e.data, eventId(streamId, e.seq));
   if (known.ended) {
+    relay.stop();
     writer.end();
     return;
   }
-  const relay = new StreamRelay(relayContext(t), streamKey(t, streamId), remainingMeta(meta, events), known.lastSeq, known.backendEventId);
-  return continueFromBackend(t, relay, writer, known.backendEventId);
+  return continueFromBackend(t, relay, writer, known.backendEventId, mailbox);
 }
 
 /** Connects a relay to the backend's GET stream (fresh, or resumed at `backendEventId`). */
-async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: SseWriter | undefined, backendEventId: string | undefined): Promise<FastifyReply | void> {
+async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: SseWriter | undefined, backendEventId: string | undefined, mailbox: string[] = []): Promise<FastifyReply | void> {
   if (relay.meta.kind === 'post' && !backendEventId) {
     // The backend's stream cannot be resumed: the open requests get an error instead of silence.
     t.ctx.streams.add(relay);
@@ -136,6 +169,8 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   t.ctx.streams.add(relay);
   if (writer) relay.attach(writer, relay.lastSeq);
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
+  // Notifications that waited for the session while it had no stream.
+  for (const data of mailbox) relay.inject(data);
   // 405: the backend has no standalone stream; ours stays open for gateway notifications.
   if (streaming) await relay.pump(res.body);
 }
@@ -161,6 +196,19 @@ export async function endLostBackendSession(ctx: McpContext, request: FastifyReq
   ctx.streams.stopSession(request.principal!.userKey, sessionId);
   await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
   if (!reply.sent && !reply.raw.headersSent) await sendSessionNotFound(reply);
+}
+
+function sendConflict(reply: FastifyReply): FastifyReply {
+  return sendJsonRpcError(reply, 409, ErrorCode.InvalidRequest, 'Conflict: this session already has an open GET stream');
+}
+
+/** Store or coordination failures become StateUnavailableError (→ 503). */
+async function guardState<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (err) {
+    throw err instanceof StateUnavailableError ? err : new StateUnavailableError(err);
+  }
 }
 
 function summarize(events: StoredEvent[]): { lastSeq: number; backendEventId?: string; ended: boolean } {

@@ -6,22 +6,26 @@
  * Keys (under the configured prefix): `s:<user>:<session>` and `e:<user>:<session>:<stream>`.
  */
 import { Redis, type RedisOptions } from 'ioredis';
+import { streamChannel } from './redis-coordinator.js';
 import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
 
+// Appends, bounds and expires the log, and publishes the new entries for a replica that
+// follows this stream from elsewhere (RedisCoordinator.watchStream), in one round trip.
 const APPEND_EVENTS = `
 -- unpack() is limited to a few thousand values: push in slices.
-for i = 3, #ARGV, 1000 do
+for i = 4, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], '[' .. table.concat(ARGV, ',', 4) .. ']')
 return 1`;
 
 const SESSION_COUNT_TTL_MS = 15_000;
 const MAX_SCAN_ROUNDS = 1_000;
 
 interface ScriptedRedis extends Redis {
-  sbAppendEvents(key: string, maxEvents: number, ttlMs: number, ...entries: string[]): Promise<number>;
+  sbAppendEvents(key: string, maxEvents: number, ttlMs: number, channel: string, ...entries: string[]): Promise<number>;
 }
 
 export interface RedisStoreOptions {
@@ -36,12 +40,12 @@ export interface RedisStoreOptions {
 export class RedisStore implements StateStore {
   readonly kind = 'redis' as const;
   readonly redis: ScriptedRedis;
-  readonly #keyPrefix: string;
+  readonly keyPrefix: string;
   readonly #sessionCountCacheMs: number;
   #sessionCount: { value: number; at: number } | undefined;
 
   constructor(options: RedisStoreOptions) {
-    this.#keyPrefix = options.keyPrefix;
+    this.keyPrefix = options.keyPrefix;
     this.#sessionCountCacheMs = options.sessionCountCacheMs ?? SESSION_COUNT_TTL_MS;
     this.redis = new Redis(options.url, {
       keyPrefix: options.keyPrefix,
@@ -95,7 +99,7 @@ export class RedisStore implements StateStore {
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
     if (!events.length) return;
-    await this.redis.sbAppendEvents(streamKey(key), limits.maxEvents, limits.ttlMs, ...events.map((e) => JSON.stringify(e)));
+    await this.redis.sbAppendEvents(streamKey(key), limits.maxEvents, limits.ttlMs, streamChannel(this.keyPrefix, key), ...events.map((e) => JSON.stringify(e)));
   }
 
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
@@ -114,7 +118,7 @@ export class RedisStore implements StateStore {
     let count = 0;
     let rounds = 0;
     do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.#keyPrefix}s:*`, 'COUNT', 1000);
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.keyPrefix}s:*`, 'COUNT', 1000);
       cursor = next;
       count += keys.length;
     } while (cursor !== '0' && ++rounds < MAX_SCAN_ROUNDS);

@@ -1,0 +1,65 @@
+/**
+ * Leases that let replicas share streams (SPEC §5, "any replica serves any request"):
+ *
+ * - A session's standalone stream is claimed cluster-wide, so a second GET anywhere gets
+ *   409, gateway notifications know which replica to go to, and a client resuming its stream
+ *   on another replica takes it over.
+ * - A POST stream whose client went away is marked as still being read here, so a replica
+ *   where the client reconnects follows it over pub/sub instead of asking the backend again.
+ *
+ * Leases are renewed while held and lapse by themselves when a replica dies.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Coordinator, StandaloneClaim } from '../state/coordinator.js';
+import type { StreamRelay } from './stream-relay.js';
+
+export const LEASE_TTL_MS = 10_000;
+const RENEW_EVERY_MS = LEASE_TTL_MS / 3;
+
+/** From the moment its client leaves until it finishes, a POST relay holds its stream lease. */
+export function holdWhileDetached(coordinator: Coordinator, relay: StreamRelay, log: FastifyBaseLogger): void {
+  let timer: NodeJS.Timeout | undefined;
+  const hold = () => coordinator.holdStream(relay.key, LEASE_TTL_MS).catch((err: Error) => log.warn({ err: err.message }, 'could not hold a detached stream'));
+  relay.onDetach(() => {
+    if (timer || relay.finished) return;
+    void hold();
+    timer = setInterval(hold, RENEW_EVERY_MS);
+    timer.unref();
+  });
+  relay.onFinish(() => {
+    if (!timer) return;
+    clearInterval(timer);
+    void relay.flushed().then(() => coordinator.releaseStream(relay.key)).catch(() => {});
+  });
+}
+
+/**
+ * Claims the session's standalone stream for this relay (taking it over with `force`) and
+ * keeps the claim while the relay lives. A lost claim (another replica took over) stops it.
+ */
+export async function claimStandalone(coordinator: Coordinator, relay: StreamRelay, force: boolean, log: FastifyBaseLogger): Promise<StandaloneClaim> {
+  const { userKey, sessionId, streamId } = relay.key;
+  const claim = await coordinator.claimStandalone(userKey, sessionId, streamId, LEASE_TTL_MS, force);
+  if (!claim.granted) return claim;
+  if (claim.previous && claim.previous.replicaId !== coordinator.replicaId) {
+    // The previous holder may still be alive (the client just landed elsewhere): tell it to let go.
+    void coordinator.send(claim.previous.replicaId, { type: 'stop', userKey, sessionId, streamId: claim.previous.streamId }).catch(() => {});
+  }
+  const timer = setInterval(() => {
+    coordinator
+      .renewStandalone(userKey, sessionId, streamId, LEASE_TTL_MS)
+      .then((held) => {
+        if (!held) {
+          log.info('standalone stream taken over elsewhere; stopping here');
+          relay.stop();
+        }
+      })
+      .catch((err: Error) => log.warn({ err: err.message }, 'could not renew the standalone stream lease'));
+  }, RENEW_EVERY_MS);
+  timer.unref();
+  relay.onFinish(() => {
+    clearInterval(timer);
+    void coordinator.releaseStandalone(userKey, sessionId, streamId).catch(() => {});
+  });
+  return claim;
+}

@@ -1,0 +1,61 @@
+/**
+ * Coordination between replicas that share one Redis (SPEC §5): who holds a session's
+ * standalone SSE stream, who is still reading a backend stream whose client went away,
+ * messages addressed to the replica that holds a stream, and a mailbox for gateway
+ * notifications sent while a session has no stream open anywhere.
+ *
+ * Leases are short and renewed while held, so a replica that dies loses them by itself.
+ */
+import type { StoredEvent, StreamKey } from './store.js';
+
+/** Who holds a session's standalone stream. */
+export interface StreamHolder {
+  replicaId: string;
+  streamId: string;
+}
+
+export type ReplicaMessage =
+  /** A gateway-originated message for the session's standalone stream. */
+  | { type: 'deliver'; userKey: string; sessionId: string; streamId: string; data: string }
+  /** Another replica took the stream over: stop relaying it here. */
+  | { type: 'stop'; userKey: string; sessionId: string; streamId: string };
+
+export interface StandaloneClaim {
+  granted: boolean;
+  /** The holder before this claim (the one refused against, or the one taken over from). */
+  previous?: StreamHolder;
+  /** Messages that waited for the session while it had no stream (granted claims only). */
+  mailbox: string[];
+}
+
+export interface Coordinator {
+  readonly replicaId: string;
+  /**
+   * Claims the session's one standalone stream for this replica. Without `force` an existing
+   * holder wins (a second GET gets 409); with `force` (a client resuming its own stream with
+   * Last-Event-ID) the claim takes the stream over. A granted claim drains the mailbox.
+   */
+  claimStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number, force: boolean): Promise<StandaloneClaim>;
+  /** Renews this replica's claim; false when it was lost (taken over or expired). */
+  renewStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number): Promise<boolean>;
+  releaseStandalone(userKey: string, sessionId: string, streamId: string): Promise<void>;
+  standaloneHolder(userKey: string, sessionId: string): Promise<StreamHolder | undefined>;
+
+  /** Marks a stream as being read by this replica with no client attached (renew by calling again). */
+  holdStream(key: StreamKey, ttlMs: number): Promise<void>;
+  releaseStream(key: StreamKey): Promise<void>;
+  /** The replica still reading this stream's backend, if any. */
+  streamHolder(key: StreamKey): Promise<string | undefined>;
+  /**
+   * Live events appended to a stream by whichever replica reads it. Resolves once
+   * subscribed, so a replay read afterwards cannot miss an event.
+   */
+  watchStream(key: StreamKey, onEvents: (events: StoredEvent[]) => void): Promise<() => Promise<void>>;
+
+  send(replicaId: string, message: ReplicaMessage): Promise<void>;
+  onMessage(handler: (message: ReplicaMessage) => void): void;
+  /** Keeps a message for the session until its next standalone stream opens. */
+  postToMailbox(userKey: string, sessionId: string, data: string, ttlMs: number, maxMessages: number): Promise<void>;
+
+  close(): Promise<void>;
+}

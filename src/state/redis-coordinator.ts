@@ -1,0 +1,154 @@
+/**
+ * Coordination between replicas over Redis. Leases are keys with a PX expiry, changed only
+ * by compare-and-set Lua scripts so that a replica never renews or releases a lease that
+ * another one took over. Messages travel over pub/sub: each replica listens on its own
+ * channel, and every append to a replay log is published on that stream's channel (see
+ * RedisStore.appendEvents) for a replica that follows a stream read elsewhere.
+ *
+ * Keys: `g:<user>:<session>` standalone holder ("<replica> <stream>"),
+ * `h:<user>:<session>:<stream>` replica reading a detached stream, `m:<user>:<session>` mailbox.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from './coordinator.js';
+import type { StoredEvent, StreamKey } from './store.js';
+
+const CLAIM = `
+local previous = redis.call('GET', KEYS[1])
+if previous and ARGV[3] ~= '1' then return {0, previous} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local mail = redis.call('LRANGE', KEYS[2], 0, -1)
+redis.call('DEL', KEYS[2])
+return {1, previous or '', unpack(mail)}`;
+
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+interface CoordinatorRedis extends Redis {
+  sbClaim(holderKey: string, mailboxKey: string, value: string, ttlMs: number, force: '0' | '1'): Promise<[number, string, ...string[]]>;
+  sbRenew(key: string, value: string, ttlMs: number): Promise<number>;
+  sbRelease(key: string, value: string): Promise<number>;
+}
+
+/** The channel a stream's appended events are published on (shared with RedisStore). */
+export function streamChannel(keyPrefix: string, key: StreamKey): string {
+  return `${keyPrefix}ev:${key.userKey}:${key.sessionId}:${key.streamId}`;
+}
+
+export class RedisCoordinator implements Coordinator {
+  readonly replicaId = randomUUID();
+  readonly #redis: CoordinatorRedis;
+  readonly #subscriber: Redis;
+  readonly #prefix: string;
+  readonly #handlers: Array<(message: ReplicaMessage) => void> = [];
+  readonly #watchers = new Map<string, Set<(events: StoredEvent[]) => void>>();
+  readonly #inbox: string;
+
+  /** @param redis the store's command connection (its keyPrefix applies to keys, not channels). */
+  constructor(redis: Redis, keyPrefix: string) {
+    this.#redis = redis as CoordinatorRedis;
+    this.#prefix = keyPrefix;
+    this.#redis.defineCommand('sbClaim', { numberOfKeys: 2, lua: CLAIM });
+    this.#redis.defineCommand('sbRenew', { numberOfKeys: 1, lua: RENEW });
+    this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE });
+    // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
+    this.#subscriber = redis.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.#subscriber.on('error', () => {});
+    this.#inbox = `${keyPrefix}replica:${this.replicaId}`;
+    this.#subscriber.on('message', (channel: string, text: string) => this.#dispatch(channel, text));
+    void this.#subscriber.subscribe(this.#inbox).catch(() => {});
+  }
+
+  async claimStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number, force: boolean): Promise<StandaloneClaim> {
+    const [granted, previous, ...mailbox] = await this.#redis.sbClaim(`g:${userKey}:${sessionId}`, `m:${userKey}:${sessionId}`, `${this.replicaId} ${streamId}`, ttlMs, force ? '1' : '0');
+    return { granted: granted === 1, previous: parseHolder(previous), mailbox };
+  }
+
+  async renewStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number): Promise<boolean> {
+    return (await this.#redis.sbRenew(`g:${userKey}:${sessionId}`, `${this.replicaId} ${streamId}`, ttlMs)) === 1;
+  }
+
+  async releaseStandalone(userKey: string, sessionId: string, streamId: string): Promise<void> {
+    await this.#redis.sbRelease(`g:${userKey}:${sessionId}`, `${this.replicaId} ${streamId}`);
+  }
+
+  async standaloneHolder(userKey: string, sessionId: string): Promise<StreamHolder | undefined> {
+    return parseHolder((await this.#redis.get(`g:${userKey}:${sessionId}`)) ?? '');
+  }
+
+  async holdStream(key: StreamKey, ttlMs: number): Promise<void> {
+    await this.#redis.set(holdKey(key), this.replicaId, 'PX', ttlMs);
+  }
+
+  async releaseStream(key: StreamKey): Promise<void> {
+    await this.#redis.sbRelease(holdKey(key), this.replicaId);
+  }
+
+  async streamHolder(key: StreamKey): Promise<string | undefined> {
+    return (await this.#redis.get(holdKey(key))) ?? undefined;
+  }
+
+  async watchStream(key: StreamKey, onEvents: (events: StoredEvent[]) => void): Promise<() => Promise<void>> {
+    const channel = streamChannel(this.#prefix, key);
+    let set = this.#watchers.get(channel);
+    if (!set) {
+      set = new Set();
+      this.#watchers.set(channel, set);
+      await this.#subscriber.subscribe(channel);
+    }
+    set.add(onEvents);
+    return async () => {
+      const current = this.#watchers.get(channel);
+      current?.delete(onEvents);
+      if (current && current.size === 0) {
+        this.#watchers.delete(channel);
+        await this.#subscriber.unsubscribe(channel).catch(() => {});
+      }
+    };
+  }
+
+  async send(replicaId: string, message: ReplicaMessage): Promise<void> {
+    await this.#redis.publish(`${this.#prefix}replica:${replicaId}`, JSON.stringify(message));
+  }
+
+  onMessage(handler: (message: ReplicaMessage) => void): void {
+    this.#handlers.push(handler);
+  }
+
+  async postToMailbox(userKey: string, sessionId: string, data: string, ttlMs: number, maxMessages: number): Promise<void> {
+    const key = `m:${userKey}:${sessionId}`;
+    await this.#redis.multi().rpush(key, data).ltrim(key, -maxMessages, -1).pexpire(key, ttlMs).exec();
+  }
+
+  async close(): Promise<void> {
+    this.#subscriber.disconnect();
+  }
+
+  #dispatch(channel: string, text: string): void {
+    try {
+      if (channel === this.#inbox) {
+        const message = JSON.parse(text) as ReplicaMessage;
+        for (const handler of this.#handlers) handler(message);
+        return;
+      }
+      const watchers = this.#watchers.get(channel);
+      if (!watchers) return;
+      const events = JSON.parse(text) as StoredEvent[];
+      for (const watcher of watchers) watcher(events);
+    } catch {
+      // A malformed message from Redis is dropped; nothing a client sent can produce one.
+    }
+  }
+}
+
+function parseHolder(value: string): StreamHolder | undefined {
+  const space = value.indexOf(' ');
+  return space > 0 ? { replicaId: value.slice(0, space), streamId: value.slice(space + 1) } : undefined;
+}
+
+const holdKey = (k: StreamKey) => `h:${k.userKey}:${k.sessionId}:${k.streamId}`;
