@@ -101,6 +101,7 @@ export async function resumeStream(t: StreamTarget, streamId: string, afterSeq: 
     return;
   }
   const holder = await guardState(() => t.ctx.coordinator.streamHolder(key));
+  t.request.log.debug({ streamId, afterSeq, heldElsewhere: Boolean(holder && holder !== t.ctx.coordinator.replicaId) }, 'resuming a stream');
   if (holder && holder !== t.ctx.coordinator.replicaId) {
     return followRemoteStream({ coordinator: t.ctx.coordinator, store: t.ctx.store, key, log: t.request.log }, openWriter(t), afterSeq, (writer, lastSeq) => resumeFromStore(t, streamId, lastSeq, writer));
   }
@@ -119,6 +120,7 @@ async function resumeFromStore(t: StreamTarget, streamId: string, afterSeq: numb
     return openStandaloneStream(t);
   }
   const known = summarize(events);
+  t.request.log.debug({ streamId, kind: meta.kind, lastSeq: known.lastSeq, ended: known.ended, backendEventId: known.backendEventId }, 'continuing a stream from its replay log');
   const relay = new StreamRelay(relayContext(t), key, remainingMeta(meta, events), known.lastSeq, known.backendEventId);
   let mailbox: string[] = [];
   if (meta.kind === 'get') {
@@ -155,6 +157,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
     return failBeforeStreaming(t, relay, writer, err);
   }
   const streaming = res.status === 200 && res.contentType === 'text/event-stream';
+  t.request.log.debug({ status: res.status, streaming, backendEventId }, 'backend GET stream answered');
   if (!streaming) await res.body.dump().catch(() => {});
   if (res.status === 404) {
     // The backend forgot its session: ours is useless too, and the client must start over.

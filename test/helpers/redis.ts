@@ -16,6 +16,7 @@
  * resumed server is empty, like a Redis that lost its memory.
  */
 import { accessSync, constants as fsConstants, existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -30,9 +31,9 @@ export interface RedisHandle {
   port: number;
   /** Stops the server for good. Idempotent. */
   stop(): Promise<void>;
-  /** Stop, then start again on the same port; data is not persisted. */
+  /** Stop, then start again on the same port; data survives only with `persistent`. */
   restart(): Promise<void>;
-  /** Stop the server but keep the port, so `resume()` brings it back (empty). Simulates an outage. */
+  /** Stop the server but keep the port, so `resume()` brings it back (empty unless `persistent`). Simulates an outage. */
   pause(): Promise<void>;
   /** Start the server again on the remembered port after `pause()`. No-op if it is running. */
   resume(): Promise<void>;
@@ -54,12 +55,21 @@ interface Instance {
 }
 
 /** A way of running Redis: launch on a given port, or on a port of its choosing when undefined. */
-type Launcher = (port: number | undefined) => Promise<Instance>;
+type Launcher = (port: number | undefined, dataDir: string | undefined) => Promise<Instance>;
+
+export interface RedisOptions {
+  /**
+   * Keep data across restart()/pause()+resume(), as a production Redis with an append-only
+   * file does (fsync on every write, in a temporary directory owned by this handle).
+   */
+  persistent?: boolean;
+}
 
 /** Starts a Redis (container when a engine answers, else the binary) and waits until it answers PING. */
-export async function startRedis(): Promise<RedisHandle> {
+export async function startRedis(options: RedisOptions = {}): Promise<RedisHandle> {
   const launch = (await useDocker()) ? launchContainer : launchBinary;
-  let current: Instance | undefined = await launch(undefined);
+  const dataDir = options.persistent ? await mkdtemp(join(tmpdir(), 'sb-redis-')) : undefined;
+  let current: Instance | undefined = await launch(undefined, dataDir);
   const { host, port } = current;
   let stopped = false;
 
@@ -71,7 +81,7 @@ export async function startRedis(): Promise<RedisHandle> {
   const bringUp = async () => {
     if (stopped) throw new Error(`Redis on port ${port} was stopped; it cannot be resumed`);
     if (current) return;
-    current = await launch(port);
+    current = await launch(port, dataDir);
   };
 
   return {
@@ -93,7 +103,7 @@ export async function startRedis(): Promise<RedisHandle> {
 // ---------------------------------------------------------------- binary ---
 
 /** Runs `redis-server` on 127.0.0.1 and waits for PING. */
-const launchBinary: Launcher = async (requestedPort) => {
+const launchBinary: Launcher = async (requestedPort, dataDir) => {
   const binary = findOnPath('redis-server');
   if (!binary) {
     throw new Error(
@@ -106,7 +116,10 @@ const launchBinary: Launcher = async (requestedPort) => {
     name: `redis-server :${port}`,
     command: binary,
     // `--save ''` disables RDB snapshots; `--dir` keeps any stray file out of the repo.
-    args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmpdir()],
+    args: [
+      ...['--port', String(port), '--bind', '127.0.0.1', '--save', ''],
+      ...(dataDir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dataDir] : ['--appendonly', 'no', '--dir', tmpdir()]),
+    ],
     stopGraceMs: 5_000,
   });
   try {
@@ -197,7 +210,7 @@ function dockerHinted(): boolean {
  * Containers left behind by a crashed test run are removed by testcontainers'
  * reaper (Ryuk).
  */
-const launchContainer: Launcher = async (requestedPort) => {
+const launchContainer: Launcher = async (requestedPort, dataDir) => {
   const { GenericContainer, Wait, getContainerRuntimeClient } = await import('testcontainers');
   const client = await getContainerRuntimeClient();
   const engineHost = client.info.containerRuntime.host;
@@ -215,7 +228,8 @@ const launchContainer: Launcher = async (requestedPort) => {
   }
 
   let container = new RedisContainer(IMAGE)
-    .withCommand(['redis-server', '--save', '', '--appendonly', 'no'])
+    .withCommand(['redis-server', '--save', '', ...(dataDir ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'])])
+    .withBindMounts(dataDir ? [{ source: dataDir, target: '/data' }] : [])
     .withExposedPorts(requestedPort === undefined ? 6379 : { container: 6379, host: requestedPort })
     .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
     .withStartupTimeout(CONTAINER_READY_MS);

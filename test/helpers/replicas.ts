@@ -1,0 +1,142 @@
+/**
+ * Several Switchboard processes on one Redis, as several pods behind a load balancer
+ * without session affinity (SPEC §5). Each replica is the real CLI with a real config file;
+ * tests kill them with SIGKILL or SIGTERM like an orchestrator would.
+ *
+ * `roundRobinFetch` plays the load balancer for the SDK client: each request goes to the
+ * next replica, and a replica that refuses connections is skipped (as a balancer's health
+ * check would), so a killed replica's share moves to the others.
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { spawnChild, waitUntil, type ChildExit, type ChildHandle } from './child.js';
+import { freePort } from './free-port.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+
+export interface Replica {
+  index: number;
+  url: string;
+  child: ChildHandle;
+}
+
+export interface ReplicaSet {
+  replicas: Replica[];
+  /** The audience every replica accepts (they share one public URL, like pods behind one host). */
+  audience: string;
+  /** `/mcp/{backend}` on replica `index`. */
+  endpoint(index: number, backend: string): URL;
+  /** Sends a signal and waits (bounded) for the process to exit. */
+  kill(index: number, signal: NodeJS.Signals): Promise<ChildExit>;
+  /** Starts replica `index` again on its port. */
+  restart(index: number): Promise<void>;
+  /** A fetch that spreads requests over live replicas, one after another. */
+  roundRobinFetch(): typeof fetch;
+  stop(): Promise<void>;
+}
+
+export interface ReplicaOptions {
+  count: number;
+  redisUrl: string;
+  issuer: string;
+  backends: Array<{ name: string; url: string; timeout?: string }>;
+  /** Extra top-level config. */
+  extra?: Record<string, unknown>;
+}
+
+export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet> {
+  const ports = await Promise.all(Array.from({ length: options.count }, () => freePort()));
+  const hosts = ports.map((p) => `127.0.0.1:${p}`);
+  const publicUrl = `http://${hosts[0]}`;
+  const audience = `${publicUrl}/mcp`;
+  const dir = await mkdtemp(join(tmpdir(), 'sb-replicas-'));
+  const files = await Promise.all(
+    ports.map(async (port, index) => {
+      const file = join(dir, `replica-${index}.yaml`);
+      const config = {
+        publicUrl,
+        listen: { host: '127.0.0.1', port },
+        allowedHosts: hosts,
+        redis: { url: options.redisUrl, keyPrefix: `sbrep-${ports[0]}:` },
+        auth: { issuer: options.issuer, audience, algorithms: ['RS256', 'ES256'] },
+        shutdown: { drainTimeout: '10s' },
+        log: { level: process.env.SB_DEBUG_REPLICAS ? 'debug' : 'warn' },
+        backends: options.backends,
+        ...options.extra,
+      };
+      await writeFile(file, stringify(config));
+      return file;
+    }),
+  );
+
+  const start = async (index: number): Promise<ChildHandle> => {
+    const child = await spawnChild({
+      name: `switchboard replica ${index}`,
+      command: process.execPath,
+      args: ['--import', TSX, join(ROOT, 'src/cli.ts'), '--config', files[index]!],
+      cwd: ROOT,
+      env: { NODE_OPTIONS: '' },
+    });
+    const ready = `http://${hosts[index]}/readyz`;
+    await waitUntil(async () => ((await fetch(ready).then((r) => r.status, () => 0)) === 200 ? true : undefined), {
+      what: `replica ${index} to be ready`,
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      details: () => child.logs(),
+    });
+    return child;
+  };
+  const replicas: Replica[] = [];
+  for (const [index, port] of ports.entries()) replicas.push({ index, url: `http://127.0.0.1:${port}`, child: await start(index) });
+
+  const alive = new Set(replicas.map((r) => r.index));
+  let next = 0;
+  return {
+    replicas,
+    audience,
+    endpoint: (index, backend) => new URL(`${replicas[index]!.url}/mcp/${backend}`),
+    async kill(index, signal) {
+      const child = replicas[index]!.child;
+      alive.delete(index);
+      child.process.kill(signal);
+      let timer: NodeJS.Timeout | undefined;
+      return Promise.race([
+        child.exited,
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`replica ${index} did not exit within 30 s of ${signal}`)), 30_000))),
+      ]).finally(() => clearTimeout(timer));
+    },
+    async restart(index) {
+      replicas[index]!.child = await start(index);
+      alive.add(index);
+    },
+    roundRobinFetch() {
+      return async (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : input.toString());
+        let lastError: unknown;
+        for (let attempt = 0; attempt < replicas.length; attempt++) {
+          const index = next++ % replicas.length;
+          if (!alive.has(index)) continue;
+          const target = new URL(url.pathname + url.search, replicas[index]!.url);
+          try {
+            return await fetch(target, init);
+          } catch (err) {
+            // Only a refused connection takes a replica out (as a balancer's health check
+            // would); an aborted request is the client's own doing.
+            if ((err as { cause?: { code?: string } }).cause?.code !== 'ECONNREFUSED') throw err;
+            lastError = err;
+            alive.delete(index);
+          }
+        }
+        throw lastError ?? new Error('no replica is alive');
+      };
+    },
+    async stop() {
+      await Promise.allSettled(replicas.map((r) => r.child.stop()));
+    },
+  };
+}
+

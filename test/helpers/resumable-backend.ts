@@ -1,0 +1,17 @@
+/** Starts test/fixtures/resumable-backend.ts as a child process (see there for why it exists). */
+import { fileURLToPath } from 'node:url';
+import { spawnChild } from './child.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/resumable-backend.ts', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+
+export async function startResumableBackend(): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = await spawnChild({
+    name: 'resumable backend',
+    command: process.execPath,
+    args: ['--import', TSX, FIXTURE],
+    env: { PORT: '0', NODE_OPTIONS: '' },
+    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
+  });
+  return { url: (JSON.parse(child.readyLine!) as { url: string }).url, stop: () => child.stop() };
+}
