@@ -13,6 +13,7 @@ export class MemoryStore implements StateStore {
   readonly kind = 'memory' as const;
   readonly #sessions = new Map<string, Entry<SessionRecord>>();
   readonly #streams = new Map<string, Entry<StoredEvent[]>>();
+  readonly #values = new Map<string, Entry<string>>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor(sweepIntervalMs = 60_000) {
@@ -48,6 +49,30 @@ export class MemoryStore implements StateStore {
     return structuredClone(live(this.#streams, streamKey(key))?.value ?? []);
   }
 
+  async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
+    this.#values.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : Date.now() + ttlMs });
+  }
+
+  async getValue(key: string): Promise<string | undefined> {
+    return live(this.#values, key)?.value;
+  }
+
+  async takeValue(key: string): Promise<string | undefined> {
+    const value = live(this.#values, key)?.value;
+    this.#values.delete(key);
+    return value;
+  }
+
+  async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    if (live(this.#values, key)) return false;
+    await this.putValue(key, value, ttlMs);
+    return true;
+  }
+
+  async deleteValue(key: string): Promise<boolean> {
+    return live(this.#values, key) !== undefined && this.#values.delete(key);
+  }
+
   async countSessions(): Promise<number> {
     const now = Date.now();
     let count = 0;
@@ -61,11 +86,12 @@ export class MemoryStore implements StateStore {
     clearInterval(this.#sweeper);
     this.#sessions.clear();
     this.#streams.clear();
+    this.#values.clear();
   }
 
   #sweep(): void {
     const now = Date.now();
-    for (const map of [this.#sessions, this.#streams] as Map<string, Entry<unknown>>[]) {
+    for (const map of [this.#sessions, this.#streams, this.#values] as Map<string, Entry<unknown>>[]) {
       for (const [k, e] of map) if (e.expiresAt <= now) map.delete(k);
     }
   }

@@ -107,6 +107,27 @@ export class RedisStore implements StateStore {
     return entries.map((e) => JSON.parse(e) as StoredEvent);
   }
 
+  async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
+    if (ttlMs === undefined) await this.redis.set(valueKey(key), value);
+    else await this.redis.set(valueKey(key), value, 'PX', ttlMs);
+  }
+
+  async getValue(key: string): Promise<string | undefined> {
+    return (await this.redis.get(valueKey(key))) ?? undefined;
+  }
+
+  async takeValue(key: string): Promise<string | undefined> {
+    return (await this.redis.getdel(valueKey(key))) ?? undefined;
+  }
+
+  async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(valueKey(key), value, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async deleteValue(key: string): Promise<boolean> {
+    return (await this.redis.del(valueKey(key))) > 0;
+  }
+
   /**
    * Counts session keys with SCAN (never KEYS, which blocks Redis). Scrapes come from every
    * replica, so the result is cached for a while and the scan is bounded.
@@ -136,4 +157,5 @@ export class RedisStore implements StateStore {
 }
 
 const sessionKey = (userKey: string, sessionId: string) => `s:${userKey}:${sessionId}`;
+const valueKey = (key: string) => `v:${key}`;
 const streamKey = (k: StreamKey) => `e:${k.userKey}:${k.sessionId}:${k.streamId}`;

@@ -64,6 +64,18 @@ export interface StateStore {
   appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void>;
   /** The stream's retained log, oldest first (empty when unknown or expired). */
   readEvents(key: StreamKey): Promise<StoredEvent[]>;
+  /**
+   * Small keyed values for the browser flows and the token vault (SPEC §4): elicitations,
+   * single-use OAuth `state`, browser sessions, encrypted tokens, locks. Callers build keys
+   * that start with the user where the value belongs to one.
+   */
+  putValue(key: string, value: string, ttlMs?: number): Promise<void>;
+  getValue(key: string): Promise<string | undefined>;
+  /** Reads and deletes in one step: what makes `state` values single use. */
+  takeValue(key: string): Promise<string | undefined>;
+  /** Sets only when absent (a lock or a claim); true when this call set it. */
+  putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
+  deleteValue(key: string): Promise<boolean>;
   /** How many sessions are alive (for the sessions gauge; may be approximate and cached). */
   countSessions(): Promise<number>;
   /** Throws when the store cannot serve requests (readiness). */

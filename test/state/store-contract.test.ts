@@ -294,6 +294,37 @@ function storeContract(name: string, factory: StoreFactory): void {
       });
     });
 
+    describe('keyed values', () => {
+      test('put, get, take (single use), delete; a TTL expires them', async (t) => {
+        const store = await open(t);
+        const key = `state:${randomUUID()}`;
+        assert.equal(await store.getValue(key), undefined);
+        await store.putValue(key, 'one');
+        assert.equal(await store.getValue(key), 'one');
+        assert.equal(await store.takeValue(key), 'one', 'take returns the value');
+        assert.equal(await store.takeValue(key), undefined, 'and it is gone: single use');
+        await store.putValue(key, 'two', 150);
+        assert.equal(await store.getValue(key), 'two');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(await store.getValue(key), undefined, 'expired');
+        await store.putValue(key, 'three');
+        assert.equal(await store.deleteValue(key), true);
+        assert.equal(await store.deleteValue(key), false);
+      });
+
+      test('putValueIfAbsent is a lock: only the first caller wins until it expires or is deleted', async (t) => {
+        const store = await open(t);
+        const key = `lock:${randomUUID()}`;
+        const results = await Promise.all([1, 2, 3, 4].map((n) => store.putValueIfAbsent(key, `owner-${n}`, 200)));
+        assert.equal(results.filter(Boolean).length, 1, 'exactly one winner among concurrent callers');
+        assert.equal(await store.putValueIfAbsent(key, 'late', 200), false);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(await store.putValueIfAbsent(key, 'after-expiry', 200), true);
+        await store.deleteValue(key);
+        assert.equal(await store.putValueIfAbsent(key, 'after-delete', 200), true);
+      });
+    });
+
     test('countSessions counts live sessions of every user, not expired or deleted ones', async (t) => {
       const store = await open(t);
       assert.equal(await store.countSessions(), 0, 'a fresh store (own key prefix) has none');
