@@ -45,8 +45,18 @@ const upstreamAuthSchema = z
     clientId: z.string().optional(),
     clientSecret: z.string().optional(),
     scopes: z.array(z.string()).default([]),
+    /** RFC 7009 endpoint used when a user disconnects the account (optional). */
+    revocationUrl: httpUrl.optional(),
+    /** RFC 8707 resource indicator sent with authorization and token requests (optional). */
+    resource: z.string().url().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((u, ctx) => {
+    if (u.discover) return;
+    for (const key of ['authorizationUrl', 'tokenUrl', 'clientId'] as const) {
+      if (!u[key]) ctx.addIssue({ code: z.ZodIssueCode.custom, path: [key], message: 'is required unless discover is true' });
+    }
+  });
 
 const backendSchema = z
   .object({

@@ -159,7 +159,8 @@ describe('parseConfig: defaults and normalisation', () => {
     assert.equal(config.auth.login, undefined);
     assert.deepEqual(config.secrets, {});
     assert.equal(config.sessions.idleTtl, 24 * 3_600_000);
-    assert.deepEqual(config.streams, { keepAlive: 15_000, retry: 2_000, replayEvents: 1000, replayTtl: 600_000 });
+    assert.deepEqual(config.streams, { keepAlive: 15_000, retry: 2_000, replayEvents: 1000, replayTtl: 600_000, maxOpen: 20_000 });
+    assert.deepEqual(config.shutdown, { drainTimeout: 20_000 });
     assert.equal(config.limits.maxBodyBytes, 4 * 1024 * 1024);
     assert.equal(config.log.level, 'info');
     const backend = config.backends[0]!;
