@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # What the integration tests need besides npm packages: a redis-server binary (tests start
-# their own servers on free loopback ports; with a Docker engine they use testcontainers).
-# Installs it from Debian packages when missing and we may (root or passwordless sudo).
+# their own servers on free loopback ports; with a Docker engine they use testcontainers)
+# and Debian's chromium at /usr/bin/chromium (browser tests drive it with playwright-core).
+# Installs them from Debian packages when missing and we may (root or passwordless sudo).
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 ((${#missing[@]})) || exit 0
 
 if [ "$(id -u)" -eq 0 ]; then

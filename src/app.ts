@@ -8,6 +8,7 @@ import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { JWTVerifyGetKey } from 'jose';
 import { createAuthenticate } from './auth/authenticate.js';
 import { registerMetadataRoutes } from './auth/metadata-routes.js';
+import { registerBrowserFlows } from './connect/browser-flows.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
 import { StreamableHttpBackend } from './backends/streamable-http.js';
 import type { Config } from './config/schema.js';
@@ -48,6 +49,7 @@ declare module 'fastify' {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections)(\/|\?|$)/;
 
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -116,7 +118,13 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   registerMetricsRoute(app, metrics);
   registerOpenApiRoute(app);
   registerMetadataRoutes(app, config);
-  registerMcpRoutes(app, ctx, { originGuard: createOriginGuard(config), authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
+  const originGuard = createOriginGuard(config);
+  // The browser pages get the same Host/Origin checks as the MCP endpoint (DNS rebinding, CSRF).
+  app.addHook('onRequest', async (request, reply) => {
+    if (BROWSER_ROUTE.test(request.url)) await originGuard(request, reply);
+  });
+  ctx.upstream = registerBrowserFlows(app, ctx);
+  registerMcpRoutes(app, ctx, { originGuard, authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
 
   app.addHook('preClose', async () => {
     readiness.draining = true;

@@ -14,6 +14,8 @@ export interface BackendCallHeaders {
   sessionId?: string;
   protocolVersion?: string;
   lastEventId?: string;
+  /** The user's third-party token for a backend with `upstreamAuth` (never the client's own). */
+  authorization?: string;
   /** W3C trace context, carried through when the client sent it. */
   traceparent?: string;
   tracestate?: string;
@@ -66,6 +68,7 @@ export class StreamableHttpBackend {
     if (h.sessionId) headers['mcp-session-id'] = h.sessionId;
     if (h.protocolVersion) headers['mcp-protocol-version'] = h.protocolVersion;
     if (h.lastEventId) headers['last-event-id'] = h.lastEventId;
+    if (h.authorization) headers.authorization = h.authorization;
     if (h.traceparent) headers.traceparent = h.traceparent;
     if (h.tracestate) headers.tracestate = h.tracestate;
     try {

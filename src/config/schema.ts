@@ -169,6 +169,12 @@ export const configSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
+    // Several replicas must share the keys that seal tokens and sign cookies.
+    if (c.redis && c.backends.some((b) => b.upstreamAuth)) {
+      for (const key of ['cookieKey', 'tokenKey'] as const) {
+        if (!c.secrets[key]) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['secrets', key], message: 'is required when backends use upstreamAuth with redis (replicas must share it)' });
+      }
+    }
     const seen = new Set<string>();
     c.backends.forEach((b, i) => {
       if (seen.has(b.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'name'], message: `duplicate backend name "${b.name}"` });

@@ -5,6 +5,7 @@
 import type { StreamableHttpBackend } from '../backends/streamable-http.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
+import type { UpstreamAuth } from '../connect/upstream-auth.js';
 import type { Coordinator } from '../state/coordinator.js';
 import type { StateStore } from '../state/store.js';
 import type { SessionService } from './session-service.js';
@@ -18,4 +19,6 @@ export interface McpContext {
   backends: ReadonlyMap<string, StreamableHttpBackend>;
   streams: StreamRegistry;
   metrics: Metrics;
+  /** Third-party authorization for backends with `upstreamAuth` (absent when none has it). */
+  upstream?: UpstreamAuth;
 }

@@ -14,13 +14,22 @@ import { HEADER, isSupportedVersion } from './protocol.js';
 import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from './replies.js';
 import { newSessionId, StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
+import { backendRefusedToken, hasUpstreamAuth, upstreamAuthorization, type GateInput } from './upstream-gate.js';
 
 export async function handleInitialize(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: StreamableHttpBackend, message: JsonRpcMessage & { id: string | number }, body: string): Promise<FastifyReply | void> {
   const principal = request.principal!;
   let collected;
   let backendSessionId: string | undefined;
+  const params = (message.params ?? {}) as { capabilities?: Record<string, unknown> };
+  const gate: GateInput = { backend: backend.name, sessionId: undefined, requests: [message], capabilities: params.capabilities, batch: false, tryWithoutToken: true };
+  const upstream = await upstreamAuthorization(ctx, request, reply, gate);
+  if (!upstream) return reply;
   try {
-    const res = await backend.post(body, traceHeaders(request));
+    const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request) });
+    if (res.status === 401 && hasUpstreamAuth(ctx, backend.name)) {
+      await res.body.dump();
+      return backendRefusedToken(ctx, request, reply, gate);
+    }
     if (res.status !== 200) {
       const text = await res.body.text().catch(() => '');
       if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.status !== 404 && res.contentType === 'application/json') {
@@ -49,7 +58,6 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
       return sendJsonRpcError(reply, 200, ErrorCode.InternalError, `backend "${backend.name}" negotiated protocol version ${version}, which the gateway does not support`, message.id);
     }
     const sessionId = newSessionId();
-    const params = (message.params ?? {}) as { capabilities?: Record<string, unknown> };
     try {
       await ctx.sessions.create(principal, sessionId, {
         backend: backend.name,

@@ -28,6 +28,8 @@ export const ErrorCode = {
   BackendStreamBroken: -32012,
   /** The gateway's state store (Redis) is unavailable; retry later. */
   StateUnavailable: -32013,
+  /** A form-only client must link a third-party account at the URL in the message first. */
+  AccountLinkRequired: -32014,
 } as const;
 
 export function isRequest(m: JsonRpcMessage): m is JsonRpcMessage & { id: JsonRpcId; method: string } {

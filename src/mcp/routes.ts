@@ -14,6 +14,7 @@ import { ErrorCode, InvalidMessageError, isRequest, parseMessages, type JsonRpcM
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from './protocol.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from './replies.js';
 import { StateUnavailableError } from './session-service.js';
+import { backendRefusedToken, hasUpstreamAuth, upstreamAuthorization, type GateInput } from './upstream-gate.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from './stream-relay.js';
 
@@ -78,12 +79,19 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
   }
+  const gate: GateInput = { backend: backend.name, sessionId: target.sessionId, requests: messages.filter(isRequest), capabilities: target.session.clientCapabilities, batch };
+  const upstream = await upstreamAuthorization(ctx, request, reply, gate);
+  if (!upstream) return reply;
   let res;
   try {
-    res = await backend.post(body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, ...traceHeaders(request) });
+    res = await backend.post(body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization: upstream.authorization, ...traceHeaders(request) });
   } catch (err) {
     if (err instanceof BackendError) return sendBackendError(reply, err, requestIds, batch);
     throw err;
+  }
+  if (res.status === 401 && hasUpstreamAuth(ctx, backend.name)) {
+    await res.body.dump();
+    return backendRefusedToken(ctx, request, reply, gate);
   }
 
   if (res.status === 202) {
@@ -136,7 +144,9 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
   ctx.metrics.sessionsEnded.inc({ backend: backend.name, reason: 'deleted' });
   if (target.session.backendSessionId) {
     try {
-      const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion });
+      const upstream = hasUpstreamAuth(ctx, backend.name) ? await ctx.upstream!.authorize(principal, ctx.config.backends.find((b) => b.name === backend.name)!, target.sessionId).catch(() => undefined) : undefined;
+      const authorization = upstream && 'authorization' in upstream ? upstream.authorization : undefined;
+      const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization });
       await res.body.dump();
       if (res.status >= 400 && res.status !== 404 && res.status !== 405) request.log.warn({ status: res.status }, 'backend refused to end its session');
     } catch (err) {

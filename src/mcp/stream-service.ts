@@ -15,6 +15,7 @@ import { ErrorCode, type JsonRpcId } from './jsonrpc.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound } from './replies.js';
 import { followRemoteStream } from './stream-follow.js';
 import { claimStandalone, holdWhileDetached } from './stream-leases.js';
+import { hasUpstreamAuth } from './upstream-gate.js';
 import { StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
 import { eventId, StreamRelay, type RelayContext } from './stream-relay.js';
@@ -149,9 +150,19 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
     relay.fail(new BackendError(t.backend.name, 'stream_broken', `backend "${t.backend.name}" stream was lost and cannot be resumed`));
     return;
   }
+  // A backend with third-party auth needs the user's token on its GET stream too. Without
+  // one the stream is the gateway's own (as for a 405), which is where the client hears
+  // that the account got linked.
+  let authorization: string | undefined;
+  if (hasUpstreamAuth(t.ctx, t.backend.name)) {
+    const config = t.ctx.config.backends.find((b) => b.name === t.backend.name)!;
+    const decision = await t.ctx.upstream!.authorize(t.request.principal!, config, t.sessionId).catch(() => undefined);
+    if (!decision || !('authorization' in decision)) return gatewayOnlyStream(t, relay, writer, mailbox);
+    authorization = decision.authorization;
+  }
   let res: BackendResponse;
   try {
-    res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, lastEventId: backendEventId }, relay.signal);
+    res = await getBackendStream(t, relay, { lastEventId: backendEventId, authorization });
   } catch (err) {
     if (!(err instanceof BackendError)) throw err;
     return failBeforeStreaming(t, relay, writer, err);
@@ -166,6 +177,11 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
     await endLostBackendSession(t.ctx, t.request, t.reply, t.sessionId);
     return;
   }
+  if (res.status === 401 && authorization) {
+    // The token was refused; the next request will start an elicitation. Keep the stream ours.
+    await t.ctx.upstream!.rejected(t.request.principal!, t.ctx.config.backends.find((b) => b.name === t.backend.name)!, t.sessionId).catch(() => undefined);
+    return gatewayOnlyStream(t, relay, writer, mailbox);
+  }
   if (!streaming && res.status !== 405) {
     return failBeforeStreaming(t, relay, writer, new BackendError(t.backend.name, 'bad_status', `backend "${t.backend.name}" answered GET with HTTP ${res.status}`, res.status));
   }
@@ -176,6 +192,31 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   for (const data of mailbox) relay.inject(data);
   // 405: the backend has no standalone stream; ours stays open for gateway notifications.
   if (streaming) await relay.pump(res.body);
+}
+
+const CONFLICT_RETRIES = 10;
+const CONFLICT_RETRY_MS = 200;
+
+/**
+ * Opens the backend's GET stream. A 409 means the backend still has that session's stream
+ * open — typically on the replica this stream was just taken over from, which is letting go
+ * — so it is asked again a few times, briefly, before the answer stands.
+ */
+async function getBackendStream(t: StreamTarget, relay: StreamRelay, headers: { lastEventId?: string; authorization?: string }): Promise<BackendResponse> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, ...headers }, relay.signal);
+    if (res.status !== 409 || relay.meta.kind !== 'get' || attempt >= CONFLICT_RETRIES) return res;
+    await res.body.dump().catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, CONFLICT_RETRY_MS));
+  }
+}
+
+/** A stream with no backend behind it: gateway notifications and keep-alives only. */
+function gatewayOnlyStream(t: StreamTarget, relay: StreamRelay, writer: SseWriter | undefined, mailbox: string[]): void {
+  t.ctx.streams.add(relay);
+  if (writer) relay.attach(writer, relay.lastSeq);
+  else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
+  for (const data of mailbox) relay.inject(data);
 }
 
 /**

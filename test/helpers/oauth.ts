@@ -24,6 +24,13 @@ export interface TokenOptions {
   alg?: 'RS256' | 'ES256';
 }
 
+/** A cookie in the shape Playwright's `BrowserContext.addCookies` takes. */
+export interface BrowserCookie {
+  name: string;
+  value: string;
+  url: string;
+}
+
 /** A running OAuth server. */
 export interface OAuthHandle {
   /** Issuer URL, e.g. `http://127.0.0.1:40123` (no trailing slash); equals `iss` in its tokens. */
@@ -32,6 +39,17 @@ export interface OAuthHandle {
   jwksUri: string;
   /** Token endpoint URL taken from the discovery document. */
   tokenEndpoint: string;
+  /** Authorization endpoint URL taken from the discovery document (redirects back at once). */
+  authorizationEndpoint: string;
+  /**
+   * A cookie that makes this server's /authorize sign the browser in as `sub`: the code it
+   * issues yields an id_token and access token with that `sub`. For Playwright:
+   * `context.addCookies([oauth.subjectCookie('alice')])`. A `login_hint` query parameter at
+   * /authorize takes precedence. Cookies ignore ports, so the name carries this server's port.
+   */
+  subjectCookie(sub: string): BrowserCookie;
+  /** A cookie that makes /authorize answer `error=<error>` (e.g. `access_denied`) with the `state`. */
+  errorCookie(error: string): BrowserCookie;
   /** Obtains a signed access token (client_credentials grant) carrying the requested claims. */
   token(opts?: TokenOptions): Promise<string>;
   /** SIGTERM (then SIGKILL) the server. Idempotent. */
@@ -57,10 +75,12 @@ export async function startOAuthServer(): Promise<OAuthHandle> {
     ready: (line, stream) => stream === 'stdout' && parseReadyLine(line) !== undefined,
   });
   try {
-    const { issuer } = parseReadyLine(child.readyLine ?? '')!;
+    const { issuer, port } = parseReadyLine(child.readyLine ?? '')!;
     const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
     const jwksUri = requireString(discovery, 'jwks_uri');
     const tokenEndpoint = requireString(discovery, 'token_endpoint');
+    const authorizationEndpoint = requireString(discovery, 'authorization_endpoint');
+    const cookie = (name: string, value: string): BrowserCookie => ({ name: `${name}_${port}`, value: encodeURIComponent(value), url: issuer });
     if (discovery.issuer !== issuer) {
       throw new Error(`discovery issuer ${String(discovery.issuer)} differs from announced issuer ${issuer}`);
     }
@@ -68,6 +88,9 @@ export async function startOAuthServer(): Promise<OAuthHandle> {
       issuer,
       jwksUri,
       tokenEndpoint,
+      authorizationEndpoint,
+      subjectCookie: (sub) => cookie('mock_sub', sub),
+      errorCookie: (error) => cookie('mock_error', error),
       token: (opts = {}) => requestToken(tokenEndpoint, opts, child.logs),
       stop: () => child.stop(),
     };

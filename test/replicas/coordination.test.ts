@@ -28,7 +28,7 @@ before(async () => {
     startGateway({
       issuer: oauth.issuer,
       backends: [{ name: 'resumable', url: backend.url }],
-      overrides: { redis: { url: redis.url, keyPrefix: 'coord:' }, auth: { issuer: oauth.issuer, audience: AUDIENCE, algorithms: ['RS256'] }, log: { level: 'silent' } },
+      overrides: { redis: { url: redis.url, keyPrefix: 'coord:' }, auth: { issuer: oauth.issuer, audience: AUDIENCE, algorithms: ['RS256'] }, log: { level: process.env.SB_DEBUG ? 'debug' : 'silent' } },
     });
   [a, b] = await Promise.all([replica(), replica()]);
 });

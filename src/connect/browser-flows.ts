@@ -1,0 +1,50 @@
+/**
+ * Wiring of the URL-mode elicitation flow (SPEC §4): token vault, elicitation records,
+ * browser sign-in, the connect/callback/connections pages, and the upstream authorization
+ * the MCP layer consults for backends with `upstreamAuth`.
+ *
+ * Without configured secrets (the development default, or a single replica that links no
+ * accounts) random keys are made at start: links and sessions then end with the process.
+ * The config schema insists on real keys where several replicas must share them.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config/schema.js';
+import type { McpContext } from '../mcp/context.js';
+import { createBrowserSessions } from './browser-sessions.js';
+import { registerConnectRoutes } from './connect-routes.js';
+import { registerConnectionsRoutes } from './connections-routes.js';
+import { ElicitationStore } from './elicitations.js';
+import { registerLoginRoutes } from './login-routes.js';
+import { createEndpointResolver } from './provider-endpoints.js';
+import { createTokenCipher } from './secrets.js';
+import { TokenVault } from './token-vault.js';
+import { UpstreamAuth } from './upstream-auth.js';
+
+export function registerBrowserFlows(app: FastifyInstance, mcp: McpContext): UpstreamAuth {
+  const config = withSecrets(mcp.config, app);
+  const { store } = mcp;
+  const vault = new TokenVault(store, createTokenCipher(config.secrets.tokenKey!), { log: app.log });
+  const elicitations = new ElicitationStore(store);
+  const sessions = createBrowserSessions(store, config);
+  const endpoints = createEndpointResolver(config, store);
+  registerLoginRoutes(app, { config, store, sessions });
+  registerConnectRoutes(app, { config, store, mcp, sessions, elicitations, vault, endpoints });
+  registerConnectionsRoutes(app, { config, sessions, vault, endpoints });
+  return new UpstreamAuth({ store, vault, elicitations, metrics: mcp.metrics, endpoints, log: app.log });
+}
+
+function withSecrets(config: Config, app: FastifyInstance): Config {
+  const { cookieKey, tokenKey } = config.secrets;
+  if (cookieKey && tokenKey) return config;
+  if (config.backends.some((b) => b.upstreamAuth) || config.auth.login) {
+    app.log.warn('secrets.cookieKey/tokenKey not set: using random keys, so linked accounts and browser sessions end with this process');
+  }
+  return {
+    ...config,
+    secrets: {
+      cookieKey: cookieKey ?? randomBytes(32).toString('base64url'),
+      tokenKey: tokenKey ?? randomBytes(32).toString('base64url'),
+    },
+  };
+}

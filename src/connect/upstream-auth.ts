@@ -1,0 +1,73 @@
+/**
+ * Third-party authorization for backends with `upstreamAuth` (SPEC §4 steps 1, 2 and 5).
+ * Before a message goes to such a backend, the user's token for its provider is taken from
+ * the vault (refreshed when near expiry, one refresh at a time across replicas). With no
+ * usable token — none, refresh refused, or the backend said 401 — an elicitation is started
+ * and the client is told where the user can link the account.
+ *
+ * The client's own token never goes to the backend, and the third-party token never goes to
+ * the client: it only ever travels in the Authorization header towards the backend.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { BackendConfig } from '../config/schema.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { StateStore } from '../state/store.js';
+import type { Elicitation, ElicitationStore } from './elicitations.js';
+import type { ResolvedProvider } from './provider-endpoints.js';
+import type { TokenVault } from './token-vault.js';
+import { usableToken } from './usable-token.js';
+
+export type UpstreamDecision = { authorization: string } | { elicitation: Elicitation };
+
+export interface UpstreamAuthDeps {
+  store: StateStore;
+  vault: TokenVault;
+  elicitations: ElicitationStore;
+  metrics: Metrics;
+  /** Provider endpoints for a backend (configured, or discovered from the backend). */
+  endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
+  log: { warn(obj: object, msg: string): void };
+}
+
+export class UpstreamAuth {
+  constructor(private readonly deps: UpstreamAuthDeps) {}
+
+  /** The Authorization header for this user at this backend, or the elicitation that must happen first. */
+  async authorize(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<UpstreamDecision> {
+    const upstream = backend.upstreamAuth!;
+    const endpoints = await this.deps.endpoints(backend);
+    const tokens = await usableToken(
+      {
+        vault: this.deps.vault,
+        store: this.deps.store,
+        log: this.deps.log,
+        onRefresh: (outcome) => this.deps.metrics.tokenRefreshes.inc({ provider: upstream.provider, outcome }),
+      },
+      principal.userKey,
+      upstream.provider,
+      endpoints,
+      { request: endpoints.request },
+    );
+    if (tokens) return { authorization: `Bearer ${tokens.accessToken}` };
+    return { elicitation: await this.#start(principal, backend, mcpSessionId) };
+  }
+
+  /** Drops an elicitation that turned out not to be needed (nothing was shown to anyone). */
+  async discard(elicitation: Elicitation): Promise<void> {
+    await this.deps.elicitations.remove(elicitation.id);
+  }
+
+  /** The backend refused our token (401): forget it, and ask the user to link the account again. */
+  async rejected(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
+    await this.deps.vault.delete(principal.userKey, backend.upstreamAuth!.provider);
+    return this.#start(principal, backend, mcpSessionId);
+  }
+
+  async #start(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
+    const provider = backend.upstreamAuth!.provider;
+    const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider });
+    this.deps.metrics.elicitations.inc({ provider, event: 'started' });
+    return elicitation;
+  }
+}
+

@@ -1,0 +1,111 @@
+/**
+ * A real browser for tests of the browser flows (SPEC §4): Debian's Chromium at
+ * /usr/bin/chromium driven by playwright-core (no downloaded browser builds).
+ *
+ * Why a real browser: cookies (HttpOnly, SameSite, Path), redirects, form posts and the
+ * Content-Security-Policy of the pages are enforced by the browser; a test with fetch()
+ * would only prove what we think browsers do.
+ *
+ * Every context is separate (own cookie jar) — `newPage()` is "another browser". Everything
+ * is closed by `close()`, within a deadline; Playwright also kills the browser when the test
+ * process exits.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const LAUNCH_TIMEOUT_MS = 30_000;
+const ACTION_TIMEOUT_MS = 15_000;
+const CLOSE_TIMEOUT_MS = 10_000;
+
+export interface BrowserHandle {
+  browser: Browser;
+  /** A page in a fresh context: its own cookies, i.e. a separate browser profile. */
+  newPage(): Promise<Page>;
+  /** A fresh context for tests that want several pages sharing cookies. */
+  newContext(): Promise<BrowserContext>;
+  /** Closes every context and the browser. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Installs Chromium through scripts/test-prerequisites.sh when it is missing. */
+function ensureChromium(): void {
+  if (existsSync(CHROMIUM)) return;
+  const run = spawnSync('bash', ['scripts/test-prerequisites.sh'], { cwd: ROOT, stdio: 'inherit', timeout: 10 * 60_000 });
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`browser tests need ${CHROMIUM} (Debian package chromium); scripts/test-prerequisites.sh exited with ${run.status ?? run.signal}`);
+  }
+}
+
+export async function launchBrowser(): Promise<BrowserHandle> {
+  ensureChromium();
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    timeout: LAUNCH_TIMEOUT_MS,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+    ],
+  });
+  const contexts = new Set<BrowserContext>();
+  let closing: Promise<void> | undefined;
+
+  async function newContext(): Promise<BrowserContext> {
+    const context = await browser.newContext();
+    context.setDefaultTimeout(ACTION_TIMEOUT_MS);
+    context.setDefaultNavigationTimeout(ACTION_TIMEOUT_MS);
+    contexts.add(context);
+    context.on('close', () => contexts.delete(context));
+    return context;
+  }
+
+  return {
+    browser,
+    newContext,
+    async newPage() {
+      return (await newContext()).newPage();
+    },
+    close() {
+      closing ??= (async () => {
+        const all = (async () => {
+          await Promise.allSettled([...contexts].map((c) => c.close()));
+          await browser.close();
+        })();
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+          timer.unref();
+        });
+        await Promise.race([all.catch(() => undefined), deadline]);
+        clearTimeout(timer);
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * Collects what a page reports as wrong: console errors and warnings (CSP violations are
+ * reported there) and uncaught page errors. Chrome also logs "Failed to load resource" for a
+ * document served with an error status (a 403 refusal page is meant to be one): that one
+ * message about the page's own URL is not a problem. Read `problems` after the page settled.
+ */
+export function watchPage(page: Page): { problems: string[] } {
+  const problems: string[] = [];
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error' && msg.type() !== 'warning') return;
+    const ownStatus = /^Failed to load resource: the server responded with a status of \d+/.test(msg.text()) && msg.location().url === page.url();
+    if (!ownStatus) problems.push(`console ${msg.type()}: ${msg.text()} (${msg.location().url})`);
+  });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  return { problems };
+}
