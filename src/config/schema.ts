@@ -169,10 +169,15 @@ export const configSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
+    const linksAccounts = c.backends.some((b) => b.upstreamAuth);
+    // Linking an account needs the user signed in in the browser (SPEC §4 step 3).
+    if (linksAccounts && !c.auth.login) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['auth', 'login'], message: 'is required when backends use upstreamAuth (users sign in to link accounts)' });
+    }
     // Several replicas must share the keys that seal tokens and sign cookies.
-    if (c.redis && c.backends.some((b) => b.upstreamAuth)) {
+    if (c.redis && (linksAccounts || c.auth.login)) {
       for (const key of ['cookieKey', 'tokenKey'] as const) {
-        if (!c.secrets[key]) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['secrets', key], message: 'is required when backends use upstreamAuth with redis (replicas must share it)' });
+        if (!c.secrets[key]) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['secrets', key], message: 'is required with redis when browser sign-in or upstreamAuth is configured (replicas must share it)' });
       }
     }
     const seen = new Set<string>();

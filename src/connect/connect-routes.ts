@@ -43,6 +43,8 @@ interface PendingAuthorization {
 }
 
 const STATE_TTL_MS = 10 * 60_000;
+/** Redirects of the flow are not cached and carry no referrer to other sites. */
+export const REDIRECT_HEADERS = { 'cache-control': 'no-store', 'referrer-policy': 'same-origin' } as const;
 const stateKey = (state: string) => `oauth-state:${state}`;
 
 export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): void {
@@ -105,7 +107,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
       const state = randomBytes(32).toString('base64url');
       const pending: PendingAuthorization = { elicitationId: elicitation.id, browserSessionId: user.sessionId, userKey: user.userKey, codeVerifier: pkce.verifier };
       await deps.store.putValue(stateKey(state), JSON.stringify(pending), STATE_TTL_MS);
-      return reply.redirect(authorizationRequestUrl(endpoints, { redirectUri, state, codeChallenge: pkce.challenge }), 303);
+      return reply.headers(REDIRECT_HEADERS).redirect(authorizationRequestUrl(endpoints, { redirectUri, state, codeChallenge: pkce.challenge }), 303);
     });
 
     scope.get<{ Querystring: Record<string, string | undefined> }>('/oauth/callback', async (request, reply) => {
@@ -165,7 +167,7 @@ function providerUnreachable(elicitation: Elicitation) {
 async function signedInOwner(deps: ConnectDeps, request: FastifyRequest, reply: FastifyReply, id: string): Promise<{ user: BrowserUser; elicitation: Elicitation; backend: BackendConfig } | undefined> {
   const user = await deps.sessions.current(request);
   if (!user) {
-    await reply.redirect(loginUrl(`/connect?elicitationId=${encodeURIComponent(id)}`), 303);
+    await reply.headers(REDIRECT_HEADERS).redirect(loginUrl(`/connect?elicitationId=${encodeURIComponent(id)}`), 303);
     return undefined;
   }
   const elicitation = await deps.elicitations.get(id);

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { BackendConfig, Config } from '../config/schema.js';
 import { loginUrl, registerFormParser, type BrowserSessions } from './browser-sessions.js';
 import { connectionsPage, errorPage, refusalPage, sendPage, setPageErrorHandler } from './pages.js';
+import { REDIRECT_HEADERS } from './connect-routes.js';
 import { revokeToken } from './provider-client.js';
 import type { ResolvedProvider } from './provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
@@ -30,7 +31,7 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
 
     scope.get('/connections', async (request, reply) => {
       const user = await deps.sessions.current(request);
-      if (!user) return reply.redirect(loginUrl('/connections'), 303);
+      if (!user) return reply.headers(REDIRECT_HEADERS).redirect(loginUrl('/connections'), 303);
       const connections = await Promise.all(
         [...providers.keys()].map(async (provider) => {
           const tokens = await deps.vault.get(user.userKey, provider);
@@ -44,7 +45,7 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
 
     scope.post<{ Params: { provider: string }; Body: Record<string, string> }>('/connections/:provider/disconnect', async (request, reply) => {
       const user = await deps.sessions.current(request);
-      if (!user) return reply.redirect(loginUrl('/connections'), 303);
+      if (!user) return reply.headers(REDIRECT_HEADERS).redirect(loginUrl('/connections'), 303);
       if (!deps.sessions.csrfValid(user, request.body?.csrf)) {
         return sendPage(reply, refusalPage({ title: 'Request refused', reason: 'This form has expired or did not come from this site.' }));
       }
@@ -62,7 +63,7 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
         }
         await deps.vault.delete(user.userKey, request.params.provider);
       }
-      return reply.redirect('/connections', 303);
+      return reply.headers(REDIRECT_HEADERS).redirect('/connections', 303);
     });
   });
 }

@@ -150,7 +150,7 @@ async function refreshHolding(
  * script) would close the window.
  */
 async function releaseLock(store: StateStore, key: string, id: string): Promise<void> {
-  if ((await store.getValue(key)) === id) await store.deleteValue(key);
+  await store.deleteValueIf(key, id);
 }
 
 function needsRefresh(t: ProviderTokens, skewMs: number): boolean {

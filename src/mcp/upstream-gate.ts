@@ -8,7 +8,9 @@ import type { Elicitation } from '../connect/elicitations.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
 import type { McpContext } from './context.js';
 import type { JsonRpcId, JsonRpcMessage } from './jsonrpc.js';
-import { sendStateUnavailable } from './replies.js';
+import { BackendError } from '../backends/errors.js';
+import { ProviderError } from '../connect/provider-client.js';
+import { sendBackendError, sendStateUnavailable } from './replies.js';
 
 export type OpenRequest = JsonRpcMessage & { id: JsonRpcId };
 
@@ -40,7 +42,12 @@ export async function upstreamAuthorization(ctx: McpContext, request: FastifyReq
     decision = await ctx.upstream.authorize(request.principal!, config, input.sessionId);
   } catch (err) {
     request.log.warn({ err: (err as Error).message, provider: config.upstreamAuth.provider }, 'third-party token unavailable');
-    sendStateUnavailable(reply);
+    if (err instanceof ProviderError) {
+      // The provider could not refresh the token: the backend side is unavailable, not us.
+      sendBackendError(reply, new BackendError(input.backend, err.kind === 'timeout' ? 'timeout' : 'unreachable', `the ${config.upstreamAuth.provider} account could not be refreshed right now`), input.requests.map((r) => r.id), input.batch);
+    } else {
+      sendStateUnavailable(reply);
+    }
     return undefined;
   }
   if ('authorization' in decision) return decision;

@@ -69,6 +69,10 @@ export class MemoryStore implements StateStore {
     return true;
   }
 
+  async deleteValueIf(key: string, expected: string): Promise<boolean> {
+    return live(this.#values, key)?.value === expected && this.#values.delete(key);
+  }
+
   async deleteValue(key: string): Promise<boolean> {
     return live(this.#values, key) !== undefined && this.#values.delete(key);
   }

@@ -21,10 +21,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PUBLISH', ARGV[3], '[' .. table.concat(ARGV, ',', 4) .. ']')
 return 1`;
 
+const DELETE_IF = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
 const SESSION_COUNT_TTL_MS = 15_000;
 const MAX_SCAN_ROUNDS = 1_000;
 
 interface ScriptedRedis extends Redis {
+  sbDeleteIf(key: string, expected: string): Promise<number>;
   sbAppendEvents(key: string, maxEvents: number, ttlMs: number, channel: string, ...entries: string[]): Promise<number>;
 }
 
@@ -59,6 +64,7 @@ export class RedisStore implements StateStore {
       ...options.redisOptions,
     }) as ScriptedRedis;
     this.redis.defineCommand('sbAppendEvents', { numberOfKeys: 1, lua: APPEND_EVENTS });
+    this.redis.defineCommand('sbDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
     // Connection errors surface through the commands that fail; without a listener ioredis
     // would print them as unhandled.
     this.redis.on('error', () => {});
@@ -122,6 +128,10 @@ export class RedisStore implements StateStore {
 
   async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
     return (await this.redis.set(valueKey(key), value, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async deleteValueIf(key: string, expected: string): Promise<boolean> {
+    return (await this.redis.sbDeleteIf(valueKey(key), expected)) === 1;
   }
 
   async deleteValue(key: string): Promise<boolean> {

@@ -76,6 +76,8 @@ export interface StateStore {
   /** Sets only when absent (a lock or a claim); true when this call set it. */
   putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
   deleteValue(key: string): Promise<boolean>;
+  /** Deletes only while the value is still `expected` (releasing one's own lock), atomically. */
+  deleteValueIf(key: string, expected: string): Promise<boolean>;
   /** How many sessions are alive (for the sessions gauge; may be approximate and cached). */
   countSessions(): Promise<number>;
   /** Throws when the store cannot serve requests (readiness). */

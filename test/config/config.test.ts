@@ -477,3 +477,30 @@ describe('loadConfigFile', () => {
     assertConfigError(() => loadConfigFile(file, {}), 'secrets.cookieKey', /COOKIE_KEY/);
   });
 });
+
+describe('parseConfig: account linking needs sign-in and shared secrets', () => {
+  const upstream = { provider: 'acme', authorizationUrl: 'https://acme.example/authorize', tokenUrl: 'https://acme.example/token', clientId: 'switchboard' };
+  const linked = (extra: Record<string, unknown> = {}) => {
+    const base = minimal(extra);
+    return { ...base, backends: [{ name: 'linked', url: 'https://backend.example/mcp', upstreamAuth: upstream }] };
+  };
+  const login = { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp', login: { clientId: 'switchboard-web' } };
+
+  test('upstreamAuth without auth.login is refused, naming auth.login', () => {
+    assertConfigError(() => parseConfig(linked()), 'auth.login', /upstreamAuth/);
+  });
+
+  test('upstreamAuth endpoints are required unless discover is true', () => {
+    const base = linked({ auth: login });
+    assertConfigError(() => parseConfig({ ...base, backends: [{ name: 'linked', url: 'https://backend.example/mcp', upstreamAuth: { provider: 'acme' } }] }), 'backends[0].upstreamAuth.authorizationUrl', /discover/);
+    assert.equal(parseConfig({ ...base, backends: [{ name: 'linked', url: 'https://backend.example/mcp', upstreamAuth: { provider: 'acme', discover: true } }] }).backends[0]!.upstreamAuth!.discover, true);
+  });
+
+  test('with redis, sign-in needs secrets.cookieKey and secrets.tokenKey (replicas share them)', () => {
+    assertConfigError(() => parseConfig(linked({ auth: login, redis: { url: 'redis://redis:6379/0' } })), 'secrets.cookieKey', /redis/);
+    const ok = parseConfig(linked({ auth: login, redis: { url: 'redis://redis:6379/0' }, secrets: { cookieKey: 'c'.repeat(32), tokenKey: 't'.repeat(32) } }));
+    assert.equal(ok.backends[0]!.upstreamAuth!.provider, 'acme');
+    // One replica without redis may run on random per-process keys.
+    assert.equal(parseConfig(linked({ auth: login })).secrets.cookieKey, undefined);
+  });
+});

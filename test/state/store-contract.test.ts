@@ -320,7 +320,8 @@ function storeContract(name: string, factory: StoreFactory): void {
         assert.equal(await store.putValueIfAbsent(key, 'late', 200), false);
         await new Promise((resolve) => setTimeout(resolve, 300));
         assert.equal(await store.putValueIfAbsent(key, 'after-expiry', 200), true);
-        await store.deleteValue(key);
+        assert.equal(await store.deleteValueIf(key, 'someone-else'), false, 'another owner cannot release it');
+        assert.equal(await store.deleteValueIf(key, 'after-expiry'), true, 'its owner can');
         assert.equal(await store.putValueIfAbsent(key, 'after-delete', 200), true);
       });
     });
