@@ -15,6 +15,7 @@
  * - `returnTo` is a same-origin path or `/connections` — never an open redirect.
  * Errors end on an HTML error page (never a stack); codes, tokens and query values are not logged.
  */
+import { discoverIssuerMetadata } from '../auth/discovery.js';
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
@@ -313,54 +314,17 @@ function createOidcClient(config: Config, login: LoginConfig): OidcClient {
   };
 }
 
-/**
- * OpenID Connect Discovery, then RFC 8414 (well-known segment before the issuer's path). The
- * document must name the configured issuer, or a wrong URL could make us trust another one.
- */
+/** The sign-in endpoints from the issuer's metadata (src/auth/discovery.ts). */
 async function discover(issuer: string): Promise<ProviderMetadata> {
-  const url = new URL(issuer);
-  const path = url.pathname.replace(/\/+$/, '');
-  const candidates = [
-    `${url.origin}${path}/.well-known/openid-configuration`,
-    `${url.origin}/.well-known/oauth-authorization-server${path}`,
-    `${url.origin}/.well-known/openid-configuration${path}`,
-  ];
-  const problems: string[] = [];
-  for (const candidate of candidates) {
-    try {
-      const res = await fetch(candidate, { redirect: 'error', signal: AbortSignal.timeout(HTTP_TIMEOUT_MS), headers: { accept: 'application/json' } });
-      if (!res.ok) {
-        problems.push(`${candidate}: HTTP ${res.status}`);
-        continue;
-      }
-      const doc = safeJson(await res.text());
-      if (!doc) {
-        problems.push(`${candidate}: not a JSON object`);
-        continue;
-      }
-      if (typeof doc.issuer !== 'string' || doc.issuer.replace(/\/+$/, '') !== issuer) {
-        problems.push(`${candidate}: issuer is ${String(doc.issuer)}, expected ${issuer}`);
-        continue;
-      }
-      const endpoints = ['authorization_endpoint', 'token_endpoint', 'jwks_uri'].map((k) => doc[k]);
-      if (!endpoints.every((e) => typeof e === 'string' && /^https?:\/\//.test(e) && URL.canParse(e))) {
-        problems.push(`${candidate}: authorization_endpoint, token_endpoint or jwks_uri missing`);
-        continue;
-      }
-      const [authorizationEndpoint, tokenEndpoint, jwksUri] = endpoints as [string, string, string];
-      const methods = doc.token_endpoint_auth_methods_supported;
-      return {
-        issuer: doc.issuer,
-        authorizationEndpoint,
-        tokenEndpoint,
-        jwksUri,
-        ...(Array.isArray(methods) ? { authMethods: methods.filter((x): x is string => typeof x === 'string') } : {}),
-      };
-    } catch (err) {
-      problems.push(`${candidate}: ${(err as Error).message}`);
-    }
-  }
-  throw new Error(`cannot discover the sign-in endpoints of ${issuer} (${problems.join('; ')})`);
+  const doc = await discoverIssuerMetadata(issuer, HTTP_TIMEOUT_MS, ['authorization_endpoint', 'token_endpoint', 'jwks_uri']);
+  const methods = doc.token_endpoint_auth_methods_supported;
+  return {
+    issuer: doc.issuer,
+    authorizationEndpoint: doc.authorization_endpoint as string,
+    tokenEndpoint: doc.token_endpoint as string,
+    jwksUri: doc.jwks_uri as string,
+    ...(Array.isArray(methods) ? { authMethods: methods.filter((x): x is string => typeof x === 'string') } : {}),
+  };
 }
 
 function redirect(reply: FastifyReply, location: string): FastifyReply {

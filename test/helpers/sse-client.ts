@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict';
 
+const DEFAULT_TIMEOUT_MS = 10_000;
+
 export interface SseEvent {
   id?: string;
   event?: string;
@@ -48,7 +50,7 @@ export class SseReader {
   }
 
   /** The next event, or undefined when the stream ended. Throws after `timeoutMs`. */
-  async next(timeoutMs: number): Promise<SseEvent | undefined> {
+  async next(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<SseEvent | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (this.#queue.length) return this.#queue.shift();
@@ -79,7 +81,7 @@ export class SseReader {
   }
 
   /** Events until `stop(event)` is true (inclusive) or the stream ends, within one overall deadline. */
-  async until(stop: (e: SseEvent) => boolean, timeoutMs: number): Promise<SseEvent[]> {
+  async until(stop: (e: SseEvent) => boolean, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<SseEvent[]> {
     const deadline = Date.now() + timeoutMs;
     const events: SseEvent[] = [];
     for (;;) {
