@@ -49,8 +49,11 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
       request.principal = principal;
       // Every later line of this request names the caller; Fastify's own "request completed"
       // line is written through reply.log, so both get the child logger.
-      request.log = request.log.child({ sub: principal.sub, ...(backendName ? { backend: backendName } : {}) });
-      reply.log = request.log;
+      if (request.log.level !== 'silent') {
+        // A child logger costs on every request; with logging off it would serve nothing.
+        request.log = request.log.child({ sub: principal.sub, ...(backendName ? { backend: backendName } : {}) });
+        reply.log = request.log;
+      }
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
       onFailure(err.code);

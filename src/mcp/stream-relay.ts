@@ -63,6 +63,9 @@ export class StreamRelay {
   #finished = false;
   #saving: Promise<void> = Promise.resolve();
   #unsaved: StoredEvent[] = [];
+  #flushScheduled = false;
+  /** True while pump() reads the backend: finishing from inside it needs no abort. */
+  #pumping = false;
 
   /**
    * @param startSeq the last sequence number already used on this stream (0 for a new one).
@@ -141,6 +144,7 @@ export class StreamRelay {
       onRetry: () => {},
     });
     let failure: BackendError | undefined;
+    this.#pumping = true;
     try {
       // A decoder, not chunk.toString(): a multi-byte character may straddle two chunks.
       const decoder = new StringDecoder('utf8');
@@ -150,6 +154,8 @@ export class StreamRelay {
       }
     } catch (err) {
       if (!this.#abort.signal.aborted) failure = toBackendError(this.#ctx.backend, err, 'stream');
+    } finally {
+      this.#pumping = false;
     }
     if (!this.#finished) this.#afterBackendEnded(failure);
   }
@@ -174,6 +180,7 @@ export class StreamRelay {
 
   /** Waits until everything emitted so far is in the store. */
   flushed(): Promise<void> {
+    this.#flush();
     return this.#saving;
   }
 
@@ -240,8 +247,20 @@ export class StreamRelay {
     this.#writer?.message(data, eventId(this.key.streamId, event.seq));
   }
 
+  /**
+   * Events emitted in one tick are stored together: a one-message answer and its end marker
+   * (and, on a new stream, its meta entry) cost one Redis round trip, not three.
+   */
   #save(event: StoredEvent): void {
     this.#unsaved.push(event);
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    queueMicrotask(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (!this.#unsaved.length) return;
     const batch = this.#unsaved;
     this.#unsaved = [];
     this.#saving = this.#saving
@@ -254,7 +273,8 @@ export class StreamRelay {
     this.#finished = true;
     if (complete) this.#save({ seq: ++this.#seq, end: true });
     this.#writer?.end();
-    this.#abort.abort();
+    // From inside pump() the loop simply stops reading; an abort would only build an error.
+    if (!this.#pumping) this.#abort.abort();
     for (const callback of this.#onFinish.splice(0)) callback();
   }
 }
