@@ -59,13 +59,8 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
       const checked = await signedInOwner(deps, request, reply, id);
       if (!checked) return reply;
       const { user, elicitation, backend } = checked;
-      let endpoints: ResolvedProvider;
-      try {
-        endpoints = await deps.endpoints(backend);
-      } catch (err) {
-        request.log.warn({ err: (err as Error).message, provider: elicitation.provider }, 'provider endpoints unavailable');
-        return sendPage(reply, providerUnreachable(elicitation));
-      }
+      const endpoints = await providerOrPage(deps, request, reply, backend, elicitation);
+      if (!endpoints) return reply;
       return sendPage(
         reply,
         consentPage({
@@ -96,13 +91,8 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
         return sendPage(reply, declinedPage({ provider: elicitation.provider }));
       }
       if (form.action !== 'continue') return sendPage(reply, errorPage({ status: 400, title: 'Unknown action', detail: 'Choose Continue or Cancel.' }));
-      let endpoints: ResolvedProvider;
-      try {
-        endpoints = await deps.endpoints(backend);
-      } catch (err) {
-        request.log.warn({ err: (err as Error).message, provider: elicitation.provider }, 'provider endpoints unavailable');
-        return sendPage(reply, providerUnreachable(elicitation));
-      }
+      const endpoints = await providerOrPage(deps, request, reply, backend, elicitation);
+      if (!endpoints) return reply;
       const pkce = createPkce();
       const state = randomBytes(32).toString('base64url');
       const pending: PendingAuthorization = { elicitationId: elicitation.id, browserSessionId: user.sessionId, userKey: user.userKey, codeVerifier: pkce.verifier };
@@ -156,8 +146,15 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
   });
 }
 
-function providerUnreachable(elicitation: Elicitation) {
-  return errorPage({ status: 502, title: `Cannot reach ${elicitation.provider}`, detail: 'The account provider could not be reached. Try again in a moment.', retryUrl: `/connect?elicitationId=${elicitation.id}` });
+/** The provider's endpoints, or undefined after answering with an error page (discovery failed). */
+async function providerOrPage(deps: ConnectDeps, request: FastifyRequest, reply: FastifyReply, backend: BackendConfig, elicitation: Elicitation): Promise<ResolvedProvider | undefined> {
+  try {
+    return await deps.endpoints(backend);
+  } catch (err) {
+    request.log.warn({ err: (err as Error).message, provider: elicitation.provider }, 'provider endpoints unavailable');
+    await sendPage(reply, errorPage({ status: 502, title: `Cannot reach ${elicitation.provider}`, detail: 'The account provider could not be reached. Try again in a moment.', retryUrl: `/connect?elicitationId=${elicitation.id}` }));
+    return undefined;
+  }
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   startConformanceServer,
   type ConformanceServer,
 } from '../helpers/conformance.js';
+import { parseSseBlock as parseBlock } from '../helpers/sse-client.js';
 import { startTokenProxy, type TokenProxy } from '../helpers/token-proxy.js';
 
 /**
@@ -56,24 +57,8 @@ interface SseEvent {
 }
 
 function parseSseBlock(block: string, at: number): SseEvent | undefined {
-  const ev: SseEvent = { data: '', at };
-  const data: string[] = [];
-  let any = false;
-  for (const line of block.split(/\r?\n/)) {
-    if (line === '' || line.startsWith(':')) continue;
-    any = true;
-    const i = line.indexOf(':');
-    const field = i < 0 ? line : line.slice(0, i);
-    let value = i < 0 ? '' : line.slice(i + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') data.push(value);
-    else if (field === 'id') ev.id = value;
-    else if (field === 'event') ev.event = value;
-    else if (field === 'retry') ev.retry = Number(value);
-  }
-  if (!any) return undefined;
-  ev.data = data.join('\n');
-  return ev;
+  const ev = parseBlock(block);
+  return ev ? { ...ev, data: ev.data ?? '', at } : undefined;
 }
 
 /** Reads SSE events, stamping each with its arrival time, until `until(event)` or the stream ends. */

@@ -26,6 +26,7 @@ import { spawnChild, type ChildHandle } from '../helpers/child.js';
 import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { withDeadline } from '../helpers/deadline.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/misbehaving-backend.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -57,17 +58,6 @@ async function connect(url: URL, token: string): Promise<Connected> {
   return connected;
 }
 
-async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Runs `operation`, expecting it to reject within `ms`; returns the error and the time it took. */
 async function failure(operation: () => Promise<unknown>, ms: number, what: string): Promise<{ error: unknown; elapsed: number }> {

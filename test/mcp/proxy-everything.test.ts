@@ -31,6 +31,7 @@ import { startEverything, type EverythingHandle } from '../helpers/everything.js
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { withDeadline } from '../helpers/deadline.js';
 
 const ROOTS = [
   { uri: 'file:///srv/switchboard-test/project', name: 'Switchboard Test Project' },
@@ -110,17 +111,6 @@ async function waitFor<T>(what: string, check: () => T | undefined, timeoutMs: n
   }
 }
 
-async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function textOf(result: CallToolResult | Record<string, unknown>): string {
   const content = (result as CallToolResult).content ?? [];
