@@ -83,7 +83,12 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   }
   const streams = new StreamRegistry();
   const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
-  const sessions = new SessionService(store, config.sessions.idleTtl, (operation) => metrics.stateErrors.inc({ operation }));
+  const sessions = new SessionService(
+    store,
+    config.sessions.idleTtl,
+    (operation) => metrics.stateErrors.inc({ operation }),
+    (userKey, sessionId) => coordinator.broadcast({ type: 'ended', userKey, sessionId }),
+  );
   const ctx: McpContext = { config, store, coordinator, sessions, backends, streams, metrics };
   coordinator.onMessage((message) => handleReplicaMessage(ctx, message));
   const readiness: Readiness = { draining: false };

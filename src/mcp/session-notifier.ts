@@ -27,6 +27,10 @@ export async function notifySession(ctx: McpContext, userKey: string, sessionId:
 
 /** What a replica does with a message another replica addressed to it. */
 export function handleReplicaMessage(ctx: McpContext, message: ReplicaMessage): void {
+  if (message.type === 'ended') {
+    ctx.sessions.forget(message.userKey, message.sessionId);
+    return;
+  }
   const relay = ctx.streams.get(message.userKey, message.sessionId, message.streamId);
   if (message.type === 'stop') {
     relay?.stop();

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import type { SessionRecord, StateStore } from '../state/store.js';
+import { SessionCache } from './session-cache.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -22,27 +23,46 @@ export class StateUnavailableError extends Error {
   }
 }
 
+/** How long a cached session record is used before the store is asked (and its TTL slid) again. */
+export const SESSION_CACHE_MAX_AGE_MS = 5_000;
+
 export class SessionService {
+  readonly #cache = new SessionCache(SESSION_CACHE_MAX_AGE_MS);
+
   constructor(
     readonly store: StateStore,
     readonly idleTtlMs: number,
     /** Told about every failed store operation (metrics). */
     readonly onStoreError: (operation: string) => void = () => {},
+    /** Tells the other replicas that a session ended, so they drop it from their caches. */
+    readonly announceEnd: (userKey: string, sessionId: string) => Promise<void> = async () => {},
   ) {}
 
   async create(principal: Principal, sessionId: string, record: SessionRecord): Promise<void> {
     await this.#guard('createSession', () => this.store.createSession(principal.userKey, sessionId, record, this.idleTtlMs));
+    this.#cache.set(principal.userKey, sessionId, record);
   }
 
   /** The session when it exists for this user and this backend; undefined otherwise. */
   async find(principal: Principal, sessionId: string, backend: string): Promise<SessionRecord | undefined> {
     if (!SESSION_ID.test(sessionId)) return undefined;
-    const record = await this.#guard('touchSession', () => this.store.touchSession(principal.userKey, sessionId, this.idleTtlMs));
+    let record = this.#cache.get(principal.userKey, sessionId);
+    if (!record) {
+      record = await this.#guard('touchSession', () => this.store.touchSession(principal.userKey, sessionId, this.idleTtlMs));
+      if (record) this.#cache.set(principal.userKey, sessionId, record);
+    }
     return record && record.backend === backend ? record : undefined;
   }
 
   async remove(principal: Principal, sessionId: string): Promise<void> {
+    this.#cache.forget(principal.userKey, sessionId);
     await this.#guard('deleteSession', () => this.store.deleteSession(principal.userKey, sessionId));
+    await this.announceEnd(principal.userKey, sessionId).catch(() => {});
+  }
+
+  /** Another replica ended this session. */
+  forget(userKey: string, sessionId: string): void {
+    this.#cache.forget(userKey, sessionId);
   }
 
   async #guard<T>(name: string, operation: () => Promise<T>): Promise<T> {

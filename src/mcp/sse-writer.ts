@@ -27,10 +27,7 @@ export class SseWriter {
       'x-accel-buffering': 'no',
       ...options.headers,
     });
-    // Corked until the end of this tick: the headers and the first event (the priming event,
-    // usually) leave in one write; an idle stream still gets its headers at once.
-    res.cork();
-    process.nextTick(() => res.uncork());
+    res.flushHeaders();
     this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n'), options.keepAliveMs);
     this.#keepAlive.unref();
     res.on('close', () => this.#markClosed());
@@ -72,13 +69,7 @@ export class SseWriter {
   }
 
   #write(chunk: string): void {
-    if (this.#closed) return;
-    if (!this.#res.writableCorked) {
-      // Whatever else this tick writes (a message and the end of the stream) goes along.
-      this.#res.cork();
-      process.nextTick(() => this.#res.uncork());
-    }
-    this.#res.write(chunk);
+    if (!this.#closed) this.#res.write(chunk);
   }
 
   #markClosed(): void {

@@ -58,6 +58,7 @@ export class StreamRelay {
   readonly #onFinish: Array<() => void> = [];
   readonly #onDetach: Array<() => void> = [];
   #seq: number;
+  readonly #startSeq: number;
   #writer: SseWriter | undefined;
   #backendLastEventId: string | undefined;
   #finished = false;
@@ -76,6 +77,7 @@ export class StreamRelay {
     this.key = key;
     this.meta = meta;
     this.#seq = startSeq;
+    this.#startSeq = startSeq;
     this.#backendLastEventId = backendLastEventId;
     for (const id of meta.requestIds) this.#pending.set(idKey(id), id);
     if (startSeq === 0) this.#unsaved.push({ seq: 0, meta });
@@ -100,19 +102,18 @@ export class StreamRelay {
   }
 
   /**
-   * Connects a client stream. Events after `afterSeq` that this relay still holds are sent
-   * first, synchronously, so nothing can slip between the replay and the live events.
-   * A fresh stream (afterSeq undefined) gets a priming event instead.
+   * Connects a client stream. Events this relay holds after `afterSeq` (default: where the
+   * relay started, so messages injected while it waited for its backend are not lost) are
+   * sent first, synchronously, so nothing can slip between the replay and the live events.
+   * A fresh stream may get a priming event first.
    */
-  attach(writer: SseWriter, afterSeq?: number, prime = true): void {
+  attach(writer: SseWriter, afterSeq?: number, prime = false): void {
     const previous = this.#writer;
     this.#writer = writer;
     if (previous && previous !== writer) previous.end();
-    if (afterSeq === undefined) {
-      if (prime) writer.prime(eventId(this.key.streamId, this.#seq), this.#ctx.retryMs);
-    } else {
-      for (const e of this.#recent) if (e.seq > afterSeq && e.data !== undefined) writer.message(e.data, eventId(this.key.streamId, e.seq));
-    }
+    if (afterSeq === undefined && prime) writer.prime(eventId(this.key.streamId, this.#startSeq), this.#ctx.retryMs);
+    const from = afterSeq ?? this.#startSeq;
+    for (const e of this.#recent) if (e.seq > from && e.data !== undefined) writer.message(e.data, eventId(this.key.streamId, e.seq));
     writer.onClose(() => {
       if (this.#writer !== writer) return;
       this.#writer = undefined;

@@ -146,7 +146,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   if (relay.meta.kind === 'post' && !backendEventId) {
     // The backend's stream cannot be resumed: the open requests get an error instead of silence.
     t.ctx.streams.add(relay);
-    relay.attach(writer ?? openWriter(t), relay.lastSeq);
+    relay.attach(writer ?? openWriter(t));
     relay.fail(new BackendError(t.backend.name, 'stream_broken', `backend "${t.backend.name}" stream was lost and cannot be resumed`));
     return;
   }
@@ -186,7 +186,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
     return failBeforeStreaming(t, relay, writer, new BackendError(t.backend.name, 'bad_status', `backend "${t.backend.name}" answered GET with HTTP ${res.status}`, res.status));
   }
   t.ctx.streams.add(relay);
-  if (writer) relay.attach(writer, relay.lastSeq);
+  if (writer) relay.attach(writer);
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
   // Notifications that waited for the session while it had no stream.
   for (const data of mailbox) relay.inject(data);
@@ -214,7 +214,7 @@ async function getBackendStream(t: StreamTarget, relay: StreamRelay, headers: { 
 /** A stream with no backend behind it: gateway notifications and keep-alives only. */
 function gatewayOnlyStream(t: StreamTarget, relay: StreamRelay, writer: SseWriter | undefined, mailbox: string[]): void {
   t.ctx.streams.add(relay);
-  if (writer) relay.attach(writer, relay.lastSeq);
+  if (writer) relay.attach(writer);
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
   for (const data of mailbox) relay.inject(data);
 }
@@ -229,7 +229,7 @@ function failBeforeStreaming(t: StreamTarget, relay: StreamRelay, writer: SseWri
     return sendBackendError(t.reply, error, [], false);
   }
   t.ctx.streams.add(relay);
-  relay.attach(writer, relay.lastSeq);
+  relay.attach(writer);
   relay.fail(error);
 }
 

@@ -18,7 +18,9 @@ export type ReplicaMessage =
   /** A gateway-originated message for the session's standalone stream. */
   | { type: 'deliver'; userKey: string; sessionId: string; streamId: string; data: string }
   /** Another replica took the stream over: stop relaying it here. */
-  | { type: 'stop'; userKey: string; sessionId: string; streamId: string };
+  | { type: 'stop'; userKey: string; sessionId: string; streamId: string }
+  /** A session ended (sent to every replica): drop it from caches. */
+  | { type: 'ended'; userKey: string; sessionId: string };
 
 export interface StandaloneClaim {
   granted: boolean;
@@ -53,6 +55,8 @@ export interface Coordinator {
   watchStream(key: StreamKey, onEvents: (events: StoredEvent[]) => void): Promise<() => Promise<void>>;
 
   send(replicaId: string, message: ReplicaMessage): Promise<void>;
+  /** Sends to every replica, this one included. */
+  broadcast(message: ReplicaMessage): Promise<void>;
   onMessage(handler: (message: ReplicaMessage) => void): void;
   /** Keeps a message for the session until its next standalone stream opens. */
   postToMailbox(userKey: string, sessionId: string, data: string, ttlMs: number, maxMessages: number): Promise<void>;

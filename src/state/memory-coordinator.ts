@@ -66,6 +66,10 @@ export class MemoryCoordinator implements Coordinator {
     for (const handler of this.#handlers) handler(message);
   }
 
+  async broadcast(message: ReplicaMessage): Promise<void> {
+    await this.send(this.replicaId, message);
+  }
+
   onMessage(handler: (message: ReplicaMessage) => void): void {
     this.#handlers.push(handler);
   }

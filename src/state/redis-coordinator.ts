@@ -48,6 +48,7 @@ export class RedisCoordinator implements Coordinator {
   readonly #handlers: Array<(message: ReplicaMessage) => void> = [];
   readonly #watchers = new Map<string, Set<(events: StoredEvent[]) => void>>();
   readonly #inbox: string;
+  readonly #everyone: string;
 
   /** @param redis the store's command connection (its keyPrefix applies to keys, not channels). */
   constructor(redis: Redis, keyPrefix: string) {
@@ -60,8 +61,9 @@ export class RedisCoordinator implements Coordinator {
     this.#subscriber = redis.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.#subscriber.on('error', () => {});
     this.#inbox = `${keyPrefix}replica:${this.replicaId}`;
+    this.#everyone = `${keyPrefix}replicas`;
     this.#subscriber.on('message', (channel: string, text: string) => this.#dispatch(channel, text));
-    void this.#subscriber.subscribe(this.#inbox).catch(() => {});
+    void this.#subscriber.subscribe(this.#inbox, this.#everyone).catch(() => {});
   }
 
   async claimStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number, force: boolean): Promise<StandaloneClaim> {
@@ -116,6 +118,10 @@ export class RedisCoordinator implements Coordinator {
     await this.#redis.publish(`${this.#prefix}replica:${replicaId}`, JSON.stringify(message));
   }
 
+  async broadcast(message: ReplicaMessage): Promise<void> {
+    await this.#redis.publish(this.#everyone, JSON.stringify(message));
+  }
+
   onMessage(handler: (message: ReplicaMessage) => void): void {
     this.#handlers.push(handler);
   }
@@ -131,7 +137,7 @@ export class RedisCoordinator implements Coordinator {
 
   #dispatch(channel: string, text: string): void {
     try {
-      if (channel === this.#inbox) {
+      if (channel === this.#inbox || channel === this.#everyone) {
         const message = JSON.parse(text) as ReplicaMessage;
         for (const handler of this.#handlers) handler(message);
         return;

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SESSION_CACHE_MAX_AGE_MS } from '../../src/mcp/session-service.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -51,6 +52,9 @@ test('Redis outage: readyz 503, MCP 503 with Retry-After, then both recover by t
   await redis.pause();
   await waitFor('readyz to report 503', async () => (await status('/readyz')) === 503);
   assert.equal(await status('/healthz'), 200, 'liveness is not readiness');
+  // A session read in the last few seconds is served from the replica's cache even now;
+  // wait until the cache must ask Redis again.
+  await new Promise((resolve) => setTimeout(resolve, SESSION_CACHE_MAX_AGE_MS + 500));
 
   const started = Date.now();
   const res = await fetch(gateway.endpoint('everything'), {

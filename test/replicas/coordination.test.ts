@@ -107,6 +107,23 @@ describe('two replicas, one Redis', () => {
     await reader.cancel();
   });
 
+  test('a session deleted on one replica is gone on the other at once, though the other had it cached', async () => {
+    const s = await session(a, 'deleted-user');
+    const headers = { authorization: `Bearer ${s.token}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-session-id': s.id, 'mcp-protocol-version': '2025-11-25' };
+    const ping = (gateway: GatewayHandle) => fetch(gateway.endpoint('resumable'), { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const cached = await ping(b);
+    assert.equal(cached.status, 200, 'B served (and cached) the session');
+    await cached.text();
+    const deleted = await fetch(a.endpoint('resumable'), { method: 'DELETE', headers });
+    assert.equal(deleted.status, 204);
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 404; i++) {
+      status = (await ping(b)).status;
+      if (status !== 404) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(status, 404, 'B no longer serves the deleted session');
+  });
+
   test('resuming the standalone stream on the other replica takes it over; later notifications follow it', async () => {
     const s = await session(a, 'moving-user');
     const onA = new SseReader(await openGet(a, s));
