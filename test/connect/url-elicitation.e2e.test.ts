@@ -8,6 +8,7 @@
  * cannot be used again; the client's own token never reaches the backend.
  */
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -27,6 +28,8 @@ let provider: OAuthHandle;
 let backend: ProtectedBackend;
 let gateway: GatewayHandle;
 let browser: BrowserHandle;
+/** Every line the gateway logged, at trace level, to prove no token is ever in a log. */
+const logLines: string[] = [];
 
 before(async () => {
   [redis, idp, provider, browser] = await Promise.all([startRedis(), startOAuthServer(), startOAuthServer(), launchBrowser()]);
@@ -44,7 +47,14 @@ before(async () => {
       redis: { url: redis.url, keyPrefix: PREFIX },
       secrets: { cookieKey: 'e2e-cookie-key-0123456789abcdef0123456789', tokenKey: 'e2e-token-key-0123456789abcdef01234567890' },
       auth: { issuer: idp.issuer, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], login: { clientId: 'switchboard-web', scopes: ['openid'] } },
+      log: { level: 'trace' },
     },
+    logStream: new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logLines.push(chunk.toString());
+        done();
+      },
+    }),
   });
 });
 
@@ -145,6 +155,12 @@ test('link a third-party account through the browser, then the retried call succ
     for (const token of thirdPartyTokens) {
       assert.ok(!values.some((v) => v.includes(token) || v.includes(token.split('.')[2]!)), 'no third-party token in Redis in the clear');
     }
+
+    // No token of either kind in any log line.
+    const logs = logLines.join('');
+    assert.ok(logs.length > 0, 'the gateway logged');
+    assert.ok(!logs.includes(mcpToken), 'the client token is not logged');
+    for (const token of thirdPartyTokens) assert.ok(!logs.includes(token), 'no third-party token is logged');
 
     // 7. The link is single use.
     const reused = await page.goto(link.href);
