@@ -49,6 +49,12 @@ declare module 'fastify' {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/**
+ * Request ids only need to be unique for log correlation: a random per-process prefix and a
+ * counter, instead of a random UUID per request (crypto on the hot path).
+ */
+const REPLICA_PREFIX = randomUUID().slice(0, 8);
+let requestCounter = 0;
 const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections)(\/|\?|$)/;
 
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -60,7 +66,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : `${REPLICA_PREFIX}-${(requestCounter++).toString(36)}`;
     },
     // SSE responses are long-lived; the server's own timeouts must not cut them.
     requestTimeout: 0,
