@@ -30,6 +30,8 @@ export interface BackendResponse {
 
 export class StreamableHttpBackend {
   readonly name: string;
+  /** The backend's configuration (e.g. its `upstreamAuth`), so callers need not look it up. */
+  readonly config: BackendConfig;
   readonly #url: URL;
   readonly #staticHeaders: Record<string, string>;
   readonly #agent: Agent;
@@ -37,6 +39,7 @@ export class StreamableHttpBackend {
 
   constructor(config: BackendConfig) {
     this.name = config.name;
+    this.config = config;
     this.#url = new URL(config.url!);
     this.#staticHeaders = lowerCaseKeys(config.headers);
     this.#timeoutMs = config.timeout;

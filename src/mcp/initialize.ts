@@ -21,12 +21,12 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
   let collected;
   let backendSessionId: string | undefined;
   const params = (message.params ?? {}) as { capabilities?: Record<string, unknown> };
-  const gate: GateInput = { backend: backend.name, sessionId: undefined, requests: [message], capabilities: params.capabilities, batch: false, tryWithoutToken: true };
+  const gate: GateInput = { backend: backend.config, sessionId: undefined, requests: [message], capabilities: params.capabilities, batch: false, tryWithoutToken: true };
   const upstream = await upstreamAuthorization(ctx, request, reply, gate);
   if (!upstream) return reply;
   try {
     const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request) });
-    if (res.status === 401 && hasUpstreamAuth(ctx, backend.name)) {
+    if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
       await res.body.dump();
       return backendRefusedToken(ctx, request, reply, gate);
     }

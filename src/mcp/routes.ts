@@ -79,7 +79,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
   }
-  const gate: GateInput = { backend: backend.name, sessionId: target.sessionId, requests: messages.filter(isRequest), capabilities: target.session.clientCapabilities, batch };
+  const gate: GateInput = { backend: backend.config, sessionId: target.sessionId, requests: messages.filter(isRequest), capabilities: target.session.clientCapabilities, batch };
   const upstream = await upstreamAuthorization(ctx, request, reply, gate);
   if (!upstream) return reply;
   let res;
@@ -89,7 +89,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
     if (err instanceof BackendError) return sendBackendError(reply, err, requestIds, batch);
     throw err;
   }
-  if (res.status === 401 && hasUpstreamAuth(ctx, backend.name)) {
+  if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
     await res.body.dump();
     return backendRefusedToken(ctx, request, reply, gate);
   }
@@ -144,7 +144,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
   ctx.metrics.sessionsEnded.inc({ backend: backend.name, reason: 'deleted' });
   if (target.session.backendSessionId) {
     try {
-      const upstream = hasUpstreamAuth(ctx, backend.name) ? await ctx.upstream!.authorize(principal, ctx.config.backends.find((b) => b.name === backend.name)!, target.sessionId).catch(() => undefined) : undefined;
+      const upstream = hasUpstreamAuth(ctx, backend.config) ? await ctx.upstream!.authorize(principal, backend.config, target.sessionId).catch(() => undefined) : undefined;
       const authorization = upstream && 'authorization' in upstream ? upstream.authorization : undefined;
       const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization });
       await res.body.dump();

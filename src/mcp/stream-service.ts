@@ -154,9 +154,8 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   // one the stream is the gateway's own (as for a 405), which is where the client hears
   // that the account got linked.
   let authorization: string | undefined;
-  if (hasUpstreamAuth(t.ctx, t.backend.name)) {
-    const config = t.ctx.config.backends.find((b) => b.name === t.backend.name)!;
-    const decision = await t.ctx.upstream!.authorize(t.request.principal!, config, t.sessionId).catch(() => undefined);
+  if (hasUpstreamAuth(t.ctx, t.backend.config)) {
+    const decision = await t.ctx.upstream!.authorize(t.request.principal!, t.backend.config, t.sessionId).catch(() => undefined);
     if (!decision || !('authorization' in decision)) return gatewayOnlyStream(t, relay, writer, mailbox);
     authorization = decision.authorization;
   }
@@ -179,7 +178,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   }
   if (res.status === 401 && authorization) {
     // The token was refused; the next request will start an elicitation. Keep the stream ours.
-    await t.ctx.upstream!.rejected(t.request.principal!, t.ctx.config.backends.find((b) => b.name === t.backend.name)!, t.sessionId).catch(() => undefined);
+    await t.ctx.upstream!.rejected(t.request.principal!, t.backend.config, t.sessionId).catch(() => undefined);
     return gatewayOnlyStream(t, relay, writer, mailbox);
   }
   if (!streaming && res.status !== 405) {

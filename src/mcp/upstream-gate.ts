@@ -4,6 +4,7 @@
  * elicitation it must complete first. Backends without `upstreamAuth` pass straight through.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { BackendConfig } from '../config/schema.js';
 import type { Elicitation } from '../connect/elicitations.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
 import type { McpContext } from './context.js';
@@ -15,7 +16,7 @@ import { sendBackendError, sendStateUnavailable } from './replies.js';
 export type OpenRequest = JsonRpcMessage & { id: JsonRpcId };
 
 export interface GateInput {
-  backend: string;
+  backend: BackendConfig;
   /**
    * With no linked account, let the message through without a token instead of asking at
    * once; the backend's 401, if it needs one, starts the elicitation. Used for `initialize`,
@@ -35,8 +36,8 @@ export interface GateInput {
  * client has been answered already (an elicitation is needed, or state is unavailable).
  */
 export async function upstreamAuthorization(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, input: GateInput): Promise<{ authorization?: string } | undefined> {
-  const config = ctx.config.backends.find((b) => b.name === input.backend);
-  if (!config?.upstreamAuth || !ctx.upstream) return {};
+  const config = input.backend;
+  if (!config.upstreamAuth || !ctx.upstream) return {};
   let decision;
   try {
     decision = await ctx.upstream.authorize(request.principal!, config, input.sessionId);
@@ -44,7 +45,7 @@ export async function upstreamAuthorization(ctx: McpContext, request: FastifyReq
     request.log.warn({ err: (err as Error).message, provider: config.upstreamAuth.provider }, 'third-party token unavailable');
     if (err instanceof ProviderError) {
       // The provider could not refresh the token: the backend side is unavailable, not us.
-      sendBackendError(reply, new BackendError(input.backend, err.kind === 'timeout' ? 'timeout' : 'unreachable', `the ${config.upstreamAuth.provider} account could not be refreshed right now`), input.requests.map((r) => r.id), input.batch);
+      sendBackendError(reply, new BackendError(config.name, err.kind === 'timeout' ? 'timeout' : 'unreachable', `the ${config.upstreamAuth.provider} account could not be refreshed right now`), input.requests.map((r) => r.id), input.batch);
     } else {
       sendStateUnavailable(reply);
     }
@@ -61,14 +62,14 @@ export async function upstreamAuthorization(ctx: McpContext, request: FastifyReq
 
 /** The backend refused the third-party token (401): forget it and elicit again. */
 export async function backendRefusedToken(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, input: GateInput): Promise<FastifyReply> {
-  const config = ctx.config.backends.find((b) => b.name === input.backend)!;
+  const config = input.backend;
   request.log.info({ provider: config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
   const elicitation = await ctx.upstream!.rejected(request.principal!, config, input.sessionId);
   return replyWithElicitation(ctx, reply, input, elicitation);
 }
 
-export function hasUpstreamAuth(ctx: McpContext, backend: string): boolean {
-  return Boolean(ctx.upstream && ctx.config.backends.find((b) => b.name === backend)?.upstreamAuth);
+export function hasUpstreamAuth(ctx: McpContext, backend: BackendConfig): boolean {
+  return Boolean(ctx.upstream && backend.upstreamAuth);
 }
 
 function replyWithElicitation(ctx: McpContext, reply: FastifyReply, input: GateInput, elicitation: Elicitation): FastifyReply {
