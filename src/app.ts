@@ -11,10 +11,13 @@ import { registerMetadataRoutes } from './auth/metadata-routes.js';
 import { registerBrowserFlows } from './connect/browser-flows.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
 import { StreamableHttpBackend } from './backends/streamable-http.js';
+import { AggregatedBackend } from './aggregate/aggregated-backend.js';
+import { startLocalBridges } from './backends/bridge/local-bridges.js';
 import type { Config } from './config/schema.js';
 import type { McpContext } from './mcp/context.js';
 import { ErrorCode, errorResponse } from './mcp/jsonrpc.js';
 import { createOriginGuard } from './mcp/origin-guard.js';
+import { registerRateLimit } from './mcp/rate-limit.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { SessionService } from './mcp/session-service.js';
 import { StreamRegistry } from './mcp/stream-registry.js';
@@ -30,6 +33,7 @@ import { MemoryCoordinator } from './state/memory-coordinator.js';
 import { RedisCoordinator } from './state/redis-coordinator.js';
 import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './mcp/session-notifier.js';
+import { registerWebSocketTransport } from './transport/websocket-routes.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -83,12 +87,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     jwksUri: config.auth.jwksUri,
     keySet: options.keySet,
   });
-  const backends = new Map(
-    config.backends.filter((b) => b.transport === 'streamable-http').map((b) => [b.name, new StreamableHttpBackend(b)] as const),
-  );
-  for (const b of config.backends) {
-    if (b.transport !== 'streamable-http') app.log.warn({ backend: b.name, transport: b.transport }, 'transport not supported yet; backend disabled');
-  }
+  // stdio and legacy SSE backends are reached over Streamable HTTP through a local bridge.
+  const bridges = await startLocalBridges(config, app.log);
+  const backends = new Map(config.backends.map((b) => [b.name, new StreamableHttpBackend(bridges.configFor(b))] as const));
   const streams = new StreamRegistry();
   const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
   const sessions = new SessionService(
@@ -127,6 +128,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not_found' }));
 
+  // Before any route: it attaches itself to the /mcp… and /ws/mcp… routes as they are added.
+  await registerRateLimit(app, config, store, metrics);
   registerHealthRoutes(app, store, readiness);
   registerMetricsRoute(app, metrics);
   registerOpenApiRoute(app);
@@ -137,14 +140,17 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     if (BROWSER_ROUTE.test(request.url)) await originGuard(request, reply);
   });
   ctx.upstream = registerBrowserFlows(app, ctx);
+  ctx.aggregate = new AggregatedBackend(ctx);
   registerMcpRoutes(app, ctx, { originGuard, authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
+  // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
+  await registerWebSocketTransport(app, config, { originGuard, authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
 
   app.addHook('preClose', async () => {
     readiness.draining = true;
     await streams.drain(config.shutdown.drainTimeout);
   });
   app.addHook('onClose', async () => {
-    await Promise.allSettled([...backends.values()].map((b) => b.close()));
+    await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);
     await coordinator.close();
     if (!options.store) await store.close();
   });

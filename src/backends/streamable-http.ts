@@ -6,29 +6,14 @@
  * Hop-by-hop hygiene: only the headers below are sent. The client's `Authorization`,
  * cookies and its gateway session id never reach the backend (no token passthrough).
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, request } from 'undici';
+import type { BackendCallHeaders, BackendResponse, McpBackend } from './backend.js';
 import type { BackendConfig } from '../config/schema.js';
 import { toBackendError } from './errors.js';
 
-export interface BackendCallHeaders {
-  sessionId?: string;
-  protocolVersion?: string;
-  lastEventId?: string;
-  /** The user's third-party token for a backend with `upstreamAuth` (never the client's own). */
-  authorization?: string;
-  /** W3C trace context, carried through when the client sent it. */
-  traceparent?: string;
-  tracestate?: string;
-}
+export type { BackendCallHeaders, BackendResponse } from './backend.js';
 
-export interface BackendResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Dispatcher.ResponseData['body'];
-  contentType: string;
-}
-
-export class StreamableHttpBackend {
+export class StreamableHttpBackend implements McpBackend {
   readonly name: string;
   /** The backend's configuration (e.g. its `upstreamAuth`), so callers need not look it up. */
   readonly config: BackendConfig;

@@ -73,6 +73,14 @@ const backendSchema = z
         scopes: z.array(z.string()).default([]),
         tenants: z.array(z.string()).default([]),
         claims: z.record(z.array(z.string())).default({}),
+        /** Tool allow/deny lists; `*` is a wildcard, deny wins (src/policy/tool-policy.ts). */
+        tools: z
+          .object({
+            allow: z.array(z.string().min(1, 'must not be empty')).default([]),
+            deny: z.array(z.string().min(1, 'must not be empty')).default([]),
+          })
+          .strict()
+          .default({}),
       })
       .strict()
       .default({}),
@@ -154,6 +162,29 @@ export const configSchema = z
       .object({
         /** Largest accepted request body; larger → 413. */
         maxBodyBytes: wholeNumber().pipe(z.number().min(1024)).default(4 * 1024 * 1024),
+        /**
+         * Per-user request rate on the MCP endpoints (`/mcp…`, `/ws/mcp…`), counted in Redis
+         * when configured: at most `max` requests per `window`; more → 429 with Retry-After.
+         * On by default at 600 per minute (10/s sustained, far above interactive use).
+         */
+        rateLimit: z
+          .object({
+            enabled: z.boolean().default(true),
+            max: wholeNumber().pipe(z.number().min(1)).default(600),
+            window: duration('1m').refine((ms) => ms >= 1_000, 'must be at least 1s (Retry-After is in seconds)'),
+          })
+          .strict()
+          .default({}),
+      })
+      .strict()
+      .default({}),
+    aggregate: z
+      .object({
+        /**
+         * How long the aggregated endpoint `/mcp` waits for one backend while answering
+         * initialize or a list page; a slower (or dead) backend's items are left out and logged.
+         */
+        fanoutTimeout: duration('5s'),
       })
       .strict()
       .default({}),
@@ -184,6 +215,15 @@ export const configSchema = z
     c.backends.forEach((b, i) => {
       if (seen.has(b.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'name'], message: `duplicate backend name "${b.name}"` });
       seen.add(b.name);
+      // Restricting a backend to tenants needs the claim that names the tenant (src/policy/backend-access.ts).
+      if (b.access.tenants.length && !c.auth.tenantClaim) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'access', 'tenants'], message: 'requires auth.tenantClaim (the token claim that names the tenant)' });
+      }
+      // stdio and legacy SSE backends are bridged per session in this process's memory
+      // (src/backends/bridge/), so another replica could not serve those sessions (SPEC §1, §5).
+      if (c.redis && (b.transport === 'stdio' || b.transport === 'sse')) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'transport'], message: `${b.transport} backends keep per-session state in this process and cannot be used with redis (multi-replica) state; run a single replica without redis` });
+      }
     });
   });
 

@@ -2,7 +2,7 @@
  * What the MCP handlers share: configuration, state, backend clients and live streams.
  * Built once in app.ts.
  */
-import type { StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { McpBackend } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UpstreamAuth } from '../connect/upstream-auth.js';
@@ -16,9 +16,11 @@ export interface McpContext {
   store: StateStore;
   coordinator: Coordinator;
   sessions: SessionService;
-  backends: ReadonlyMap<string, StreamableHttpBackend>;
+  backends: ReadonlyMap<string, McpBackend>;
   streams: StreamRegistry;
   metrics: Metrics;
+  /** The aggregated endpoint `/mcp` as one more backend (src/aggregate/). */
+  aggregate?: McpBackend;
   /** Third-party authorization for backends with `upstreamAuth` (absent when none has it). */
   upstream?: UpstreamAuth;
 }

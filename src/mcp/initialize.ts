@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
-import type { StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { McpBackend } from '../backends/backend.js';
 import { collectMessages } from './backend-body.js';
 import type { McpContext } from './context.js';
 import { ErrorCode, type JsonRpcMessage } from './jsonrpc.js';
@@ -16,7 +16,7 @@ import { newSessionId, StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
 import { backendRefusedToken, hasUpstreamAuth, upstreamAuthorization, type GateInput } from './upstream-gate.js';
 
-export async function handleInitialize(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: StreamableHttpBackend, message: JsonRpcMessage & { id: string | number }, body: string): Promise<FastifyReply | void> {
+export async function handleInitialize(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: McpBackend, message: JsonRpcMessage & { id: string | number }, body: string): Promise<FastifyReply | void> {
   const principal = request.principal!;
   let collected;
   let backendSessionId: string | undefined;
@@ -25,7 +25,7 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
   const upstream = await upstreamAuthorization(ctx, request, reply, gate);
   if (!upstream) return reply;
   try {
-    const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request) });
+    const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request), caller: { principal, clientCapabilities: params.capabilities, log: request.log } });
     if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
       await res.body.dump();
       return backendRefusedToken(ctx, request, reply, gate);

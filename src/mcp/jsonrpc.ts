@@ -30,6 +30,13 @@ export const ErrorCode = {
   StateUnavailable: -32013,
   /** A form-only client must link a third-party account at the URL in the message first. */
   AccountLinkRequired: -32014,
+  /**
+   * The user sent more MCP requests than `limits.rateLimit` allows (HTTP 429, with
+   * `Retry-After`; `data.retryAfter` in seconds). -32029 echoes the HTTP status.
+   */
+  RateLimited: -32029,
+  /** The backend's access policy (`backends[].access`) does not admit this user (HTTP 403). */
+  AccessDenied: -32015,
 } as const;
 
 export function isRequest(m: JsonRpcMessage): m is JsonRpcMessage & { id: JsonRpcId; method: string } {

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { BackendError } from '../backends/errors.js';
-import type { StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { BackendCaller, McpBackend } from '../backends/backend.js';
 import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { handleInitialize, headerValue, traceHeaders } from './initialize.js';
@@ -17,8 +17,10 @@ import { StateUnavailableError } from './session-service.js';
 import { backendRefusedToken, hasUpstreamAuth, upstreamAuthorization, type GateInput } from './upstream-gate.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from './stream-relay.js';
+import { createBackendAccessGuard } from '../policy/backend-guard.js';
+import { applyToolPolicy, screenToolCalls } from '../policy/tool-traffic.js';
 
-type McpRequest = FastifyRequest<{ Params: { backend: string }; Body: string }>;
+type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
 
 export interface McpRouteHooks {
   originGuard: onRequestAsyncHookHandler;
@@ -27,14 +29,29 @@ export interface McpRouteHooks {
 
 export function registerMcpRoutes(app: FastifyInstance, ctx: McpContext, hooks: McpRouteHooks): void {
   // Both run before the body is read: a foreign origin or a missing token costs us no upload.
-  const options = { onRequest: [hooks.originGuard, hooks.authenticate] };
+  const options = { onRequest: [hooks.originGuard, hooks.authenticate, createBackendAccessGuard(ctx)] };
   app.post('/mcp/:backend', options, (req, reply) => handlePost(ctx, req as McpRequest, reply));
   app.get('/mcp/:backend', options, (req, reply) => handleGet(ctx, req as McpRequest, reply));
   app.delete('/mcp/:backend', options, (req, reply) => handleDelete(ctx, req as McpRequest, reply));
+  // The aggregated endpoint: the same handlers, with every backend this user may use behind it.
+  app.post('/mcp', options, (req, reply) => handlePost(ctx, req as McpRequest, reply));
+  app.get('/mcp', options, (req, reply) => handleGet(ctx, req as McpRequest, reply));
+  app.delete('/mcp', options, (req, reply) => handleDelete(ctx, req as McpRequest, reply));
+}
+
+/** The backend a request addresses: `/mcp/{backend}`, or the aggregated backend for `/mcp`. */
+function backendOf(ctx: McpContext, request: McpRequest): McpBackend | undefined {
+  const name = request.params.backend;
+  return name === undefined ? ctx.aggregate : ctx.backends.get(name);
+}
+
+/** Who calls, for the aggregated backend (which routes and authorizes per user); real backends ignore it. */
+export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
+  return { principal: request.principal!, sessionId, clientCapabilities, log: request.log };
 }
 
 async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
-  const backend = ctx.backends.get(request.params.backend);
+  const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
   const accept = request.headers.accept;
   if (!accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) {
@@ -63,7 +80,7 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   }
 }
 
-async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: StreamableHttpBackend, messages: JsonRpcMessage[], body: string) {
+async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: McpBackend, messages: JsonRpcMessage[], body: string) {
   const initialize = messages.find((m) => m.method === 'initialize');
   if (initialize) {
     if (messages.length > 1 || !isRequest(initialize)) {
@@ -79,12 +96,15 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
   }
+  const screened = screenToolCalls(ctx.metrics, request, backend.config, messages, body);
+  if (screened.refusal) return reply.code(200).type('application/json').header(HEADER.sessionId, target.sessionId).send(screened.refusal);
   const gate: GateInput = { backend: backend.config, sessionId: target.sessionId, requests: messages.filter(isRequest), capabilities: target.session.clientCapabilities, batch };
   const upstream = await upstreamAuthorization(ctx, request, reply, gate);
   if (!upstream) return reply;
   let res;
   try {
-    res = await backend.post(body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization: upstream.authorization, ...traceHeaders(request) });
+    res = await backend.post(screened.body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization: upstream.authorization, ...traceHeaders(request), caller: callerOf(request, target.sessionId, target.session.clientCapabilities) });
+    res = applyToolPolicy(backend.config, messages, res);
   } catch (err) {
     if (err instanceof BackendError) return sendBackendError(reply, err, requestIds, batch);
     throw err;
@@ -118,7 +138,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
 }
 
 async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
-  const backend = ctx.backends.get(request.params.backend);
+  const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
   if (!accepts(request.headers.accept, 'text/event-stream')) {
     return sendJsonRpcError(reply, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list text/event-stream');
@@ -135,7 +155,7 @@ async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyRep
 }
 
 async function handleDelete(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
-  const backend = ctx.backends.get(request.params.backend);
+  const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
@@ -146,7 +166,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
     try {
       const upstream = hasUpstreamAuth(ctx, backend.config) ? await ctx.upstream!.authorize(principal, backend.config, target.sessionId).catch(() => undefined) : undefined;
       const authorization = upstream && 'authorization' in upstream ? upstream.authorization : undefined;
-      const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization });
+      const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization, caller: callerOf(request, target.sessionId) });
       await res.body.dump();
       if (res.status >= 400 && res.status !== 404 && res.status !== 405) request.log.warn({ status: res.status }, 'backend refused to end its session');
     } catch (err) {
@@ -164,7 +184,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
  * Validates the session header and protocol version and loads the user's session. Sends
  * the error reply and returns undefined when the request cannot proceed.
  */
-async function sessionTarget(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: StreamableHttpBackend): Promise<StreamTarget | undefined> {
+async function sessionTarget(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: McpBackend): Promise<StreamTarget | undefined> {
   const version = headerValue(request.headers[HEADER.protocolVersion]);
   if (version !== undefined && !isSupportedVersion(version)) {
     sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version "${version}"`);

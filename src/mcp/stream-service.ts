@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
-import type { BackendResponse, StreamableHttpBackend } from '../backends/streamable-http.js';
+import type { BackendResponse, McpBackend } from '../backends/backend.js';
 import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { HEADER, wantsPriming } from './protocol.js';
@@ -24,7 +24,7 @@ export interface StreamTarget {
   ctx: McpContext;
   request: FastifyRequest;
   reply: FastifyReply;
-  backend: StreamableHttpBackend;
+  backend: McpBackend;
   sessionId: string;
   session: SessionRecord;
   protocolVersion: string;
@@ -203,7 +203,8 @@ const CONFLICT_RETRY_MS = 200;
  */
 async function getBackendStream(t: StreamTarget, relay: StreamRelay, headers: { lastEventId?: string; authorization?: string }): Promise<BackendResponse> {
   for (let attempt = 0; ; attempt++) {
-    const res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, ...headers }, relay.signal);
+    const caller = { principal: t.request.principal!, sessionId: t.sessionId, clientCapabilities: t.session.clientCapabilities, log: t.request.log };
+    const res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, ...headers, caller }, relay.signal);
     if (res.status !== 409 || relay.meta.kind !== 'get' || attempt >= CONFLICT_RETRIES) return res;
     await res.body.dump().catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, CONFLICT_RETRY_MS));
@@ -235,7 +236,7 @@ function failBeforeStreaming(t: StreamTarget, relay: StreamRelay, writer: SseWri
 /** Ends a client session whose backend session is gone; answers 404 unless a stream is already open. */
 export async function endLostBackendSession(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, sessionId: string): Promise<void> {
   request.log.warn('backend session expired; ending the client session');
-  ctx.metrics.sessionsEnded.inc({ backend: (request.params as { backend: string }).backend, reason: 'backend_lost' });
+  ctx.metrics.sessionsEnded.inc({ backend: (request.params as { backend?: string }).backend ?? '*', reason: 'backend_lost' });
   ctx.streams.stopSession(request.principal!.userKey, sessionId);
   await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
   if (!reply.sent && !reply.raw.headersSent) await sendSessionNotFound(reply);

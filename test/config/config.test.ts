@@ -119,7 +119,7 @@ describe('parseConfig: the SPEC §3 example', () => {
     assert.equal(github.transport, 'streamable-http');
     assert.deepEqual(github.headers, { 'X-Team': 'platform' });
     assert.equal(github.timeout, 60_000);
-    assert.deepEqual(github.access, { scopes: ['repo-tools'], tenants: ['acme'], claims: { groups: ['eng'] } });
+    assert.deepEqual(github.access, { scopes: ['repo-tools'], tenants: ['acme'], claims: { groups: ['eng'] }, tools: { allow: [], deny: [] } });
     assert.deepEqual(github.upstreamAuth, {
       provider: 'github',
       discover: true,
@@ -169,7 +169,7 @@ describe('parseConfig: defaults and normalisation', () => {
     assert.deepEqual(backend.headers, {});
     assert.deepEqual(backend.args, []);
     assert.deepEqual(backend.env, {});
-    assert.deepEqual(backend.access, { scopes: [], tenants: [], claims: {} });
+    assert.deepEqual(backend.access, { scopes: [], tenants: [], claims: {}, tools: { allow: [], deny: [] } });
     assert.equal(backend.upstreamAuth, undefined);
   });
 

@@ -1,0 +1,321 @@
+/**
+ * The aggregated endpoint `/mcp` (SPEC §2): every backend this user may use, behind one MCP
+ * session, with tools, prompts and resource templates namespaced `{backend}__{name}` and
+ * resource URIs `{backend}+{uri}` (names.ts). It presents itself to the MCP layer as one
+ * more backend speaking Streamable HTTP, so sessions, SSE relays, replay, resumption,
+ * replicas and WebSocket work for it exactly as for `/mcp/{backend}`. Its "backend session
+ * id" is the session map (session-map.ts): each member backend's own session id and
+ * revision, kept in the user's session record, so any replica can route any message.
+ *
+ * Routing, by message:
+ * - `initialize`: all allowed backends in parallel (initialize.ts); `ping`: answered here;
+ * - list methods: walked across backends with a composite cursor (lists.ts);
+ * - `tools/call`, `prompts/get`, `completion/complete` (ref/prompt): by the name's prefix;
+ *   `resources/read|subscribe|unsubscribe`, `completion/complete` (ref/resource): by the URI's;
+ * - `logging/setLevel`: to every member that offers logging;
+ * - notifications (`initialized`, `cancelled`, `roots/list_changed`, …): to every member
+ *   (a cancellation names a request id that only the backend that got it knows);
+ * - responses to server→client requests: to the backend named in the qualified id.
+ */
+import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
+import { BackendError } from '../backends/errors.js';
+import type { BackendConfig } from '../config/schema.js';
+import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
+import type { Elicitation } from '../connect/elicitations.js';
+import type { McpContext } from '../mcp/context.js';
+import { ErrorCode, isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { collectMessages } from '../mcp/backend-body.js';
+import { transformSse } from '../mcp/sse-transform.js';
+import { isToolAllowed } from '../policy/tool-policy.js';
+import { initializeAggregate } from './initialize.js';
+import { LIST_METHODS, listPage } from './lists.js';
+import { type AggregateCall, Members } from './members.js';
+import { mergeStreams } from './merged-stream.js';
+import { splitName, splitUri } from './names.js';
+import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
+import { messageToClient, responseToBackend } from './rewrite.js';
+import { decodeSessionMap } from './session-map.js';
+
+/** The session record's backend name for aggregated sessions; outside [a-z0-9-]+, so no backend can have it. */
+export const AGGREGATE_NAME = '*';
+
+type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
+
+/** Which backend a request goes to, and the message as that backend must see it. */
+interface Route {
+  backend: string;
+  message: JsonRpcMessage;
+  /** What the client called it, for an "unknown …" error. */
+  label: string;
+  /** False when policy hides the target (it must look like it does not exist). */
+  visible?: (config: BackendConfig) => boolean;
+}
+
+export class AggregatedBackend implements McpBackend {
+  readonly name = AGGREGATE_NAME;
+  readonly config: BackendConfig;
+  readonly #members: Members;
+
+  constructor(ctx: McpContext) {
+    this.#members = new Members(ctx);
+    this.config = {
+      name: AGGREGATE_NAME,
+      transport: 'streamable-http',
+      args: [],
+      env: {},
+      headers: {},
+      timeout: Math.max(...[...ctx.backends.values()].map((b) => b.config.timeout), 0),
+      access: { scopes: [], tenants: [], claims: {}, tools: { allow: [], deny: [] } },
+    } as BackendConfig;
+  }
+
+  async post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
+    const call = this.#call(headers);
+    const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
+    if (!Array.isArray(parsed)) {
+      if (parsed.method === 'initialize' && isRequest(parsed)) return initializeAggregate(this.#members, call, parsed);
+      return this.#dispatch(call, parsed);
+    }
+    // JSON-RPC batches (2025-03-26 sessions only): each message on its own, answers gathered.
+    const answers: JsonRpcMessage[] = [];
+    for (const message of parsed) {
+      const res = await this.#dispatch(call, message);
+      if (res.status === 202) {
+        await res.body.dump();
+        continue;
+      }
+      const { messages } = await collectMessages(res);
+      answers.push(...messages.filter((m) => m.method === undefined));
+    }
+    return answers.length ? jsonResponse(answers) : emptyResponse(202);
+  }
+
+  /** The merged standalone stream; with `lastEventId`, the one member stream it names (SSE polling of a POST answer). */
+  async get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    const call = this.#call(headers);
+    if (headers.lastEventId) return this.#resumeMemberStream(call, headers.lastEventId, signal);
+    const members = this.#members.members(call);
+    const opened = await Promise.all(members.map((m) => this.#openMemberStream(call, m.name, m.backend, m.session, signal)));
+    const sources = opened.filter((s): s is AsyncIterable<Buffer> => s !== undefined);
+    // No member has a stream: the gateway keeps its own open for its notifications.
+    if (!sources.length) return emptyResponse(405);
+    return sseResponse(mergeStreams(sources));
+  }
+
+  async delete(headers: BackendCallHeaders): Promise<BackendResponse> {
+    const call = this.#call(headers);
+    await Promise.allSettled(
+      this.#members.members(call).map(async ({ backend, session }) => {
+        if (!session.sessionId) return;
+        const authorization = await this.#members.tokenIfAny(call.caller, backend);
+        const res = await backend.delete({ sessionId: session.sessionId, protocolVersion: session.protocolVersion, authorization });
+        await res.body.dump();
+      }),
+    );
+    return emptyResponse(204);
+  }
+
+  async close(): Promise<void> {}
+
+  #call(headers: BackendCallHeaders): AggregateCall {
+    if (!headers.caller) throw new Error('the aggregated backend needs the caller');
+    return { caller: headers.caller, map: decodeSessionMap(headers.sessionId), traceparent: headers.traceparent, tracestate: headers.tracestate };
+  }
+
+  async #dispatch(call: AggregateCall, message: JsonRpcMessage): Promise<BackendResponse> {
+    if (message.method === undefined) return this.#answerToBackend(call, message);
+    if (!isRequest(message)) return this.#broadcast(call, message);
+    if (message.method === 'ping') return jsonResponse({ jsonrpc: '2.0', id: message.id, result: {} });
+    if (LIST_METHODS[message.method]) return listPage(this.#members, call, message);
+    if (message.method === 'logging/setLevel') return this.#setLevel(call, message);
+    const route = routeOf(message);
+    if (!route) {
+      if (route === null) return errorReply(message.id, ErrorCode.MethodNotFound, `Method not found: ${message.method}`);
+      return errorReply(message.id, ErrorCode.InvalidParams, `Invalid params: ${message.method} needs a name or URI qualified with its backend`);
+    }
+    return this.#forward(call, message, route);
+  }
+
+  async #forward(call: AggregateCall, request: Request, route: Route): Promise<BackendResponse> {
+    const member = this.#members.member(call, route.backend);
+    if (!member || (route.visible && !route.visible(member.backend.config))) {
+      return errorReply(request.id, ErrorCode.InvalidParams, `Unknown ${route.label}`);
+    }
+    const { backend, session } = member;
+    let res: BackendResponse;
+    try {
+      const auth = await this.#members.authorize(call.caller, backend);
+      if ('elicitation' in auth) return this.#elicit(call, request, auth.elicitation);
+      res = await this.#members.post(call, backend, session, route.message, auth.authorization);
+      if (res.status === 401 && backend.config.upstreamAuth) {
+        await res.body.dump();
+        return this.#elicit(call, request, await this.#members.rejected(call.caller, backend));
+      }
+    } catch (err) {
+      if (err instanceof BackendError) return backendFailureReply(request.id, err);
+      // A provider that cannot refresh the token right now: the backend side is unavailable.
+      return backendFailureReply(request.id, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be authorized (${(err as Error).message})`));
+    }
+    return this.#toClient(backend.name, res, request);
+  }
+
+  /** A member's answer on its way to the client: names, URIs and request ids rewritten, the stream kept a stream. */
+  async #toClient(backend: string, res: BackendResponse, request: Request): Promise<BackendResponse> {
+    const methodOf = (id: unknown) => (id === request.id ? request.method : undefined);
+    const rewrite = (text: string) => rewriteText(backend, text, methodOf);
+    if (res.status === 202) {
+      await res.body.dump();
+      return emptyResponse(202);
+    }
+    if (res.status === 200 && res.contentType === 'text/event-stream') {
+      return sseResponse(
+        transformSse(res.body, (data, id) => {
+          // Event ids name the member stream, so a client resuming it reaches the same backend.
+          const qualifiedId = id === undefined ? undefined : `${backend}:${id}`;
+          return data.trim() ? { data: rewrite(data), id: qualifiedId } : qualifiedId ? { data: '', id: qualifiedId } : undefined;
+        }),
+      );
+    }
+    if (res.status === 200 && res.contentType === 'application/json') return jsonResponse(JSON.parse(rewrite(await res.body.text())) as JsonRpcMessage);
+    await res.body.dump().catch(() => {});
+    const failure =
+      res.status === 404
+        ? new BackendError(backend, 'bad_status', `backend "${backend}" ended its session; initialize again to rejoin it`, 404)
+        : new BackendError(backend, 'bad_status', `backend "${backend}" answered HTTP ${res.status}`, res.status);
+    return backendFailureReply(request.id, failure);
+  }
+
+  #elicit(call: AggregateCall, request: Request, elicitation: Elicitation): BackendResponse {
+    const [message] = elicitationRequiredMessages([request], elicitation, this.#members.publicUrl, supportsUrlElicitation(call.caller.clientCapabilities));
+    return jsonResponse(message!);
+  }
+
+  /** The client answered a backend's request: back to that backend, with the id it used. */
+  async #answerToBackend(call: AggregateCall, message: JsonRpcMessage): Promise<BackendResponse> {
+    const target = responseToBackend(message);
+    const member = target && this.#members.member(call, target.backend);
+    if (!target || !member) {
+      call.caller.log.info({ id: message.id }, 'a response names no backend request of this session; dropped');
+      return emptyResponse(202);
+    }
+    const authorization = await this.#members.tokenIfAny(call.caller, member.backend);
+    const res = await this.#members.post(call, member.backend, member.session, target.message, authorization);
+    await res.body.dump().catch(() => {});
+    return emptyResponse(202);
+  }
+
+  /** A client notification goes to every member; each backend ignores what it does not know. */
+  async #broadcast(call: AggregateCall, message: JsonRpcMessage): Promise<BackendResponse> {
+    await Promise.allSettled(
+      this.#members.members(call).map(async ({ name, backend, session }) => {
+        try {
+          const authorization = await this.#members.tokenIfAny(call.caller, backend);
+          const res = await this.#members.post(call, backend, session, message, authorization);
+          await res.body.dump();
+        } catch (err) {
+          call.caller.log.warn({ backend: name, method: message.method, err: (err as Error).message }, 'could not deliver a notification to a backend');
+        }
+      }),
+    );
+    return emptyResponse(202);
+  }
+
+  async #setLevel(call: AggregateCall, request: Request): Promise<BackendResponse> {
+    const logging = this.#members.members(call).filter((m) => m.session.capabilities.includes('logging'));
+    await Promise.allSettled(
+      logging.map(async ({ backend, session }) => {
+        const authorization = await this.#members.tokenIfAny(call.caller, backend);
+        const res = await this.#members.post(call, backend, session, request, authorization);
+        await res.body.dump();
+      }),
+    );
+    return jsonResponse({ jsonrpc: '2.0', id: request.id, result: {} });
+  }
+
+  async #openMemberStream(call: AggregateCall, name: string, backend: McpBackend, session: { sessionId?: string; protocolVersion: string }, signal: AbortSignal | undefined, lastEventId?: string): Promise<AsyncIterable<Buffer> | undefined> {
+    const authorization = await this.#members.tokenIfAny(call.caller, backend);
+    if (backend.config.upstreamAuth && !authorization) return undefined;
+    // Only the wait for the answer is bounded; the stream itself may stay quiet for long.
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    const timer = setTimeout(abort, this.#members.fanoutTimeoutMs);
+    try {
+      const res = await backend.get({ sessionId: session.sessionId, protocolVersion: session.protocolVersion, authorization, lastEventId }, controller.signal);
+      clearTimeout(timer);
+      if (res.status !== 200 || res.contentType !== 'text/event-stream') {
+        await res.body.dump().catch(() => {});
+        if (res.status !== 405) call.caller.log.warn({ backend: name, status: res.status }, 'backend GET stream not merged into the aggregated stream');
+        return undefined;
+      }
+      return transformSse(res.body, (data, id) => {
+        if (!data.trim()) return undefined;
+        const rewritten = rewriteText(name, data, () => undefined);
+        return lastEventId === undefined ? { data: rewritten } : { data: rewritten, id: id === undefined ? undefined : `${name}:${id}` };
+      });
+    } catch (err) {
+      clearTimeout(timer);
+      call.caller.log.warn({ backend: name, err: (err as Error).message }, 'backend GET stream not merged into the aggregated stream');
+      return undefined;
+    }
+  }
+
+  /** Resumes one member's stream where the gateway's replay log says it stood (`{backend}:{event id}`). */
+  async #resumeMemberStream(call: AggregateCall, lastEventId: string, signal: AbortSignal | undefined): Promise<BackendResponse> {
+    const at = lastEventId.indexOf(':');
+    const member = at > 0 ? this.#members.member(call, lastEventId.slice(0, at)) : undefined;
+    // Not 404: that would end the whole aggregated session for one member's stream.
+    if (!member) return emptyResponse(502);
+    const source = await this.#openMemberStream(call, member.backend.name, member.backend, member.session, signal, lastEventId.slice(at + 1));
+    return source ? sseResponse(source) : emptyResponse(502);
+  }
+}
+
+/** Rewrites one SSE data payload or JSON body (a message or a batch) from `backend`. */
+function rewriteText(backend: string, text: string, methodOf: (id: unknown) => string | undefined): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const one = (m: unknown) => (m && typeof m === 'object' ? messageToClient(backend, m as JsonRpcMessage, methodOf) : m);
+  return JSON.stringify(Array.isArray(value) ? value.map(one) : one(value));
+}
+
+/**
+ * Where a request goes: undefined when its name/URI carries no backend prefix, null when the
+ * method is not one the aggregated endpoint can route.
+ */
+function routeOf(request: Request): Route | undefined | null {
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const byName = (label: string, visible?: Route['visible']): Route | undefined => {
+    const name = splitName(params.name);
+    return name && { backend: name.backend, message: { ...request, params: { ...params, name: name.value } }, label: `${label}: ${String(params.name)}`, visible };
+  };
+  const byUri = (): Route | undefined => {
+    const uri = splitUri(params.uri);
+    return uri && { backend: uri.backend, message: { ...request, params: { ...params, uri: uri.value } }, label: `resource: ${String(params.uri)}` };
+  };
+  switch (request.method) {
+    case 'tools/call': {
+      const name = splitName(params.name);
+      return byName('tool', (config) => Boolean(name && isToolAllowed(config, name.value)));
+    }
+    case 'prompts/get':
+      return byName('prompt');
+    case 'resources/read':
+    case 'resources/subscribe':
+    case 'resources/unsubscribe':
+      return byUri();
+    case 'completion/complete': {
+      const ref = (params.ref ?? {}) as Record<string, unknown>;
+      const target = ref.type === 'ref/prompt' ? splitName(ref.name) : ref.type === 'ref/resource' ? splitUri(ref.uri) : undefined;
+      if (!target) return undefined;
+      const key = ref.type === 'ref/prompt' ? 'name' : 'uri';
+      return { backend: target.backend, message: { ...request, params: { ...params, ref: { ...ref, [key]: target.value } } }, label: `${ref.type === 'ref/prompt' ? 'prompt' : 'resource'}: ${String(ref[key])}` };
+    }
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list` on the
+ * aggregated endpoint (MCP 2025-11-25 "Pagination"): the backends' lists are walked one
+ * after another, a backend page per client page, under one composite cursor. A backend that
+ * fails or is too slow is skipped (logged), so the client still gets everyone else's items;
+ * backends that did not declare the capability are not asked.
+ */
+import { BackendError } from '../backends/errors.js';
+import type { BackendResponse } from '../backends/backend.js';
+import { collectMessages } from '../mcp/backend-body.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { filterToolsResult } from '../policy/tool-policy.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import type { AggregateCall, Members } from './members.js';
+import { resultToClient } from './rewrite.js';
+import { errorReply, jsonResponse } from './responses.js';
+
+/** The list methods, with the capability a backend must declare and the result key that holds the items. */
+export const LIST_METHODS: Record<string, { capability: string; key: string }> = {
+  'tools/list': { capability: 'tools', key: 'tools' },
+  'prompts/list': { capability: 'prompts', key: 'prompts' },
+  'resources/list': { capability: 'resources', key: 'resources' },
+  'resources/templates/list': { capability: 'resources', key: 'resourceTemplates' },
+};
+
+export async function listPage(members: Members, call: AggregateCall, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<BackendResponse> {
+  const { capability, key } = LIST_METHODS[message.method]!;
+  const params = (message.params ?? {}) as { cursor?: unknown };
+  const order = Object.keys(call.map);
+  const eligible = (name: string) => Boolean(members.member(call, name) && call.map[name]!.capabilities.includes(capability));
+  let position: { backend: string; cursor?: string } | undefined;
+  if (params.cursor === undefined) {
+    const first = order.find(eligible);
+    if (!first) return jsonResponse({ jsonrpc: '2.0', id: message.id, result: { [key]: [] } });
+    position = { backend: first };
+  } else {
+    position = decodeCursor(params.cursor, order);
+    if (!position) return errorReply(message.id, ErrorCode.InvalidParams, 'Invalid params: unknown or malformed cursor');
+  }
+  const nextEligible = (after: string) => order.slice(order.indexOf(after) + 1).find(eligible);
+
+  // Bounded: each turn moves to a later backend.
+  for (let at: typeof position | undefined = position; at; ) {
+    const page = eligible(at.backend) ? await fetchPage(members, call, at, message) : undefined;
+    const following = nextEligible(at.backend);
+    if (page?.nextCursor !== undefined) {
+      return pageReply(message.id, key, page.items, encodeCursor({ backend: at.backend, cursor: page.nextCursor }));
+    }
+    if (page && page.items.length) return pageReply(message.id, key, page.items, following && encodeCursor({ backend: following }));
+    at = following ? { backend: following } : undefined;
+  }
+  return pageReply(message.id, key, [], undefined);
+}
+
+function pageReply(id: JsonRpcId, key: string, items: unknown[], nextCursor: string | undefined): BackendResponse {
+  return jsonResponse({ jsonrpc: '2.0', id, result: nextCursor === undefined ? { [key]: items } : { [key]: items, nextCursor } });
+}
+
+/** One backend's page, rewritten for the client; undefined when the backend could not give it. */
+async function fetchPage(members: Members, call: AggregateCall, at: { backend: string; cursor?: string }, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<{ items: unknown[]; nextCursor?: string } | undefined> {
+  const { key } = LIST_METHODS[message.method]!;
+  const member = members.member(call, at.backend)!;
+  const params = { ...((message.params ?? {}) as Record<string, unknown>) };
+  if (at.cursor === undefined) delete params.cursor;
+  else params.cursor = at.cursor;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), members.fanoutTimeoutMs);
+  try {
+    const auth = await members.authorize(call.caller, member.backend);
+    if ('elicitation' in auth) {
+      // The account is not linked: its items stay hidden until it is, the others are listed.
+      await members.discard(auth.elicitation);
+      return undefined;
+    }
+    const res = await members.post(call, member.backend, member.session, { jsonrpc: '2.0', id: message.id, method: message.method, params }, auth.authorization, controller.signal);
+    if (res.status !== 200) {
+      await res.body.dump().catch(() => {});
+      throw new BackendError(at.backend, 'bad_status', `answered ${message.method} with HTTP ${res.status}`, res.status);
+    }
+    const response = (await collectMessages(res)).messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
+    if (!response?.result) throw new Error(response?.error ? `refused ${message.method}: ${response.error.message}` : `did not answer ${message.method}`);
+    let result: unknown = response.result;
+    if (message.method === 'tools/list') result = filterToolsResult(member.backend.config, result);
+    const rewritten = resultToClient(at.backend, message.method, result) as Record<string, unknown>;
+    const items = Array.isArray(rewritten[key]) ? (rewritten[key] as unknown[]) : [];
+    const nextCursor = typeof rewritten.nextCursor === 'string' && rewritten.nextCursor !== '' ? rewritten.nextCursor : undefined;
+    return { items, nextCursor };
+  } catch (err) {
+    const reason = controller.signal.aborted ? `no answer within ${members.fanoutTimeoutMs} ms` : (err as Error).message;
+    call.caller.log.warn({ backend: at.backend, method: message.method, err: reason }, 'backend left out of an aggregated list');
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * What the MCP layer needs from a backend: the three verbs of the Streamable HTTP transport
+ * (MCP 2025-11-25 "Transports"). A real server is reached through StreamableHttpBackend;
+ * the aggregated endpoint `/mcp` (SPEC §2) is a gateway-made backend with the same face,
+ * so sessions, relays, replay and resumption work for it unchanged.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Principal } from '../auth/principal.js';
+import type { BackendConfig } from '../config/schema.js';
+import type { BackendBody } from './body.js';
+
+/** Who is calling: a real backend ignores it; the aggregated backend routes and authorizes with it. */
+export interface BackendCaller {
+  principal: Principal;
+  /** The gateway session (absent during initialize). */
+  sessionId?: string;
+  clientCapabilities?: Record<string, unknown>;
+  log: FastifyBaseLogger;
+}
+
+export interface BackendCallHeaders {
+  sessionId?: string;
+  protocolVersion?: string;
+  lastEventId?: string;
+  /** The user's third-party token for a backend with `upstreamAuth` (never the client's own). */
+  authorization?: string;
+  /** W3C trace context, carried through when the client sent it. */
+  traceparent?: string;
+  tracestate?: string;
+  caller?: BackendCaller;
+}
+
+export interface BackendResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: BackendBody;
+  contentType: string;
+}
+
+export interface McpBackend {
+  readonly name: string;
+  readonly config: BackendConfig;
+  post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse>;
+  get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse>;
+  delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,218 @@
+/**
+ * The local bridge for one stdio or legacy HTTP+SSE backend: an internal Streamable HTTP
+ * endpoint (MCP 2025-11-25 "Transports") on 127.0.0.1, on a free port, that the gateway's
+ * ordinary StreamableHttpBackend talks to. The whole MCP layer (relays, replay logs,
+ * timeouts, upstream auth) therefore treats these backends like any other (SPEC §1,
+ * backend side), and only this small server knows about processes and legacy SSE.
+ *
+ * Each `initialize` POST (no Mcp-Session-Id) opens a session (bridge-session.ts); requests
+ * naming an unknown or ended session get 404, which the gateway turns into "session
+ * ended". The endpoint is not exposed: it listens on loopback only and every request must
+ * carry a random per-bridge key, which only the gateway's backend client sends — another
+ * local process or a DNS-rebound browser page cannot start children through it.
+ *
+ * Sessions live in this process's memory, so such backends are single-replica only (the
+ * config refuses them together with `redis`, src/config/schema.ts).
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { BackendConfig } from '../../config/schema.js';
+import { ErrorCode } from '../../mcp/jsonrpc.js';
+import { openBackendLink } from './backend-link.js';
+import { BridgeSession } from './bridge-session.js';
+import type { BridgeLogger } from './logger.js';
+
+/**
+ * Concurrent bridge sessions per backend unless configured otherwise: each stdio session
+ * is a child process (tens of MB each), each SSE session an open connection, so the bound
+ * keeps one user from exhausting the host. Beyond it, `initialize` gets HTTP 503.
+ */
+export const DEFAULT_MAX_BRIDGE_SESSIONS = 100;
+
+/** The header that carries the per-bridge key. */
+export const BRIDGE_KEY_HEADER = 'x-switchboard-bridge-key';
+
+const PATH = '/mcp';
+/** An `initialize` body is small; anything larger is refused before a session is made. */
+const MAX_INITIALIZE_BYTES = 1024 * 1024;
+
+export interface BridgeServerOptions {
+  /** The backend as configured (transport stdio or sse). */
+  backend: BackendConfig;
+  /** `sessions.idleTtl` in ms. */
+  idleTtlMs: number;
+  maxSessions?: number;
+  log: BridgeLogger;
+}
+
+export class BridgeServer {
+  readonly #options: BridgeServerOptions;
+  readonly #key = randomBytes(32).toString('base64url');
+  readonly #server: Server;
+  /** Sessions by Mcp-Session-Id. */
+  readonly #sessions = new Map<string, BridgeSession>();
+  /** Every live session, including those still starting or initializing. */
+  readonly #live = new Set<BridgeSession>();
+  /** Slots taken by sessions whose backend link is still being opened. */
+  #starting = 0;
+  #url: string | undefined;
+  #closing = false;
+
+  constructor(options: BridgeServerOptions) {
+    this.#options = options;
+    this.#server = createServer((req, res) => {
+      this.#handle(req, res).catch((err: Error) => {
+        options.log.error({ backend: options.backend.name, err: err.message }, 'bridge: request failed');
+        if (!res.headersSent) sendJson(res, 500, errorBody(null, ErrorCode.InternalError, 'Internal error'));
+        else res.destroy();
+      });
+    });
+  }
+
+  /** Sessions open right now (tests, metrics). */
+  get sessionCount(): number {
+    return this.#live.size + this.#starting;
+  }
+
+  /** Listens on 127.0.0.1 on a free port. */
+  async start(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen({ host: '127.0.0.1', port: 0 }, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    // Never the reason the process stays up: the gateway closes the bridge on shutdown.
+    this.#server.unref();
+    const { port } = this.#server.address() as AddressInfo;
+    this.#url = `http://127.0.0.1:${port}${PATH}`;
+  }
+
+  /**
+   * The configuration the gateway's StreamableHttpBackend uses for this backend: the same
+   * (name, timeout, access, upstreamAuth, …) with the url pointing here, and the bridge key
+   * added to the static headers.
+   */
+  gatewayConfig(): BackendConfig {
+    if (!this.#url) throw new Error('bridge not started');
+    const { backend } = this.#options;
+    return { ...backend, url: this.#url, headers: { ...backend.headers, [BRIDGE_KEY_HEADER]: this.#key } };
+  }
+
+  /** Ends every session (children stopped, SSE connections closed) and stops listening. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.allSettled([...this.#live].map((s) => s.end('the gateway is shutting down')));
+    await new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://bridge').pathname;
+    if (path !== PATH) return sendJson(res, 404, errorBody(null, ErrorCode.InvalidRequest, 'Not found'));
+    if (!this.#keyMatches(req.headers[BRIDGE_KEY_HEADER])) return sendJson(res, 403, errorBody(null, ErrorCode.InvalidRequest, 'Forbidden'));
+    if (this.#closing) return sendJson(res, 503, errorBody(null, ErrorCode.BackendUnavailable, 'The gateway is shutting down'));
+    const sessionId = req.headers['mcp-session-id'];
+    if (sessionId !== undefined) {
+      const session = typeof sessionId === 'string' ? this.#sessions.get(sessionId) : undefined;
+      if (!session || session.ended) return sendJson(res, 404, errorBody(null, -32001, 'Session not found'));
+      return session.handle(req, res);
+    }
+    if (req.method !== 'POST') return sendJson(res, 400, errorBody(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
+    const text = await readBody(req, MAX_INITIALIZE_BYTES);
+    if (text === undefined) return sendJson(res, 413, errorBody(null, ErrorCode.InvalidRequest, 'Payload Too Large'));
+    let message: JSONRPCMessage;
+    try {
+      message = JSON.parse(text) as JSONRPCMessage;
+    } catch {
+      return sendJson(res, 400, errorBody(null, ErrorCode.ParseError, 'Parse error: Invalid JSON'));
+    }
+    const id = (message as { id?: unknown }).id;
+    if ((message as { method?: unknown }).method !== 'initialize' || (typeof id !== 'string' && typeof id !== 'number')) {
+      return sendJson(res, 400, errorBody(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
+    }
+    return this.#openSession(req, res, message, id);
+  }
+
+  async #openSession(req: IncomingMessage, res: ServerResponse, message: JSONRPCMessage, initializeId: RequestId): Promise<void> {
+    const { backend, log } = this.#options;
+    const max = this.#options.maxSessions ?? DEFAULT_MAX_BRIDGE_SESSIONS;
+    if (this.sessionCount >= max) {
+      log.warn({ backend: backend.name, max }, 'bridge: session limit reached; initialize refused');
+      return sendJson(res, 503, errorBody(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" has too many open sessions (at most ${max}); try again later`));
+    }
+    this.#starting++;
+    let link;
+    try {
+      link = await openBackendLink(backend, backend.timeout, log);
+    } catch (err) {
+      const reason = describeStartFailure(err);
+      log.warn({ backend: backend.name, transport: backend.transport, err: (err as Error).message }, 'bridge: backend could not be started');
+      // A JSON-RPC answer to initialize: the gateway passes it to the client as it is.
+      return sendJson(res, 200, errorBody(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" could not be started: ${reason}`));
+    } finally {
+      this.#starting--;
+    }
+    const session = new BridgeSession({
+      backend,
+      link,
+      idleMs: this.#options.idleTtlMs,
+      initializeId,
+      log,
+      onInitialized: (s) => this.#sessions.set(s.id!, s),
+      onEnded: (s) => {
+        this.#live.delete(s);
+        if (s.id) this.#sessions.delete(s.id);
+      },
+    });
+    this.#live.add(session);
+    if (this.#closing) return void session.end('the gateway is shutting down');
+    log.info({ backend: backend.name, transport: backend.transport, pid: link.pid }, 'bridge session started');
+    await session.handle(req, res, message);
+    // The SDK refused the initialize (malformed): nothing will ever use this session.
+    if (!session.id) await session.end('initialize was refused');
+  }
+
+  #keyMatches(given: string | string[] | undefined): boolean {
+    if (typeof given !== 'string') return false;
+    const a = Buffer.from(given);
+    const b = Buffer.from(this.#key);
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+}
+
+/** What the client is told about a backend that did not start (the full error is logged). */
+function describeStartFailure(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'ENOENT') return 'its command was not found (ENOENT)';
+  if (code === 'EACCES') return 'its command is not executable (EACCES)';
+  if (typeof code === 'string') return code;
+  if (typeof code === 'number') return `the backend answered HTTP ${code}`;
+  return (err as Error).message ?? 'unknown error';
+}
+
+function errorBody(id: RequestId | null, code: number, message: string): unknown {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+/** The request body as text, or undefined when it exceeds `limit` bytes. */
+async function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

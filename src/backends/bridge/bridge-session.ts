@@ -1,0 +1,161 @@
+/**
+ * One MCP session through the local bridge: the SDK's Streamable HTTP server transport
+ * (facing the gateway) joined, message by message, to a stdio child or a legacy SSE
+ * connection (facing the backend). Messages pass through unchanged (SPEC §1: params and
+ * results untouched); only the choice of HTTP stream is made here (open-requests.ts).
+ *
+ * The session ends — backend link closed (child stopped, SSE connection closed), the
+ * server transport closed so later requests get 404 (MCP "Session Management": the
+ * client must then start a new session) — on DELETE, when the child exits or the SSE
+ * connection drops, when `initialize` is not answered within the backend's timeout, after
+ * `sessions.idleTtl` without traffic or open requests, and when the gateway shuts down. Requests still
+ * waiting when the backend goes away are answered with a JSON-RPC error, so the client
+ * is told why instead of waiting for a timeout.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { BackendConfig } from '../../config/schema.js';
+import { ErrorCode } from '../../mcp/jsonrpc.js';
+import type { BackendLink } from './backend-link.js';
+import type { BridgeLogger } from './logger.js';
+import { OpenRequests } from './open-requests.js';
+
+export interface BridgeSessionOptions {
+  backend: BackendConfig;
+  link: BackendLink;
+  /** `sessions.idleTtl`: the session ends after this long without a message or request. */
+  idleMs: number;
+  /** The id of the `initialize` request that opens the session. */
+  initializeId: RequestId;
+  log: BridgeLogger;
+  /** The server transport assigned the session id (the initialize POST is being answered). */
+  onInitialized(session: BridgeSession): void;
+  /** The session ended; called once, before its transports are closed. */
+  onEnded(session: BridgeSession): void;
+}
+
+/** setTimeout's ceiling (~24.8 days); longer delays would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export class BridgeSession {
+  readonly #options: BridgeSessionOptions;
+  readonly #server: StreamableHTTPServerTransport;
+  readonly #link: BackendLink;
+  readonly #open = new OpenRequests();
+  readonly #idle: NodeJS.Timeout;
+  #initTimer: NodeJS.Timeout | undefined;
+  /** Sends to the server transport, in the order the backend produced them. */
+  #sending: Promise<void> = Promise.resolve();
+  #ended = false;
+
+  constructor(options: BridgeSessionOptions) {
+    this.#options = options;
+    this.#link = options.link;
+    this.#server = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: () => options.onInitialized(this),
+    });
+    this.#server.onmessage = (message) => this.#fromGateway(message);
+    this.#server.onclose = () => void this.end('closed by the gateway');
+    this.#server.onerror = (error) => options.log.debug({ backend: options.backend.name, err: error.message }, 'bridge: request refused');
+    const transport = this.#link.transport;
+    transport.onmessage = (message) => this.#fromBackend(message);
+    transport.onclose = () => void this.end(options.backend.transport === 'stdio' ? 'the backend process exited' : 'the backend closed the connection', true);
+    transport.onerror = (error) => {
+      if (this.#link.isConnectionLoss(error)) void this.end('the connection to the backend was lost', true);
+      else options.log.debug({ backend: options.backend.name, err: error.message }, 'bridge: backend transport error');
+    };
+    this.#idle = setTimeout(() => {
+      // A request the backend is still working on is not idleness.
+      if (this.#open.size > 0) this.#idle.refresh();
+      else void this.end('idle for longer than sessions.idleTtl');
+    }, Math.min(options.idleMs, MAX_TIMER_MS)).unref();
+    this.#initTimer = setTimeout(() => {
+      if (this.#open.has(options.initializeId)) void this.end(`the backend did not answer initialize within ${options.backend.timeout} ms`, true);
+    }, Math.min(options.backend.timeout, MAX_TIMER_MS)).unref();
+  }
+
+  /** The Mcp-Session-Id given to the gateway (set once `initialize` is accepted). */
+  get id(): string | undefined {
+    return this.#server.sessionId;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Serves one HTTP request of this session (POST, GET or DELETE). */
+  async handle(req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void> {
+    this.#idle.refresh();
+    await this.#server.handleRequest(req, res, parsedBody);
+  }
+
+  #fromGateway(message: JSONRPCMessage): void {
+    this.#idle.refresh();
+    const request = 'method' in message && 'id' in message ? (message as { id: RequestId; params?: unknown }) : undefined;
+    if (request) this.#open.opened(request.id, request.params);
+    this.#link.transport.send(message).catch((err: Error) => {
+      this.#options.log.warn({ backend: this.#options.backend.name, err: err.message }, 'bridge: could not deliver a message to the backend');
+      if (request && this.#open.has(request.id)) {
+        this.#open.closed(request.id);
+        this.#toGateway(errorFor(request.id, `backend "${this.#options.backend.name}" could not be reached: ${err.message}`));
+      }
+    });
+  }
+
+  #fromBackend(message: JSONRPCMessage): void {
+    this.#idle.refresh();
+    const relatedRequestId = this.#open.relate(message);
+    if ('id' in message && !('method' in message)) {
+      this.#open.closed(message.id as RequestId);
+      if (message.id === this.#options.initializeId) clearTimeout(this.#initTimer);
+    }
+    this.#toGateway(message, relatedRequestId);
+  }
+
+  /**
+   * Hands a message to the server transport. A related stream that is already gone (the
+   * gateway gave up on that request) falls back to the standalone stream for requests and
+   * notifications; an undeliverable response is dropped.
+   */
+  #toGateway(message: JSONRPCMessage, relatedRequestId?: RequestId): void {
+    const isResponse = 'id' in message && !('method' in message);
+    this.#sending = this.#sending
+      .then(() => this.#server.send(message, relatedRequestId === undefined ? undefined : { relatedRequestId }))
+      .catch(async () => {
+        if (!isResponse && relatedRequestId !== undefined) await this.#server.send(message);
+      })
+      .catch((err: Error) => this.#options.log.debug({ backend: this.#options.backend.name, err: err.message }, 'bridge: message for the gateway dropped'));
+  }
+
+  /** Ends the session once; `backendSide` marks endings the gateway did not ask for. */
+  async end(reason: string, backendSide = false): Promise<void> {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearTimeout(this.#idle);
+    clearTimeout(this.#initTimer);
+    const { backend, log } = this.#options;
+    this.#options.onEnded(this);
+    const waiting = this.#open.ids();
+    for (const id of waiting) {
+      this.#open.closed(id);
+      this.#toGateway(errorFor(id, `backend "${backend.name}" session ended: ${reason}`));
+    }
+    const details = { backend: backend.name, transport: backend.transport, reason, pid: this.#link.pid, unanswered: waiting.length };
+    if (backendSide) {
+      const stderr = this.#link.stderrTail();
+      log.warn(stderr ? { ...details, stderr } : details, 'bridge session ended by the backend');
+    } else {
+      log.info(details, 'bridge session ended');
+    }
+    await this.#sending;
+    await this.#server.close().catch(() => {});
+    await this.#link.transport.close().catch(() => {});
+  }
+}
+
+function errorFor(id: RequestId, message: string): JSONRPCMessage {
+  return { jsonrpc: '2.0', id, error: { code: ErrorCode.BackendUnavailable, message } };
+}

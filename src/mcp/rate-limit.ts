@@ -1,0 +1,181 @@
+/**
+ * Per-user request rate limit on the MCP endpoints (`/mcp…` and the WebSocket upgrades on
+ * `/ws/mcp…`), built on `@fastify/rate-limit`: fixed windows of `limits.rateLimit.window`,
+ * `limits.rateLimit.max` requests per user per window, counted across every MCP route and
+ * every backend together. Over the limit → HTTP 429 with `Retry-After` (seconds), the
+ * plugin's `x-ratelimit-limit/-remaining/-reset` headers and a JSON-RPC error body
+ * ({@link ErrorCode.RateLimited}).
+ *
+ * Keyed by the verified principal's `userKey` (iss+sub digest), so it runs as a preHandler,
+ * after the `authenticate` onRequest hook (unauthenticated requests were answered 401
+ * already and are never counted). It is attached by URL, in an `onRoute` hook, to every
+ * route under `/mcp` or `/ws/mcp` registered after {@link registerRateLimit}, whichever
+ * module declares it; health, metrics, OpenAPI, metadata and browser pages are untouched.
+ *
+ * State: with a Redis state store the counters live in that same Redis, on the store's own
+ * connection (no second connection), under `<redis.keyPrefix>rl:<userKey>`, so all replicas
+ * share one budget per user. Otherwise (in-memory state, one replica) in an in-process LRU.
+ *
+ * Performance: with Redis this costs one extra round trip per MCP request (the plugin's
+ * store is one Lua script, INCR + PEXPIRE, through `defineCommand`/EVALSHA). Operators who
+ * need the last bit of latency, or limit upstream of the gateway, set `enabled: false`.
+ *
+ * Failure: if Redis fails or does not answer within {@link STORE_TIMEOUT_MS}, the request is
+ * let through (fail open): a limiter outage must never take the gateway down. Each skipped
+ * check counts in `switchboard_rate_limit_errors_total`; a warning is logged at most every
+ * {@link WARN_EVERY_MS}.
+ */
+import { createRequire } from 'node:module';
+import rateLimit, { type FastifyRateLimitStore, type RateLimitPluginOptions } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/schema.js';
+import type { Metrics } from '../ops/metrics.js';
+import { RedisStore } from '../state/redis-store.js';
+import type { StateStore } from '../state/store.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
+
+/** Longest the hot path waits for the Redis counter before letting the request through. */
+export const STORE_TIMEOUT_MS = 250;
+/** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
+export const WARN_EVERY_MS = 30_000;
+/** Redis key namespace under the configured `redis.keyPrefix`. */
+export const KEY_NAMESPACE = 'rl:';
+/** Users tracked by the in-memory store (LRU); beyond that the least recent ones restart at 0. */
+const MEMORY_USERS = 10_000;
+
+/** The routes limited: the MCP endpoints over HTTP and WebSocket, with or without a backend. */
+const MCP_ROUTE = /^\/(ws\/)?mcp(\/|$)/;
+
+type StoreCallback = (error: Error | null, result?: { current: number; ttl: number }) => void;
+type ChildOptions = Parameters<FastifyRateLimitStore['child']>[0];
+type PluginRedisStoreCtor = new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key?: string) => FastifyRateLimitStore;
+
+// The plugin's own Redis store (one Lua script: INCR, PEXPIRE on the first hit, PTTL),
+// wrapped below; the package has no "exports" map, and the version is pinned in the lockfile.
+const require = createRequire(import.meta.url);
+const PluginRedisStore = require('@fastify/rate-limit/store/RedisStore.js') as PluginRedisStoreCtor;
+
+/** Thrown by the plugin's handler (errorResponseBuilder) and answered by {@link limitHook}. */
+class RateLimited extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Rate limit exceeded: retry in ${retryAfterSeconds} s`);
+  }
+}
+
+/**
+ * Wraps a store so that a failing or slow Redis yields an error quickly (which the plugin's
+ * `skipOnError` turns into "not limited") and is reported.
+ */
+class FailFastStore implements FastifyRateLimitStore {
+  constructor(
+    private readonly inner: FastifyRateLimitStore,
+    private readonly onFailure: (reason: 'error' | 'timeout', error?: Error) => void,
+  ) {}
+
+  incr(key: string, callback: StoreCallback, timeWindow: number, max: number): void {
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      this.onFailure('timeout');
+      callback(new Error(`rate-limit store did not answer within ${STORE_TIMEOUT_MS} ms`));
+    }, STORE_TIMEOUT_MS);
+    this.inner.incr(
+      key,
+      (error, result) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (error) this.onFailure('error', error);
+        callback(error, result);
+      },
+      timeWindow,
+      max,
+    );
+  }
+
+  child(routeOptions: ChildOptions): FastifyRateLimitStore {
+    return new FailFastStore(this.inner.child(routeOptions), this.onFailure);
+  }
+}
+
+/** True for the routes the limiter applies to (route URL templates, e.g. `/mcp/:backend`). */
+export function isRateLimitedRoute(url: string): boolean {
+  return MCP_ROUTE.test(url);
+}
+
+/**
+ * Registers the limiter. Must be awaited before the MCP routes are declared: it attaches
+ * itself to routes as they are added. Does nothing when `limits.rateLimit.enabled` is false.
+ */
+export async function registerRateLimit(app: FastifyInstance, config: Config, store: StateStore, metrics: Metrics): Promise<void> {
+  const settings = config.limits.rateLimit;
+  if (!settings.enabled) return;
+
+  let lastWarning = 0;
+  let skippedSinceWarning = 0;
+  const onFailure = (reason: 'error' | 'timeout', error?: Error) => {
+    metrics.rateLimitErrors.inc({ reason });
+    skippedSinceWarning++;
+    const now = Date.now();
+    if (now - lastWarning < WARN_EVERY_MS) return;
+    app.log.warn({ reason, err: error?.message, skipped: skippedSinceWarning }, 'rate limiter unavailable: MCP requests are not limited (fail open)');
+    lastWarning = now;
+    skippedSinceWarning = 0;
+  };
+
+  const options: RateLimitPluginOptions = {
+    global: false,
+    hook: 'preHandler',
+    max: settings.max,
+    timeWindow: settings.window,
+    keyGenerator: (request) => request.principal?.userKey ?? '',
+    // Only authenticated requests reach the hook; anything else is not ours to count.
+    allowList: (request) => !request.principal,
+    skipOnError: true,
+    errorResponseBuilder: (_request, context) => new RateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
+  };
+  if (store instanceof RedisStore) {
+    const redis = store.redis;
+    // The plugin constructs the store itself (`new Store(options)`).
+    options.store = class SharedRedisStore extends FailFastStore {
+      constructor() {
+        super(new PluginRedisStore(false, false, redis, KEY_NAMESPACE), onFailure);
+      }
+    };
+  } else {
+    options.cache = MEMORY_USERS;
+  }
+  await app.register(rateLimit, options);
+
+  // The plugin's handler with the global settings and store: one counter per user for all
+  // MCP routes (per-route `config.rateLimit` would give each route its own counter).
+  const check = app.rateLimit();
+  const limitHook = async (request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      await check.call(app, request, reply);
+    } catch (err) {
+      if (!(err instanceof RateLimited)) throw err;
+      metrics.rateLimited.inc({ route: request.routeOptions.url ?? 'unmatched' });
+      request.log.info({ retryAfter: err.retryAfterSeconds }, 'rate limit exceeded');
+      reply.header('retry-after', String(err.retryAfterSeconds));
+      return reply.code(429).type('application/json').send(errorResponse(requestId(request.body), ErrorCode.RateLimited, err.message, { retryAfter: err.retryAfterSeconds }));
+    }
+  };
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (!isRateLimitedRoute(route.url)) return;
+    const existing = route.preHandler;
+    route.preHandler = existing === undefined ? [limitHook] : Array.isArray(existing) ? [...existing, limitHook] : [existing, limitHook];
+  });
+}
+
+/** The id of a single JSON-RPC request body (only parsed on the 429 path), else null. */
+function requestId(body: unknown): JsonRpcId | null {
+  if (typeof body !== 'string' || !body.trimStart().startsWith('{')) return null;
+  try {
+    const id = (JSON.parse(body) as { id?: unknown }).id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * 403 for a backend this user may not use, on every verb of `/mcp/{backend}` (SPEC §2, §3
+ * `backends[].access`). Runs after `authenticate` (which has already answered 401, or 403
+ * `insufficient_scope` for a missing required scope, with its RFC 6750 challenge): what is
+ * left here is tenants and claims, which no new token scope would fix, so the answer carries
+ * no `WWW-Authenticate` challenge — only a JSON-RPC error the client can show.
+ *
+ * An unknown backend passes through untouched so the route keeps answering 404.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { McpContext } from '../mcp/context.js';
+import { ErrorCode } from '../mcp/jsonrpc.js';
+import { sendJsonRpcError } from '../mcp/replies.js';
+import { backendAccessDenial } from './backend-access.js';
+
+export function createBackendAccessGuard(ctx: Pick<McpContext, 'backends' | 'config' | 'metrics'>) {
+  return async function backendAccessGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const principal = request.principal;
+    if (reply.sent || !principal) return;
+    const name = (request.params as { backend?: string } | undefined)?.backend;
+    const backend = name === undefined ? undefined : ctx.backends.get(name)?.config;
+    if (!backend) return;
+    const denial = backendAccessDenial(principal, backend, ctx.config.auth.tenantClaim);
+    if (!denial) return;
+    ctx.metrics.policyDenials.inc({ backend: backend.name, reason: denial.reason });
+    // The reason, never the token or its claim values (SPEC §6: tokens are not logged).
+    request.log.info({ backend: backend.name, policyDenial: denial.reason }, 'backend access denied by policy');
+    await sendJsonRpcError(reply, 403, ErrorCode.AccessDenied, denial.message);
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * The tool policy (tool-policy.ts) applied to the messages of one POST to `/mcp/{backend}`:
+ * before the backend is called, calls to hidden tools are taken out and answered by the
+ * gateway; after it answered, `tools/list` results lose the hidden tools.
+ *
+ * - A single `tools/call` for a hidden tool never reaches the backend: it is answered at once,
+ *   as application/json, with the MCP spec's unknown-tool error (-32602 "Unknown tool: <name>",
+ *   2025-11-25 "Tools" → "Error Handling"). The answer is the same whether or not the backend
+ *   has such a tool, so the policy leaks nothing about what it hides.
+ * - In a JSON-RPC batch (2025-03-26 sessions only) the hidden calls are removed and the rest is
+ *   forwarded, because JSON-RPC 2.0 §6 processes a batch's members independently: one bad
+ *   call must not fail the others. Their errors are added to the backend's answer (to the
+ *   JSON array, or as SSE events ahead of the backend's); when the rest were only
+ *   notifications (backend 202), the errors become the JSON answer. A batch of nothing but
+ *   hidden calls is answered without the backend.
+ * - A `tools/list` answer is rewritten only when the backend has a tool policy and only the
+ *   response whose id is that request's; every other message and SSE event passes unchanged,
+ *   backend event ids included (they drive resumption).
+ */
+import type { FastifyRequest } from 'fastify';
+import type { BackendResponse } from '../backends/backend.js';
+import { syntheticBody } from '../backends/body.js';
+import type { BackendConfig } from '../config/schema.js';
+import type { Metrics } from '../ops/metrics.js';
+import { ErrorCode, errorResponse, isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { formatSseEvent, transformSse } from '../mcp/sse-transform.js';
+import { filterToolsResult, hasToolPolicy, isToolAllowed } from './tool-policy.js';
+
+export type Screened = { body: string; refusal?: undefined } | { body?: undefined; refusal: JsonRpcMessage | JsonRpcMessage[] };
+
+const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+const isBatch = (body: string) => body.trimStart().startsWith('[');
+
+function toolName(m: JsonRpcMessage): string {
+  const name = (m.params as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? name : '';
+}
+
+/** The `tools/call` requests among `messages` that the backend's policy hides. */
+function hiddenCalls(backend: BackendConfig, messages: readonly JsonRpcMessage[]): Array<JsonRpcMessage & { id: JsonRpcId }> {
+  if (!hasToolPolicy(backend)) return [];
+  return messages.filter((m): m is JsonRpcMessage & { id: JsonRpcId; method: string } => isRequest(m) && m.method === 'tools/call' && !isToolAllowed(backend, toolName(m)));
+}
+
+function unknownTool(m: JsonRpcMessage & { id: JsonRpcId }): JsonRpcMessage {
+  return errorResponse(m.id, ErrorCode.InvalidParams, `Unknown tool: ${toolName(m)}`);
+}
+
+/**
+ * Before the backend is called: `{ refusal }` is the whole answer (send it as JSON, HTTP 200);
+ * otherwise `{ body }` is what to forward (the client's own bytes unless a batch lost calls).
+ */
+export function screenToolCalls(metrics: Metrics, request: FastifyRequest, backend: BackendConfig, messages: readonly JsonRpcMessage[], body: string): Screened {
+  const hidden = hiddenCalls(backend, messages);
+  if (!hidden.length) return { body };
+  for (const m of hidden) {
+    metrics.policyDenials.inc({ backend: backend.name, reason: 'tool' });
+    request.log.info({ backend: backend.name, tool: toolName(m) }, 'tool call refused by tool policy');
+  }
+  const rest = messages.filter((m) => !hidden.includes(m as JsonRpcMessage & { id: JsonRpcId }));
+  if (!rest.length || !isBatch(body)) {
+    request.mcpOutcome = 'rejected';
+    return { refusal: isBatch(body) ? hidden.map(unknownTool) : unknownTool(hidden[0]!) };
+  }
+  // One message left goes unbatched: equivalent by JSON-RPC, and later revisions' backends
+  // take no batches at all. The answer is an array again once the errors are added.
+  return { body: JSON.stringify(rest.length === 1 ? rest[0] : rest) };
+}
+
+/**
+ * After the backend answered: its response with the hidden calls' errors added and the
+ * `tools/list` results filtered. Returns `res` itself when there is nothing to change.
+ */
+export function applyToolPolicy(backend: BackendConfig, requestMessages: readonly JsonRpcMessage[], res: BackendResponse): BackendResponse {
+  if (!hasToolPolicy(backend) || res.status < 200 || res.status >= 300) return res;
+  const errors = hiddenCalls(backend, requestMessages).map(unknownTool);
+  const listIds = new Set(requestMessages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => idKey(m.id!)));
+  if (!errors.length && !listIds.size) return res;
+  const headers = { ...res.headers };
+  delete headers['content-length'];
+
+  const rewrite = (m: unknown): unknown => {
+    if (!m || typeof m !== 'object' || Array.isArray(m)) return m;
+    const msg = m as JsonRpcMessage;
+    if (msg.method !== undefined || !('result' in msg) || (typeof msg.id !== 'string' && typeof msg.id !== 'number') || !listIds.has(idKey(msg.id))) return m;
+    return { ...msg, result: filterToolsResult(backend, msg.result) };
+  };
+
+  if (res.status === 202) {
+    if (!errors.length) return res;
+    void res.body.dump().catch(() => {});
+    return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
+  }
+  if (res.contentType === 'application/json') {
+    const source = res.body;
+    return {
+      ...res,
+      headers,
+      body: syntheticBody(
+        (async function* () {
+          const text = await source.text();
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            yield text; // not ours to judge: the client gets what the backend sent
+            return;
+          }
+          const answer = Array.isArray(parsed) ? [...parsed.map(rewrite), ...errors] : errors.length ? [rewrite(parsed), ...errors] : rewrite(parsed);
+          yield JSON.stringify(answer);
+        })(),
+      ),
+    };
+  }
+  if (res.contentType === 'text/event-stream') {
+    const events = transformSse(res.body, (data, id) => {
+      if (!listIds.size || !data.trim()) return { data, id };
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        return { data, id };
+      }
+      const rewritten = Array.isArray(parsed) ? parsed.map(rewrite) : rewrite(parsed);
+      const changed = Array.isArray(parsed) ? (rewritten as unknown[]).some((m, i) => m !== parsed[i]) : rewritten !== parsed;
+      return { data: changed ? JSON.stringify(rewritten) : data, id };
+    });
+    return {
+      ...res,
+      headers,
+      body: syntheticBody(
+        (async function* () {
+          for (const e of errors) yield Buffer.from(formatSseEvent(JSON.stringify(e)));
+          yield* events;
+        })(),
+      ),
+    };
+  }
+  return res;
+}

@@ -1,0 +1,103 @@
+/**
+ * The WebSocket face of the MCP endpoints (SPEC §1, §2): `GET /ws/mcp/{backend}` and
+ * `GET /ws/mcp` (the aggregated endpoint), with `@fastify/websocket`.
+ *
+ * The upgrade request goes through the normal Fastify lifecycle before any upgrade, so the
+ * same `onRequest` hooks as `/mcp…` judge it — Host/Origin (421/403), then the bearer token
+ * from the Authorization header (401 with the same `WWW-Authenticate`, or 403) — and a
+ * refusal is a plain HTTP answer to the handshake. Then: an unknown backend is 404, a
+ * handshake that does not offer the subprotocol `mcp` (the one the SDK's
+ * WebSocketClientTransport asks for) is 400, and a GET without an upgrade is 426.
+ * A frame larger than `limits.maxBodyBytes` closes the connection with 1009 (ws
+ * `maxPayload`), as the same body would be 413 over HTTP.
+ *
+ * After the upgrade, websocket-bridge.ts carries each connection over the HTTP endpoint.
+ */
+import fastifyWebsocket from '@fastify/websocket';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { WebSocket } from 'ws';
+import type { Config } from '../config/schema.js';
+import { ErrorCode } from '../mcp/jsonrpc.js';
+import { sendJsonRpcError } from '../mcp/replies.js';
+import { Loopback } from './loopback.js';
+import { WebSocketBridge } from './websocket-bridge.js';
+
+/** The subprotocol of MCP over WebSocket (SDK `WebSocketClientTransport`). */
+export const MCP_SUBPROTOCOL = 'mcp';
+
+export interface WebSocketRouteHooks {
+  originGuard: onRequestAsyncHookHandler;
+  authenticate: onRequestAsyncHookHandler;
+}
+
+type WsRequest = FastifyRequest<{ Params: { backend?: string } }>;
+
+/** True when a Sec-WebSocket-Protocol header offers `mcp`. */
+export function offersMcp(header: string | string[] | undefined): boolean {
+  const values = Array.isArray(header) ? header : header ? [header] : [];
+  return values.some((v) => v.split(',').some((p) => p.trim() === MCP_SUBPROTOCOL));
+}
+
+export async function registerWebSocketTransport(app: FastifyInstance, config: Config, hooks: WebSocketRouteHooks): Promise<void> {
+  const loopback = new Loopback(app.server);
+  const bridges = new Set<WebSocketBridge>();
+  const backendNames = new Set(config.backends.map((b) => b.name));
+
+  await app.register(fastifyWebsocket, {
+    options: {
+      maxPayload: config.limits.maxBodyBytes,
+      handleProtocols: (protocols) => (protocols.has(MCP_SUBPROTOCOL) ? MCP_SUBPROTOCOL : false),
+    },
+    // ws closes the connection itself on protocol errors (1002, 1007, 1009); only log them.
+    errorHandler: (error, socket, request) => {
+      request.log.info({ err: error.message }, 'WebSocket error');
+      if (socket.readyState === socket.OPEN) socket.terminate();
+    },
+    // Instead of the plugin's plain close(): 1001 and no session DELETE (the endpoint refuses
+    // requests while closing); the sessions expire after `sessions.idleTtl`.
+    preClose: async () => {
+      await Promise.allSettled([...bridges].map((b) => b.shutdown()));
+      app.websocketServer.close();
+    },
+  });
+
+  const checkHandshake = async (request: WsRequest, reply: FastifyReply) => {
+    const { backend } = request.params;
+    if (backend !== undefined && !backendNames.has(backend)) {
+      return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${backend}"`);
+    }
+    if (request.ws && !offersMcp(request.headers['sec-websocket-protocol'])) {
+      return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, `Bad Request: the WebSocket handshake must offer the subprotocol "${MCP_SUBPROTOCOL}"`);
+    }
+  };
+  const upgradeRequired = async (_request: WsRequest, reply: FastifyReply) => {
+    reply.header('upgrade', 'websocket');
+    return sendJsonRpcError(reply, 426, ErrorCode.InvalidRequest, `Upgrade Required: open a WebSocket with the subprotocol "${MCP_SUBPROTOCOL}"`);
+  };
+  const open = (socket: WebSocket, request: WsRequest) => {
+    const { backend } = request.params;
+    const bridge = new WebSocketBridge({
+      socket,
+      loopback,
+      path: backend === undefined ? '/mcp' : `/mcp/${encodeURIComponent(backend)}`,
+      // Both were checked by the hooks above; they go back to the same gateway, not to a backend.
+      headers: { authorization: request.headers.authorization!, host: request.headers.host! },
+      log: request.log,
+    });
+    bridges.add(bridge);
+    socket.once('close', () => bridges.delete(bridge));
+    request.log.info('WebSocket connection opened');
+  };
+
+  for (const url of ['/ws/mcp', '/ws/mcp/:backend']) {
+    app.route<{ Params: { backend?: string } }>({
+      method: 'GET',
+      url,
+      onRequest: [hooks.originGuard, hooks.authenticate],
+      preHandler: checkHandshake,
+      handler: upgradeRequired,
+      wsHandler: open,
+    });
+  }
+  app.addHook('onClose', () => loopback.close());
+}

@@ -1,0 +1,290 @@
+/**
+ * Per-user rate limit on the MCP endpoints (`limits.rateLimit`), end to end with real parts:
+ * a real Redis, a real OAuth server issuing real JWTs, server-everything as the backend and
+ * the gateway in-process. Shows: 429 with Retry-After, the plugin's x-ratelimit-* headers and
+ * a JSON-RPC error carrying the request's id; per-user keys; one budget shared by two
+ * gateways on the same Redis; the in-memory store limiting too; the window resetting; health,
+ * metrics and OpenAPI routes never limited; and the limiter failing open (request served,
+ * metric counted) when Redis is gone or stalls.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { WebSocket } from 'ws';
+import { userKeyOf } from '../../src/auth/principal.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { startEverything, type EverythingHandle } from '../helpers/everything.js';
+import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
+import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+
+const BACKEND = 'everything';
+const REQUEST_MS = 10_000;
+const RATE_LIMITED = -32029;
+
+let oauth: OAuthHandle;
+let everything: EverythingHandle;
+let redis: RedisHandle;
+const gateways: GatewayHandle[] = [];
+
+before(async () => {
+  [oauth, everything, redis] = await Promise.all([startOAuthServer(), startEverything(), startRedis()]);
+});
+
+after(async () => {
+  await Promise.allSettled(gateways.map((g) => g.close()));
+  await Promise.allSettled([oauth?.stop(), everything?.stop(), redis?.stop()]);
+});
+
+async function gateway(rateLimit: NonNullable<ConfigInput['limits']>['rateLimit'], redisConfig?: { url: string; keyPrefix: string }): Promise<GatewayHandle> {
+  const g = await startGateway({
+    issuer: oauth.issuer,
+    backends: [{ name: BACKEND, url: everything.url, timeout: '30s' }],
+    overrides: { limits: { rateLimit }, ...(redisConfig ? { redis: redisConfig } : {}) },
+  });
+  gateways.push(g);
+  return g;
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/** One MCP POST; `session` undefined sends `initialize`. */
+async function post(g: GatewayHandle, token: string, id: number, session?: string): Promise<Answer & { session?: string }> {
+  const body = session
+    ? { jsonrpc: '2.0', id, method: 'ping' }
+    : { jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-limit-test', version: '1' } } };
+  const res = await fetch(g.endpoint(BACKEND), {
+    method: 'POST',
+    signal: AbortSignal.timeout(REQUEST_MS),
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(session ? { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, text: await res.text(), session: res.headers.get('mcp-session-id') ?? session };
+}
+
+function assertLimited(answer: Answer, id: number | string | null, max: number, window: number): void {
+  assert.equal(answer.status, 429, answer.text);
+  const retryAfter = Number(answer.headers.get('retry-after'));
+  assert.ok(retryAfter >= 1 && retryAfter <= window, `Retry-After ${answer.headers.get('retry-after')} within the window`);
+  assert.equal(answer.headers.get('x-ratelimit-limit'), String(max));
+  assert.equal(answer.headers.get('x-ratelimit-remaining'), '0');
+  assert.ok(answer.headers.get('x-ratelimit-reset'));
+  assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
+  const body = JSON.parse(answer.text) as { jsonrpc: string; id: unknown; error: { code: number; message: string; data: { retryAfter: number } } };
+  assert.equal(body.jsonrpc, '2.0');
+  assert.equal(body.id, id);
+  assert.equal(body.error.code, RATE_LIMITED);
+  assert.equal(body.error.data.retryAfter, retryAfter);
+}
+
+/** Opens a WebSocket (subprotocol mcp) and returns the HTTP answer that refused the upgrade. */
+function wsHandshake(url: string, token: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, 'mcp', { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: REQUEST_MS });
+    socket.on('open', () => {
+      socket.close();
+      reject(new Error(`${url}: the upgrade was accepted`));
+    });
+    socket.on('error', reject);
+    socket.on('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+        resolve({ status: res.statusCode ?? 0, headers, text: Buffer.concat(chunks).toString('utf8') });
+        socket.terminate();
+      });
+    });
+  });
+}
+
+async function metricsText(g: GatewayHandle): Promise<string> {
+  return (await fetch(`${g.url}/metrics`, { signal: AbortSignal.timeout(REQUEST_MS) })).text();
+}
+
+function sample(text: string, line: RegExp): number {
+  const match = line.exec(text);
+  return match ? Number(match[1]) : 0;
+}
+
+describe('Redis store', () => {
+  test('over the limit → 429 with Retry-After and a JSON-RPC error; another user is not limited; two gateways share one budget in Redis', async () => {
+    const keyPrefix = 'rlshared:';
+    const a = await gateway({ max: 4, window: '1m' }, { url: redis.url, keyPrefix });
+    const b = await gateway({ max: 4, window: '1m' }, { url: redis.url, keyPrefix });
+    const [aliceA, aliceB, bobB] = await Promise.all([
+      oauth.token({ sub: 'alice', aud: a.audience }),
+      oauth.token({ sub: 'alice', aud: b.audience }),
+      oauth.token({ sub: 'bob', aud: b.audience }),
+    ]);
+
+    // Alice: 2 requests on each gateway use up the 4 of her window...
+    const init = await post(a, aliceA, 1);
+    assert.equal(init.status, 200, init.text);
+    assert.equal(init.headers.get('x-ratelimit-remaining'), '3', 'the plugin reports what is left on allowed JSON/SSE answers');
+    assert.equal((await post(b, aliceB, 2, init.session)).status, 200);
+    assert.equal((await post(a, aliceA, 3, init.session)).status, 200);
+    assert.equal((await post(b, aliceB, 4, init.session)).status, 200);
+    // ...so the fifth is refused, on either gateway.
+    assertLimited(await post(a, aliceA, 5, init.session), 5, 4, 60);
+    assertLimited(await post(b, aliceB, 6, init.session), 6, 4, 60);
+
+    // Bob, in the same window, on the same gateway: not limited.
+    const bobInit = await post(b, bobB, 1);
+    assert.equal(bobInit.status, 200, bobInit.text);
+    assert.equal((await post(b, bobB, 2, bobInit.session)).status, 200);
+
+    // The counter is one Redis key per user under the configured prefix, with a TTL.
+    const inspect = new Redis(redis.url);
+    try {
+      const aliceKey = `${keyPrefix}rl:${userKeyOf(oauth.issuer, 'alice')}`;
+      assert.equal(await inspect.get(aliceKey), '6');
+      const ttl = await inspect.pttl(aliceKey);
+      assert.ok(ttl > 0 && ttl <= 60_000, `TTL ${ttl}`);
+      assert.equal(await inspect.get(`${keyPrefix}rl:${userKeyOf(oauth.issuer, 'bob')}`), '2');
+    } finally {
+      inspect.disconnect();
+    }
+
+    // 429s are counted by route template, never by user.
+    const text = await metricsText(a);
+    assert.equal(sample(text, /^switchboard_rate_limited_total\{route="\/mcp\/:backend"\} (\d+)$/m), 1);
+    assert.ok(!text.includes(userKeyOf(oauth.issuer, 'alice')));
+  });
+
+  test('the window resets', async () => {
+    const g = await gateway({ max: 2, window: '2s' }, { url: redis.url, keyPrefix: 'rlwindow:' });
+    await expectWindowReset(g, 'carol');
+  });
+
+  test('one budget over /mcp/{backend}, /mcp and the /ws/mcp… upgrades; health, readiness, metrics and OpenAPI are never limited; no token → 401, not 429', async () => {
+    const g = await gateway({ max: 1, window: '1m' }, { url: redis.url, keyPrefix: 'rlops:' });
+    const token = await oauth.token({ sub: 'dave', aud: g.audience });
+    for (let i = 0; i < 5; i++) {
+      for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.yaml', '/.well-known/oauth-protected-resource/mcp']) {
+        const res = await fetch(`${g.url}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(REQUEST_MS) });
+        await res.arrayBuffer();
+        assert.notEqual(res.status, 429, path);
+        assert.equal(res.headers.get('x-ratelimit-limit'), null, `${path} carries no rate-limit headers`);
+      }
+    }
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(g.endpoint(BACKEND), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+      await res.arrayBuffer();
+      assert.equal(res.status, 401);
+    }
+    // Dave's one request of the window is still his...
+    assert.equal((await post(g, token, 1)).status, 200);
+    assertLimited(await post(g, token, 2), 2, 1, 60);
+    // ...and the same counter covers the aggregated endpoint and the WebSocket handshakes.
+    const aggregated = await fetch(`${g.url}/mcp`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(REQUEST_MS),
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'agg-1', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-limit-test', version: '1' } } }),
+    });
+    assertLimited({ status: aggregated.status, headers: aggregated.headers, text: await aggregated.text() }, 'agg-1', 1, 60);
+    for (const path of ['/ws/mcp', `/ws/mcp/${BACKEND}`]) {
+      const handshake = await wsHandshake(`${g.url.replace('http', 'ws')}${path}`, token);
+      assertLimited(handshake, null, 1, 60);
+    }
+    const text = await metricsText(g);
+    assert.equal(sample(text, /^switchboard_rate_limited_total\{route="\/mcp"\} (\d+)$/m), 1);
+    assert.equal(sample(text, /^switchboard_rate_limited_total\{route="\/ws\/mcp\/:backend"\} (\d+)$/m), 1);
+  });
+});
+
+describe('in-memory store', () => {
+  test('limits per user too, and the window resets', async () => {
+    const g = await gateway({ max: 2, window: '2s' });
+    const other = await oauth.token({ sub: 'frank', aud: g.audience });
+    await expectWindowReset(g, 'erin', async () => {
+      // While Erin is limited, Frank is not.
+      assert.equal((await post(g, other, 1)).status, 200);
+    });
+  });
+
+  test('enabled: false turns it off', async () => {
+    const g = await gateway({ enabled: false, max: 1 });
+    const token = await oauth.token({ sub: 'grace', aud: g.audience });
+    const init = await post(g, token, 1);
+    for (let id = 2; id < 5; id++) assert.equal((await post(g, token, id, init.session)).status, 200);
+    assert.equal(init.headers.get('x-ratelimit-limit'), null);
+  });
+});
+
+/** max 2 in a 2 s window: the third request is refused, and served again once Retry-After has passed. */
+async function expectWindowReset(g: GatewayHandle, sub: string, whileLimited?: () => Promise<void>): Promise<void> {
+  const token = await oauth.token({ sub, aud: g.audience });
+  const init = await post(g, token, 1);
+  assert.equal(init.status, 200, init.text);
+  assert.equal((await post(g, token, 2, init.session)).status, 200);
+  const limited = await post(g, token, 3, init.session);
+  assertLimited(limited, 3, 2, 2);
+  await whileLimited?.();
+  const waitMs = Number(limited.headers.get('retry-after')) * 1000 + 100;
+  assert.ok(waitMs <= 2_100, 'bounded wait');
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  // A fresh window: two more requests, then refused again.
+  const again = await post(g, token, 4, init.session);
+  assert.equal(again.status, 200, again.text);
+  assert.equal((await post(g, token, 5, init.session)).status, 200);
+  assertLimited(await post(g, token, 6, init.session), 6, 2, 2);
+}
+
+describe('Redis failing', () => {
+  let outage: RedisHandle;
+  before(async () => {
+    outage = await startRedis();
+  });
+  after(async () => {
+    await outage?.stop();
+  });
+
+  test('Redis stalled or stopped → requests are not limited (fail open), quickly, and the skips are counted', async () => {
+    const g = await gateway({ max: 1, window: '1m' }, { url: outage.url, keyPrefix: 'rlfail:' });
+    const token = await oauth.token({ sub: 'heidi', aud: g.audience });
+    const init = await post(g, token, 1);
+    assert.equal(init.status, 200, init.text);
+    assertLimited(await post(g, token, 2, init.session), 2, 1, 60);
+
+    // A Redis that stalls (CLIENT PAUSE): the limiter gives up after its short timeout and
+    // lets the request through, even though Heidi is over her limit.
+    const admin = new Redis(outage.url);
+    try {
+      await admin.client('PAUSE', 1500, 'ALL');
+    } finally {
+      admin.disconnect();
+    }
+    const stalled = await post(g, token, 3, init.session);
+    assert.notEqual(stalled.status, 429, 'not limited while the limiter cannot count');
+    assert.ok(stalled.status < 500 || stalled.status === 503, `${stalled.status} ${stalled.text}`);
+    assert.ok(sample(await metricsText(g), /^switchboard_rate_limit_errors_total\{reason="timeout"\} (\d+)$/m) >= 1);
+
+    // Redis gone: the limiter fails at once and lets requests through to the handler, which
+    // answers from its own rules (the session is still in the replica's short cache, or the
+    // store's own 503); never a 429 or a 500, and never a hang.
+    await outage.pause();
+    for (let id = 4; id < 7; id++) {
+      const started = Date.now();
+      const answer = await post(g, token, id, init.session);
+      assert.ok(Date.now() - started < 3_000, 'fails fast');
+      assert.ok(answer.status === 200 || answer.status === 503, `${answer.status} ${answer.text}`);
+      if (answer.status === 503) assert.equal((JSON.parse(answer.text) as { error: { code: number } }).error.code, -32013, 'the state store answered, not the limiter');
+    }
+    // Requests that need no state are plainly served.
+    const health = await fetch(`${g.url}/healthz`, { signal: AbortSignal.timeout(REQUEST_MS) });
+    assert.equal(health.status, 200);
+    assert.ok(sample(await metricsText(g), /^switchboard_rate_limit_errors_total\{reason="error"\} (\d+)$/m) >= 3);
+  });
+});
