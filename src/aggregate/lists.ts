@@ -66,13 +66,11 @@ async function fetchPage(members: Members, call: AggregateCall, at: { backend: s
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), members.fanoutTimeoutMs);
   try {
-    const auth = await members.authorize(call.caller, member.backend);
-    if ('elicitation' in auth) {
-      // The account is not linked: its items stay hidden until it is, the others are listed.
-      await members.discard(auth.elicitation);
-      return undefined;
-    }
-    const res = await members.post(call, member.backend, member.session, { jsonrpc: '2.0', id: message.id, method: message.method, params }, auth.authorization, controller.signal);
+    // Without a linked account the list is asked for without a token, as initialize is:
+    // servers that let anyone see what they offer show their tools, and calling one is what
+    // asks the user to link the account (SPEC §4). A server that refuses (401) is skipped.
+    const authorization = await members.tokenIfAny(call.caller, member.backend);
+    const res = await members.post(call, member.backend, member.session, { jsonrpc: '2.0', id: message.id, method: message.method, params }, authorization, controller.signal);
     if (res.status !== 200) {
       await res.body.dump().catch(() => {});
       throw new BackendError(at.backend, 'bad_status', `answered ${message.method} with HTTP ${res.status}`, res.status);

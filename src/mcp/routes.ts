@@ -28,7 +28,8 @@ export interface McpRouteHooks {
 }
 
 export function registerMcpRoutes(app: FastifyInstance, ctx: McpContext, hooks: McpRouteHooks): void {
-  // Both run before the body is read: a foreign origin or a missing token costs us no upload.
+  // All run before the body is read: a foreign origin, a missing token or a backend the
+  // user may not use costs us no upload.
   const options = { onRequest: [hooks.originGuard, hooks.authenticate, createBackendAccessGuard(ctx)] };
   app.post('/mcp/:backend', options, (req, reply) => handlePost(ctx, req as McpRequest, reply));
   app.get('/mcp/:backend', options, (req, reply) => handleGet(ctx, req as McpRequest, reply));

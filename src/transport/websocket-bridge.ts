@@ -116,8 +116,8 @@ export class WebSocketBridge {
     try {
       message = parseMessages(text, false)[0]!;
     } catch (err) {
-      if (!(err instanceof InvalidMessageError)) throw err;
-      this.#send(errorResponse(err.code === ErrorCode.ParseError ? null : detectableId(text), err.code, err.message));
+      const invalid = err instanceof InvalidMessageError ? err : new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request');
+      this.#send(errorResponse(invalid.code === ErrorCode.ParseError ? null : detectableId(text), invalid.code, invalid.message));
       return;
     }
     this.#line = this.#line
@@ -136,7 +136,7 @@ export class WebSocketBridge {
       return;
     }
     if (isRequest(message)) {
-      void this.#post(message, text);
+      this.#post(message, text).catch((err: unknown) => this.#o.log.error({ err }, 'WebSocket bridge failed on a request'));
       return;
     }
     const accepted = await this.#post(message, text);

@@ -4,8 +4,8 @@
  *
  * The upgrade request goes through the normal Fastify lifecycle before any upgrade, so the
  * same `onRequest` hooks as `/mcp…` judge it — Host/Origin (421/403), then the bearer token
- * from the Authorization header (401 with the same `WWW-Authenticate`, or 403) — and a
- * refusal is a plain HTTP answer to the handshake. Then: an unknown backend is 404, a
+ * from the Authorization header (401 with the same `WWW-Authenticate`, or 403), then the
+ * backend's access policy (403) — and a refusal is a plain HTTP answer to the handshake. Then: an unknown backend is 404, a
  * handshake that does not offer the subprotocol `mcp` (the one the SDK's
  * WebSocketClientTransport asks for) is 400, and a GET without an upgrade is 426.
  * A frame larger than `limits.maxBodyBytes` closes the connection with 1009 (ws
@@ -19,6 +19,7 @@ import type { WebSocket } from 'ws';
 import type { Config } from '../config/schema.js';
 import { ErrorCode } from '../mcp/jsonrpc.js';
 import { sendJsonRpcError } from '../mcp/replies.js';
+import { createBackendAccessGuard } from '../policy/backend-guard.js';
 import { Loopback } from './loopback.js';
 import { WebSocketBridge } from './websocket-bridge.js';
 
@@ -42,6 +43,7 @@ export async function registerWebSocketTransport(app: FastifyInstance, config: C
   const loopback = new Loopback(app.server);
   const bridges = new Set<WebSocketBridge>();
   const backendNames = new Set(config.backends.map((b) => b.name));
+  const accessGuard = createBackendAccessGuard(app.mcp);
 
   await app.register(fastifyWebsocket, {
     options: {
@@ -93,7 +95,8 @@ export async function registerWebSocketTransport(app: FastifyInstance, config: C
     app.route<{ Params: { backend?: string } }>({
       method: 'GET',
       url,
-      onRequest: [hooks.originGuard, hooks.authenticate],
+      // The backend's access policy too (403, -32015), as on `/mcp/{backend}`: refused before the upgrade.
+      onRequest: [hooks.originGuard, hooks.authenticate, accessGuard],
       preHandler: checkHandshake,
       handler: upgradeRequired,
       wsHandler: open,

@@ -83,6 +83,8 @@ async function waitFor(what: string, check: () => boolean, timeoutMs = 12_000): 
 
 const text = (r: unknown) => ((r as CallToolResult).content ?? []).map((c) => (c.type === 'text' ? c.text : '')).join('');
 
+const textOfContents = (r: { contents: unknown[] }) => String((r.contents[0] as { text?: unknown } | undefined)?.text);
+
 async function rejects(promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
   await assert.rejects(promise, (err: unknown) => {
     assert.ok(err instanceof McpError, `expected an McpError, got ${String(err)}`);
@@ -165,11 +167,11 @@ describe('a tenant-A user on /mcp', () => {
     const templates = await probe.client.listResourceTemplates();
     assert.ok(templates.resourceTemplates.some((t) => t.uriTemplate === 'alpha+paging://item/{id}'));
     // A URI expanded from the template goes to the same backend.
-    assert.equal((await probe.client.readResource({ uri: 'alpha+paging://item/42' })).contents[0]!.text, 'item 42');
+    assert.equal(textOfContents(await probe.client.readResource({ uri: 'alpha+paging://item/42' })), 'item 42');
     const link = (await probe.client.callTool({ name: 'alpha__link', arguments: {} })) as CallToolResult;
     const uri = (link.content[0] as { uri: string }).uri;
     assert.equal(uri, 'alpha+paging://item/2');
-    assert.equal((await probe.client.readResource({ uri })).contents[0]!.text, 'item 2');
+    assert.equal(textOfContents(await probe.client.readResource({ uri })), 'item 2');
   });
 
   test('prompts are namespaced and routed', async () => {

@@ -32,6 +32,7 @@ import type { SessionRecord } from '../../src/state/store.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
+import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -237,7 +238,15 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
   };
 
   before(async () => {
-    gateway = await startGateway({ issuer: oauth!.issuer, backends: [{ name: 'everything', url: everything!.url, timeout: '30s' }], store });
+    gateway = await startGateway({
+      issuer: oauth!.issuer,
+      backends: [
+        { name: 'everything', url: everything!.url, timeout: '30s' },
+        // Same server, but only for members of the group "eng" (access policy).
+        { name: 'restricted', url: everything!.url, timeout: '30s', access: { claims: { groups: ['eng'] } } },
+      ],
+      store,
+    });
     [alice, bob] = await Promise.all([oauth!.token({ sub: 'ws-alice', aud: gateway.audience }), oauth!.token({ sub: 'ws-bob', aud: gateway.audience })]);
     probe = await connect(wsUrl(gateway, '/ws/mcp/everything'), alice);
   });
@@ -420,10 +429,14 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
       assert.equal(chosen.protocol, 'mcp');
     });
 
-    test('unknown backend: 404; foreign Origin: 403; plain GET without upgrade: 426', async () => {
+    test('unknown backend: 404; foreign Origin: 403; foreign Host: 421; access policy: 403; plain GET without upgrade: 426', async () => {
       const headers = { authorization: `Bearer ${alice}` };
       assert.equal((await handshake(wsUrl(gateway, '/ws/mcp/nope'), headers)).status, 404);
       assert.equal((await handshake(wsUrl(gateway, '/ws/mcp/everything'), { ...headers, origin: 'https://evil.example' })).status, 403);
+      assert.equal((await handshake(wsUrl(gateway, '/ws/mcp/everything'), { ...headers, host: 'evil.example' })).status, 421);
+      const denied = await handshake(wsUrl(gateway, '/ws/mcp/restricted'), headers);
+      assert.equal(denied.status, 403);
+      assert.equal(JSON.parse(denied.body).error.code, -32015);
       const plain = await fetch(`${gateway.url}/ws/mcp/everything`, { headers });
       assert.equal(plain.status, 426);
       assert.equal(plain.headers.get('upgrade'), 'websocket');
@@ -443,11 +456,7 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     assert.equal(await withDeadline(closed, 5_000, 'the close'), 1009);
   });
 
-  test('the aggregated endpoint over WebSocket: /ws/mcp', async (t) => {
-    if (!gateway.app.hasRoute({ method: 'POST', url: '/mcp' })) {
-      t.todo('aggregated /mcp lands separately');
-      return;
-    }
+  test('the aggregated endpoint over WebSocket: /ws/mcp', async () => {
     const agg = await connect(wsUrl(gateway, '/ws/mcp'), alice);
     try {
       const { tools } = await agg.client.listTools();
@@ -459,6 +468,69 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     } finally {
       await agg.client.close();
     }
+  });
+});
+
+describe('MCP over WebSocket: the connection ends with the session, the token, the server', () => {
+  let gateway: GatewayHandle;
+  const store = new RecordingStore();
+  let closedByTest = false;
+
+  before(async () => {
+    const port = await freePort();
+    gateway = await startGateway({
+      issuer: oauth!.issuer,
+      backends: [{ name: 'everything', url: everything!.url, timeout: '30s' }],
+      store,
+      port,
+      // No leeway, so that a token can expire during the test.
+      overrides: { auth: { issuer: oauth!.issuer, audience: `http://127.0.0.1:${port}/mcp`, algorithms: ['RS256', 'ES256'], clockTolerance: '0s' } },
+    });
+  });
+
+  after(async () => {
+    if (!closedByTest) await gateway?.close();
+  });
+
+  test('the session deleted elsewhere: the socket closes with 1008 and says why', async () => {
+    const token = await oauth!.token({ sub: 'ws-dave', aud: gateway.audience });
+    const probe = await connect(wsUrl(gateway, '/ws/mcp/everything'), token);
+    const { sessionId } = store.created.at(-1)!;
+    // The bridge follows the session's GET stream; give it a moment to open.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const res = await fetch(`${gateway.url}/mcp/everything`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+    });
+    assert.equal(res.status, 204);
+    await withDeadline(probe.transport.closed(), 10_000, 'the socket to close');
+    assert.equal(probe.transport.closeCode, 1008);
+    assert.match(probe.transport.closeReason, /session not found/);
+  });
+
+  test('a token that expires during the connection: the request gets an error frame, then 1008', async () => {
+    const token = await oauth!.token({ sub: 'ws-erin', aud: gateway.audience, expiresIn: 3 });
+    const probe = await connect(wsUrl(gateway, '/ws/mcp/everything'), token);
+    assert.deepEqual(await probe.client.ping(), {});
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+    await assert.rejects(probe.client.callTool({ name: 'echo', arguments: { message: 'too late' } }), /HTTP 401|Connection closed/);
+    await withDeadline(probe.transport.closed(), 5_000, 'the socket to close');
+    assert.equal(probe.transport.closeCode, 1008);
+    assert.match(probe.transport.closeReason, /token/);
+    const frame = probe.transport.frames.map((f) => JSON.parse(f) as { error?: { data?: { status?: number } } }).find((m) => m.error?.data?.status === 401);
+    assert.ok(frame, `an error frame with data.status 401 among ${JSON.stringify(probe.transport.frames.slice(-3))}`);
+  });
+
+  test('server shutdown: open connections are closed with 1001 and the server stops promptly', async () => {
+    const token = await oauth!.token({ sub: 'ws-frank', aud: gateway.audience });
+    const probe = await connect(wsUrl(gateway, '/ws/mcp/everything'), token);
+    await probe.client.callTool({ name: 'echo', arguments: { message: 'before shutdown' } });
+    closedByTest = true;
+    const started = Date.now();
+    await withDeadline(gateway.close(), 10_000, 'gateway.close()');
+    await withDeadline(probe.transport.closed(), 5_000, 'the socket to close');
+    assert.equal(probe.transport.closeCode, 1001);
+    assert.ok(Date.now() - started < 8_000, `closing took ${Date.now() - started} ms`);
   });
 });
 

@@ -35,8 +35,8 @@ export const DEFAULT_MAX_BRIDGE_SESSIONS = 100;
 export const BRIDGE_KEY_HEADER = 'x-switchboard-bridge-key';
 
 const PATH = '/mcp';
-/** An `initialize` body is small; anything larger is refused before a session is made. */
-const MAX_INITIALIZE_BYTES = 1024 * 1024;
+/** The gateway's own default for `limits.maxBodyBytes`. */
+const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface BridgeServerOptions {
   /** The backend as configured (transport stdio or sse). */
@@ -44,6 +44,8 @@ export interface BridgeServerOptions {
   /** `sessions.idleTtl` in ms. */
   idleTtlMs: number;
   maxSessions?: number;
+  /** `limits.maxBodyBytes`: the bridge accepts whatever the gateway accepted. */
+  maxBodyBytes?: number;
   log: BridgeLogger;
 }
 
@@ -124,7 +126,7 @@ export class BridgeServer {
       return session.handle(req, res);
     }
     if (req.method !== 'POST') return sendJson(res, 400, errorBody(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
-    const text = await readBody(req, MAX_INITIALIZE_BYTES);
+    const text = await readBody(req, this.#options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     if (text === undefined) return sendJson(res, 413, errorBody(null, ErrorCode.InvalidRequest, 'Payload Too Large'));
     let message: JSONRPCMessage;
     try {
@@ -162,6 +164,7 @@ export class BridgeServer {
       backend,
       link,
       idleMs: this.#options.idleTtlMs,
+      maxBodyBytes: this.#options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       initializeId,
       log,
       onInitialized: (s) => this.#sessions.set(s.id!, s),

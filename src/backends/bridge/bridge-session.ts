@@ -27,6 +27,8 @@ export interface BridgeSessionOptions {
   link: BackendLink;
   /** `sessions.idleTtl`: the session ends after this long without a message or request. */
   idleMs: number;
+  /** Largest POST body the server transport accepts (`limits.maxBodyBytes`). */
+  maxBodyBytes: number;
   /** The id of the `initialize` request that opens the session. */
   initializeId: RequestId;
   log: BridgeLogger;
@@ -46,6 +48,8 @@ export class BridgeSession {
   readonly #open = new OpenRequests();
   readonly #idle: NodeJS.Timeout;
   #initTimer: NodeJS.Timeout | undefined;
+  /** When the gateway last sent a request (an open one younger than the timeout is not idleness). */
+  #lastRequestAt = 0;
   /** Sends to the server transport, in the order the backend produced them. */
   #sending: Promise<void> = Promise.resolve();
   #ended = false;
@@ -55,6 +59,7 @@ export class BridgeSession {
     this.#link = options.link;
     this.#server = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      maxRequestBodySize: options.maxBodyBytes,
       onsessioninitialized: () => options.onInitialized(this),
     });
     this.#server.onmessage = (message) => this.#fromGateway(message);
@@ -68,8 +73,9 @@ export class BridgeSession {
       else options.log.debug({ backend: options.backend.name, err: error.message }, 'bridge: backend transport error');
     };
     this.#idle = setTimeout(() => {
-      // A request the backend is still working on is not idleness.
-      if (this.#open.size > 0) this.#idle.refresh();
+      // A request the backend may still be working on is not idleness; one older than the
+      // backend's timeout was given up by the gateway already.
+      if (this.#open.size > 0 && Date.now() - this.#lastRequestAt < options.backend.timeout) this.#idle.refresh();
       else void this.end('idle for longer than sessions.idleTtl');
     }, Math.min(options.idleMs, MAX_TIMER_MS)).unref();
     this.#initTimer = setTimeout(() => {
@@ -95,7 +101,15 @@ export class BridgeSession {
   #fromGateway(message: JSONRPCMessage): void {
     this.#idle.refresh();
     const request = 'method' in message && 'id' in message ? (message as { id: RequestId; params?: unknown }) : undefined;
-    if (request) this.#open.opened(request.id, request.params);
+    if (request) {
+      this.#open.opened(request.id, request.params);
+      this.#lastRequestAt = Date.now();
+    }
+    // A cancelled request will not be answered (MCP "Cancellation").
+    if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {
+      const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof cancelled === 'string' || typeof cancelled === 'number') this.#open.closed(cancelled);
+    }
     this.#link.transport.send(message).catch((err: Error) => {
       this.#options.log.warn({ backend: this.#options.backend.name, err: err.message }, 'bridge: could not deliver a message to the backend');
       if (request && this.#open.has(request.id)) {

@@ -19,7 +19,7 @@ export async function startLocalBridges(config: Config, log: BridgeLogger): Prom
   try {
     for (const backend of config.backends) {
       if (backend.transport !== 'stdio' && backend.transport !== 'sse') continue;
-      const bridge = new BridgeServer({ backend, idleTtlMs: config.sessions.idleTtl, log });
+      const bridge = new BridgeServer({ backend, idleTtlMs: config.sessions.idleTtl, maxBodyBytes: config.limits.maxBodyBytes, log });
       bridges.set(backend.name, bridge);
       await bridge.start();
       log.info({ backend: backend.name, transport: backend.transport }, 'backend reached through a local bridge (single replica)');

@@ -1,0 +1,105 @@
+/**
+ * The local bridge's own HTTP rules (src/backends/bridge/bridge-server.ts), spoken to
+ * directly over HTTP on 127.0.0.1 with a real stdio child behind it: the per-bridge key is
+ * required, unknown sessions are 404 (the gateway's "session ended"), a request without a
+ * session must be `initialize`, and the session cap refuses with 503 and a JSON-RPC error
+ * until a slot is freed.
+ */
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { BRIDGE_KEY_HEADER, BridgeServer } from '../../src/backends/bridge/bridge-server.js';
+import { parseConfig } from '../../src/config/load.js';
+import type { BackendConfig } from '../../src/config/schema.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/stdio-backend.ts', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+
+const backend = parseConfig({
+  publicUrl: 'http://127.0.0.1:1',
+  auth: { issuer: 'http://127.0.0.1:2', audience: 'http://127.0.0.1:1/mcp' },
+  backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: ['--import', TSX, FIXTURE], timeout: '15s' }],
+}).backends[0]!;
+
+let bridge: BridgeServer | undefined;
+let gatewayConfig: BackendConfig;
+
+function initializeBody(id: number): string {
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bridge-server-test', version: '1.0.0' } },
+  });
+}
+
+async function call(method: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string; sessionId: string | null }> {
+  const res = await fetch(gatewayConfig.url!, {
+    method,
+    headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
+    body,
+    signal: AbortSignal.timeout(15_000),
+  });
+  return { status: res.status, text: await res.text(), sessionId: res.headers.get('mcp-session-id') };
+}
+
+const withKey = () => ({ [BRIDGE_KEY_HEADER]: gatewayConfig.headers[BRIDGE_KEY_HEADER]! });
+
+before(async () => {
+  bridge = new BridgeServer({ backend, idleTtlMs: 60_000, maxSessions: 1, log: pino({ level: 'silent' }) });
+  await bridge.start();
+  gatewayConfig = bridge.gatewayConfig();
+});
+
+after(async () => {
+  await bridge?.close();
+});
+
+describe('the bridge endpoint', () => {
+  test('the gateway config keeps the backend settings, points at 127.0.0.1 and carries the key', () => {
+    assert.match(gatewayConfig.url!, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    assert.equal(gatewayConfig.name, 'local');
+    assert.equal(gatewayConfig.timeout, 15_000);
+    assert.ok((gatewayConfig.headers[BRIDGE_KEY_HEADER] ?? '').length >= 32);
+  });
+
+  test('requests without the key, or with a wrong one, are refused (403) before anything starts', async () => {
+    assert.equal((await call('POST', {}, initializeBody(1))).status, 403);
+    assert.equal((await call('POST', { [BRIDGE_KEY_HEADER]: 'x'.repeat(43) }, initializeBody(1))).status, 403);
+    assert.equal(bridge!.sessionCount, 0);
+  });
+
+  test('an unknown session id is 404 with a JSON-RPC error; no session and no initialize is 400', async () => {
+    const unknown = await call('POST', { ...withKey(), 'mcp-session-id': 'no-such-session' }, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
+    assert.equal(unknown.status, 404);
+    assert.equal((JSON.parse(unknown.text) as { error: { code: number } }).error.code, -32001);
+    const noSession = await call('POST', withKey(), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
+    assert.equal(noSession.status, 400);
+    assert.equal((await call('GET', withKey())).status, 400);
+  });
+
+  test('beyond the session cap initialize gets 503 with a JSON-RPC error; a freed slot is usable again', async () => {
+    const first = await call('POST', withKey(), initializeBody(1));
+    assert.equal(first.status, 200, first.text);
+    assert.match(first.text, /"result":\{/);
+    assert.ok(first.sessionId);
+    assert.equal(bridge!.sessionCount, 1);
+
+    const refused = await call('POST', withKey(), initializeBody(2));
+    assert.equal(refused.status, 503);
+    const body = JSON.parse(refused.text) as { id: number; error: { code: number; message: string } };
+    assert.equal(body.id, 2);
+    assert.equal(body.error.code, -32010);
+    assert.match(body.error.message, /too many open sessions \(at most 1\)/);
+
+    const deleted = await call('DELETE', { ...withKey(), 'mcp-session-id': first.sessionId });
+    assert.equal(deleted.status, 200);
+    assert.equal(bridge!.sessionCount, 0);
+    assert.equal((await call('POST', { ...withKey(), 'mcp-session-id': first.sessionId }, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ping' }))).status, 404);
+
+    const again = await call('POST', withKey(), initializeBody(4));
+    assert.equal(again.status, 200, again.text);
+    assert.ok(again.sessionId && again.sessionId !== first.sessionId);
+  });
+});
