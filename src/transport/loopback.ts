@@ -42,8 +42,8 @@ export class Loopback {
   }
 
   /** One request to `path` on this server; the caller reads or dumps the body. */
-  request(method: 'GET' | 'POST' | 'DELETE', path: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<LoopbackResponse> {
-    if (this.#closed) return Promise.reject(new Error('loopback client closed'));
+  async request(method: 'GET' | 'POST' | 'DELETE', path: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<LoopbackResponse> {
+    if (this.#closed) throw new Error('loopback client closed');
     const target = (this.#target ??= loopbackTarget(this.#server.address()));
     this.#agent ??= new Agent({
       keepAliveTimeout: 30_000,

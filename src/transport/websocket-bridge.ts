@@ -79,11 +79,6 @@ export class WebSocketBridge {
     options.socket.once('close', () => void this.end());
   }
 
-  /** The gateway session this connection uses, once `initialize` succeeded. */
-  get sessionId(): string | undefined {
-    return this.#sessionId;
-  }
-
   /**
    * Ends the connection's work: aborts what is in flight and ends the session (DELETE).
    * Runs once, whether the client closed the socket or the bridge did.
