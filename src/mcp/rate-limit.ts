@@ -16,27 +16,28 @@
  * connection (no second connection), under `<redis.keyPrefix>rl:<userKey>`, so all replicas
  * share one budget per user. Otherwise (in-memory state, one replica) in an in-process LRU.
  *
- * Performance: with Redis this costs one extra round trip per MCP request (the plugin's
- * store is one Lua script, INCR + PEXPIRE, through `defineCommand`/EVALSHA). Operators who
- * need the last bit of latency, or limit upstream of the gateway, set `enabled: false`.
+ * Performance: with Redis, requests are decided from local counts and the counts are synced
+ * with Redis in the background, one script call per flush interval for all users
+ * ({@link BatchedRateLimitStore}), so the limiter adds no Redis round trip to a request
+ * (issue 7: at most one per proxied message). The price: other replicas' requests are seen up
+ * to about two flush intervals late, so with several replicas a user can briefly exceed `max`
+ * (bounded in that class's documentation). Operators who limit upstream set `enabled: false`.
  *
- * Failure: if Redis fails or does not answer within {@link STORE_TIMEOUT_MS}, the request is
- * let through (fail open): a limiter outage must never take the gateway down. Each skipped
- * check counts in `switchboard_rate_limit_errors_total`; a warning is logged at most every
+ * Failure: if Redis fails or is slow, requests are still decided at once from the replica's
+ * own counts (the limit becomes per replica: fail open for the cluster-wide count); a
+ * limiter outage must never take the gateway down. Each failed or slow sync counts in
+ * `switchboard_rate_limit_errors_total`; a warning is logged at most every
  * {@link WARN_EVERY_MS}.
  */
-import { createRequire } from 'node:module';
-import rateLimit, { type FastifyRateLimitStore, type RateLimitPluginOptions } from '@fastify/rate-limit';
+import rateLimit, { type RateLimitPluginOptions } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RedisStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
+import { BatchedRateLimitStore } from './batched-rate-limit-store.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
 
-/** Longest the hot path waits for the Redis counter before letting the request through. */
-export const STORE_TIMEOUT_MS = 250;
 /** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
 export const WARN_EVERY_MS = 30_000;
 /** Redis key namespace under the configured `redis.keyPrefix`. */
@@ -47,55 +48,10 @@ const MEMORY_USERS = 10_000;
 /** The routes limited: the MCP endpoints over HTTP and WebSocket, with or without a backend. */
 const MCP_ROUTE = /^\/(ws\/)?mcp(\/|$)/;
 
-type StoreCallback = (error: Error | null, result?: { current: number; ttl: number }) => void;
-type ChildOptions = Parameters<FastifyRateLimitStore['child']>[0];
-type PluginRedisStoreCtor = new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key?: string) => FastifyRateLimitStore;
-
-// The plugin's own Redis store (one Lua script: INCR, PEXPIRE on the first hit, PTTL),
-// wrapped below; the package has no "exports" map, and the version is pinned in the lockfile.
-const require = createRequire(import.meta.url);
-const PluginRedisStore = require('@fastify/rate-limit/store/RedisStore.js') as PluginRedisStoreCtor;
-
 /** Thrown by the plugin's handler (errorResponseBuilder) and answered by {@link limitHook}. */
 class RateLimited extends Error {
   constructor(readonly retryAfterSeconds: number) {
     super(`Rate limit exceeded: retry in ${retryAfterSeconds} s`);
-  }
-}
-
-/**
- * Wraps a store so that a failing or slow Redis yields an error quickly (which the plugin's
- * `skipOnError` turns into "not limited") and is reported.
- */
-class FailFastStore implements FastifyRateLimitStore {
-  constructor(
-    private readonly inner: FastifyRateLimitStore,
-    private readonly onFailure: (reason: 'error' | 'timeout', error?: Error) => void,
-  ) {}
-
-  incr(key: string, callback: StoreCallback, timeWindow: number, max: number): void {
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      this.onFailure('timeout');
-      callback(new Error(`rate-limit store did not answer within ${STORE_TIMEOUT_MS} ms`));
-    }, STORE_TIMEOUT_MS);
-    this.inner.incr(
-      key,
-      (error, result) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (error) this.onFailure('error', error);
-        callback(error, result);
-      },
-      timeWindow,
-      max,
-    );
-  }
-
-  child(routeOptions: ChildOptions): FastifyRateLimitStore {
-    return new FailFastStore(this.inner.child(routeOptions), this.onFailure);
   }
 }
 
@@ -119,7 +75,7 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
     skippedSinceWarning++;
     const now = Date.now();
     if (now - lastWarning < WARN_EVERY_MS) return;
-    app.log.warn({ reason, err: error?.message, skipped: skippedSinceWarning }, 'rate limiter unavailable: MCP requests are not limited (fail open)');
+    app.log.warn({ reason, err: error?.message, failures: skippedSinceWarning }, 'rate limiter cannot sync with Redis: MCP requests are limited per replica only');
     lastWarning = now;
     skippedSinceWarning = 0;
   };
@@ -137,12 +93,18 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
   };
   if (store instanceof RedisStore) {
     const redis = store.redis;
+    const created: BatchedRateLimitStore[] = [];
     // The plugin constructs the store itself (`new Store(options)`).
-    options.store = class SharedRedisStore extends FailFastStore {
+    options.store = class SharedRedisStore extends BatchedRateLimitStore {
       constructor() {
-        super(new PluginRedisStore(false, false, redis, KEY_NAMESPACE), onFailure);
+        super({ redis, namespace: KEY_NAMESPACE, onFailure });
+        created.push(this);
       }
     };
+    // Stops its timers (and sends what is pending, if Redis is still connected).
+    app.addHook('onClose', async () => {
+      await Promise.allSettled(created.map((s) => s.close()));
+    });
   } else {
     options.cache = MEMORY_USERS;
   }
