@@ -192,6 +192,13 @@ export class BatchedRateLimitStore implements FastifyRateLimitStore {
     callback(null, { current: entry.synced + entry.inFlight + entry.pending, ttl: entry.windowEnd - now });
   }
 
+  /** How `key` stands in this replica: the count read back from Redis, in flight, not sent yet (for tests and debugging). */
+  inspect(key: string): { synced: number; inFlight: number; pending: number; ttl: number } | undefined {
+    const entry = this.#entries.get(this.#namespace + key);
+    if (!entry) return undefined;
+    return { synced: entry.synced, inFlight: entry.inFlight, pending: entry.pending, ttl: entry.windowEnd - Date.now() };
+  }
+
   /** Per-route counters (the plugin's `config.rateLimit` on a route): same store, own keys. */
   child(routeOptions: ChildOptions): FastifyRateLimitStore {
     return this.#view(routeTag(routeOptions));

@@ -55,8 +55,8 @@ export class Metrics {
   readonly tokenRefreshes = new Counter({ name: 'switchboard_token_refreshes_total', help: 'Third-party token refreshes by provider and outcome', labelNames: ['provider', 'outcome'], registers: [this.registry] });
   /** route is the route template (e.g. /mcp/:backend); never the user. */
   readonly rateLimited = new Counter({ name: 'switchboard_rate_limited_total', help: 'MCP requests refused with 429 by the per-user rate limit, by route template', labelNames: ['route'], registers: [this.registry] });
-  /** reason: error | timeout. Each one is a request let through unlimited (fail open). */
-  readonly rateLimitErrors = new Counter({ name: 'switchboard_rate_limit_errors_total', help: 'Rate-limit checks skipped because the limiter store (Redis) failed or was slow', labelNames: ['reason'], registers: [this.registry] });
+  /** reason: error | timeout. Each one is a failed or slow background sync of the limiter's counts with Redis (at most one per flush interval); meanwhile the limit counts per replica only. */
+  readonly rateLimitErrors = new Counter({ name: 'switchboard_rate_limit_errors_total', help: 'Rate-limit counter syncs with Redis that failed or were slow (the limit then counts per replica only)', labelNames: ['reason'], registers: [this.registry] });
   /** reason: scope | tenant | claim (backend access policy) or tool (a hidden tool was called). */
   readonly policyDenials = new Counter({ name: 'switchboard_policy_denials_total', help: 'Requests refused by a backend access policy or tool policy, by backend and reason', labelNames: ['backend', 'reason'], registers: [this.registry] });
 
