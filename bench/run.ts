@@ -13,7 +13,9 @@ import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { FLUSH as RATE_LIMIT_SYNC_SCRIPT } from '../src/mcp/batched-rate-limit-store.js';
 import { spawnChild, waitUntil, type ChildHandle } from '../test/helpers/child.js';
 import { freePort } from '../test/helpers/free-port.js';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
@@ -24,6 +26,9 @@ import { attachInspector } from './inspector.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { closeAll, openIdleStreams, type StreamRequest } from './streams.js';
 import { commandDelta, commandStats, fdLimit, gitState, machineCpuUs, machineInfo, processCpuUs, processRssBytes, redisInfoField, type MachineInfo } from './system.js';
+
+/** The rate limiter's background sync, told apart from the message path in the round-trip count. */
+const RATE_LIMIT_SYNC_SHA = createHash('sha1').update(RATE_LIMIT_SYNC_SCRIPT).digest('hex');
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
@@ -331,16 +336,27 @@ async function measureLatency(s: Settings, pair: PathPair, rate: number, pids: R
 }
 
 /** Redis round trips per call: MONITOR tells commands sent by clients from those run inside Lua. */
-async function measureRoundTrips(redisUrl: string, path: Path, calls: number): Promise<{ calls: number; roundTripsPerCall: number; commandsPerCall: number; fromLuaPerCall: number; byCommand: Record<string, number> }> {
+async function measureRoundTrips(redisUrl: string, path: Path, calls: number): Promise<{ calls: number; roundTripsPerCall: number; backgroundPerCall: number; commandsPerCall: number; fromLuaPerCall: number; byCommand: Record<string, number> }> {
   const monitorClient = new Redis(redisUrl, { lazyConnect: true });
   await monitorClient.connect();
   const monitor = await monitorClient.monitor();
   let top = 0;
   let lua = 0;
+  let background = 0;
+  let inBackgroundScript = false;
   const byCommand: Record<string, number> = {};
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     const cmd = (args[0] ?? '').toLowerCase();
     if (cmd === 'info') return;
+    // The rate limiter's sync runs on a timer for all users at once, not per message: it is
+    // counted apart (and so are the commands it runs inside Lua).
+    if (source !== 'lua') inBackgroundScript = (cmd === 'evalsha' && args[1] === RATE_LIMIT_SYNC_SHA) || (cmd === 'eval' && args[1] === RATE_LIMIT_SYNC_SCRIPT);
+    if (inBackgroundScript) {
+      if (source !== 'lua') background++;
+      const key = source === 'lua' ? `rate-limit sync: ${cmd} (in Lua)` : 'rate-limit sync';
+      byCommand[key] = (byCommand[key] ?? 0) + 1;
+      return;
+    }
     if (source === 'lua') lua++;
     else top++;
     const key = source === 'lua' ? `${cmd} (in Lua)` : cmd;
@@ -355,6 +371,7 @@ async function measureRoundTrips(redisUrl: string, path: Path, calls: number): P
   return {
     calls: res.calls,
     roundTripsPerCall: top / n,
+    backgroundPerCall: background / n,
     commandsPerCall: (top + lua) / n,
     fromLuaPerCall: lua / n,
     byCommand: Object.fromEntries(Object.entries(byCommand).map(([k, v]) => [k, round(v / n, 3)!])),
@@ -481,7 +498,7 @@ async function main(): Promise<void> {
     }
     for (const mode of ['json', 'sse'] as const) {
       roundTrips[mode] = await measureRoundTrips(redisHandle.url, pairs[mode].gateway, s.monitorCalls);
-      log(`${mode.toUpperCase()} Redis (MONITOR, ${roundTrips[mode].calls} calls): ${roundTrips[mode].roundTripsPerCall.toFixed(2)} round trips/call, ${roundTrips[mode].commandsPerCall.toFixed(2)} commands/call ${JSON.stringify(roundTrips[mode].byCommand)}`);
+      log(`${mode.toUpperCase()} Redis (MONITOR, ${roundTrips[mode].calls} calls): ${roundTrips[mode].roundTripsPerCall.toFixed(2)} round trips/call on the message path (+${roundTrips[mode].backgroundPerCall.toFixed(2)} rate-limit sync), ${roundTrips[mode].commandsPerCall.toFixed(2)} commands/call ${JSON.stringify(roundTrips[mode].byCommand)}`);
     }
 
     // New-session cost, one at a time on one connection per path.
@@ -602,7 +619,7 @@ async function main(): Promise<void> {
         { name: `gateway CPU per call, saturated (${M})`, target: '≤ 100 µs', value: `${fmt(t.gatewayCpuUsPerCall)} µs`, pass: t.gatewayCpuUsPerCall <= 100 },
         { name: `gateway CPU per call, half load (${M})`, target: '≤ 100 µs', value: `${fmt(l.gatewayCpuUsPerCall)} µs`, pass: l.gatewayCpuUsPerCall <= 100 },
         { name: `added p50 at half load (${M})`, target: '≤ 0.5 ms', value: `${fmt(l.addedP50, 3)} ms`, pass: l.addedP50 <= 0.5 },
-        { name: `Redis round trips per call (${M})`, target: '≤ 1', value: fmt(roundTrips[mode].roundTripsPerCall, 2), pass: roundTrips[mode].roundTripsPerCall <= 1.001 },
+        { name: `Redis round trips per call, message path (${M})`, target: '≤ 1', value: fmt(roundTrips[mode].roundTripsPerCall, 2), pass: roundTrips[mode].roundTripsPerCall <= 1.001 },
       );
     }
     const memoryTarget: Target = {
@@ -628,6 +645,7 @@ async function main(): Promise<void> {
         [`  gateway CPU per call, half load (µs)`, '', fmt(l.gatewayCpuUsPerCall), '', '≤ 100', mark(l.gatewayCpuUsPerCall <= 100)],
         [`  Redis commands per call (commandstats)`, '0', fmt(t.redisCommandsPerCall, 2), '', '', ''],
         [`  Redis round trips per call (MONITOR)`, '0', fmt(roundTrips[mode].roundTripsPerCall, 2), `+${fmt(roundTrips[mode].fromLuaPerCall, 2)} in Lua`, '≤ 1', mark(roundTrips[mode].roundTripsPerCall <= 1.001)],
+        [`  + rate-limit sync (background, all users)`, '0', fmt(roundTrips[mode].backgroundPerCall, 2), 'every 100 ms', '', ''],
       );
     }
     rows.push(

@@ -72,7 +72,8 @@ export const MAX_KEYS_PER_CALL = 1_000;
 // the counter after the increment and its remaining TTL (ms). A key created here (its count
 // equals the increment) gets the window as TTL; a key without a TTL (never written by us
 // that way) is repaired rather than left to live forever.
-const FLUSH = `
+/** The sync script (exported so the bench can tell its background calls from the message path). */
+export const FLUSH = `
 local out = {}
 for i, key in ipairs(KEYS) do
   local n = tonumber(ARGV[2 * i - 1])

@@ -40,6 +40,13 @@ export function parseEventId(value: string): { streamId: string; seq: number } |
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
 
+/** How long an answered POST stream may stay open before the gateway stops reading it. */
+const DRAIN_GRACE_MS = 1_000;
+
+function destroyBody(body: AsyncIterable<Buffer>): void {
+  (body as { destroy?: () => void }).destroy?.();
+}
+
 const FAILURE_CODE: Record<BackendFailure, number> = {
   timeout: ErrorCode.BackendTimeout,
   unreachable: ErrorCode.BackendUnavailable,
@@ -145,17 +152,25 @@ export class StreamRelay {
       onRetry: () => {},
     });
     let failure: BackendError | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
     this.#pumping = true;
     try {
       // A decoder, not chunk.toString(): a multi-byte character may straddle two chunks.
       const decoder = new StringDecoder('utf8');
       for await (const chunk of body) {
+        if (this.#finished) {
+          // Answered: read on to the end the backend is about to send rather than break out,
+          // which would destroy the body with an AbortError (costly on every call). A backend
+          // that keeps the stream open gets a short grace, then the body is destroyed.
+          drainTimer ??= setTimeout(() => destroyBody(body), DRAIN_GRACE_MS);
+          continue;
+        }
         parser.feed(decoder.write(chunk));
-        if (this.#finished) break;
       }
     } catch (err) {
-      if (!this.#abort.signal.aborted) failure = toBackendError(this.#ctx.backend, err, 'stream');
+      if (!this.#abort.signal.aborted && !this.#finished) failure = toBackendError(this.#ctx.backend, err, 'stream');
     } finally {
+      if (drainTimer) clearTimeout(drainTimer);
       this.#pumping = false;
     }
     if (!this.#finished) this.#afterBackendEnded(failure);

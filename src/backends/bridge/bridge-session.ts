@@ -2,7 +2,9 @@
  * One MCP session through the local bridge: the SDK's Streamable HTTP server transport
  * (facing the gateway) joined, message by message, to a stdio child or a legacy SSE
  * connection (facing the backend). Messages pass through unchanged (SPEC §1: params and
- * results untouched); only the choice of HTTP stream is made here (open-requests.ts).
+ * results untouched); only the choice of HTTP stream is made here (open-requests.ts), and
+ * a backend that negotiates 2024-11-05 has its `initialize` result presented as 2025-03-26
+ * (legacy-revision.ts) — or is refused when its revision cannot be bridged.
  *
  * The session ends — backend link closed (child stopped, SSE connection closed), the
  * server transport closed so later requests get 404 (MCP "Session Management": the
@@ -19,6 +21,7 @@ import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.
 import type { BackendConfig } from '../../config/schema.js';
 import { ErrorCode } from '../../mcp/jsonrpc.js';
 import type { BackendLink } from './backend-link.js';
+import { presentInitializeResult, refusalMessage } from './legacy-revision.js';
 import type { BridgeLogger } from './logger.js';
 import { OpenRequests } from './open-requests.js';
 
@@ -53,6 +56,8 @@ export class BridgeSession {
   /** Sends to the server transport, in the order the backend produced them. */
   #sending: Promise<void> = Promise.resolve();
   #ended = false;
+  /** The revision the backend negotiated, and the one the gateway was shown (they differ for a bridged 2024-11-05 backend). */
+  #protocol: { backend: string; presented: string } | undefined;
 
   constructor(options: BridgeSessionOptions) {
     this.#options = options;
@@ -92,6 +97,16 @@ export class BridgeSession {
     return this.#ended;
   }
 
+  /** The protocol revision the backend negotiated (undefined until it answered initialize). */
+  get backendProtocolVersion(): string | undefined {
+    return this.#protocol?.backend;
+  }
+
+  /** The revision the gateway was shown: the backend's own, or 2025-03-26 for a bridged 2024-11-05 backend. */
+  get presentedProtocolVersion(): string | undefined {
+    return this.#protocol?.presented;
+  }
+
   /** Serves one HTTP request of this session (POST, GET or DELETE). */
   async handle(req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void> {
     this.#idle.refresh();
@@ -124,9 +139,32 @@ export class BridgeSession {
     const relatedRequestId = this.#open.relate(message);
     if ('id' in message && !('method' in message)) {
       this.#open.closed(message.id as RequestId);
-      if (message.id === this.#options.initializeId) clearTimeout(this.#initTimer);
+      if (message.id === this.#options.initializeId && this.#protocol === undefined && !this.#ended) {
+        clearTimeout(this.#initTimer);
+        if ('result' in message) return this.#initialized(message as JSONRPCMessage & { result: unknown });
+      }
     }
     this.#toGateway(message, relatedRequestId);
+  }
+
+  /** The backend's answer to `initialize`: relayed, presented as 2025-03-26, or refused. */
+  #initialized(response: JSONRPCMessage & { result: unknown }): void {
+    const { backend, log, initializeId } = this.#options;
+    const outcome = presentInitializeResult(response);
+    if (outcome.kind === 'refused') {
+      const text = refusalMessage(backend.name, outcome.backendVersion);
+      log.warn({ backend: backend.name, transport: backend.transport, protocolVersion: outcome.backendVersion }, 'bridge: backend negotiated a protocol version that cannot be bridged; initialize refused');
+      this.#toGateway(errorFor(initializeId, text), initializeId);
+      void this.end('its protocol version cannot be bridged', true);
+      return;
+    }
+    if (outcome.kind === 'supported') {
+      this.#protocol = { backend: outcome.version, presented: outcome.version };
+      return this.#toGateway(response, initializeId);
+    }
+    this.#protocol = { backend: outcome.backendVersion, presented: (outcome.message.result as { protocolVersion: string }).protocolVersion };
+    log.debug({ backend: backend.name, backendProtocolVersion: this.#protocol.backend, presentedProtocolVersion: this.#protocol.presented }, 'bridge: legacy backend presented to the gateway under a newer revision');
+    this.#toGateway(outcome.message as JSONRPCMessage, initializeId);
   }
 
   /**
@@ -157,7 +195,7 @@ export class BridgeSession {
       this.#open.closed(id);
       this.#toGateway(errorFor(id, `backend "${backend.name}" session ended: ${reason}`));
     }
-    const details = { backend: backend.name, transport: backend.transport, reason, pid: this.#link.pid, unanswered: waiting.length };
+    const details = { backend: backend.name, transport: backend.transport, reason, pid: this.#link.pid, unanswered: waiting.length, protocolVersion: this.#protocol?.backend };
     if (backendSide) {
       const stderr = this.#link.stderrTail();
       log.warn(stderr ? { ...details, stderr } : details, 'bridge session ended by the backend');
