@@ -172,7 +172,7 @@ async function startGateway(opts: { redisUrl: string; issuer: string; backends: 
     log: { level: 'silent' },
     // One bench user makes thousands of calls a second: the per-user rate limit stays on (its
     // Redis round trip is part of what is measured) but far above what the bench can reach.
-    limits: { rateLimit: { max: 1_000_000_000 } },
+    limits: { rateLimit: process.env.BENCH_NO_RATE_LIMIT ? { enabled: false } : { max: 1_000_000_000 } },
     backends: opts.backends.map((b) => ({ name: b.sse ? 'fast-sse' : 'fast', url: `http://127.0.0.1:${b.port}/mcp` })),
   };
   const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
