@@ -13,6 +13,7 @@
  *
  * After the upgrade, websocket-bridge.ts carries each connection over the HTTP endpoint.
  */
+import { Gauge } from 'prom-client';
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { WebSocket } from 'ws';
@@ -44,6 +45,15 @@ export async function registerWebSocketTransport(app: FastifyInstance, config: C
   const bridges = new Set<WebSocketBridge>();
   const backendNames = new Set(config.backends.map((b) => b.name));
   const accessGuard = createBackendAccessGuard(app.mcp);
+  // Sessions and streams behind a connection are counted where they live; this is the sockets.
+  new Gauge({
+    name: 'switchboard_websocket_connections_open',
+    help: 'MCP WebSocket connections this replica holds now',
+    registers: [app.metrics.registry],
+    collect() {
+      this.set(bridges.size);
+    },
+  });
 
   await app.register(fastifyWebsocket, {
     options: {

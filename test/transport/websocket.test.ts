@@ -358,9 +358,13 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     const session = store.created.at(-1)!;
     assert.equal(await httpPing(gateway, '/mcp/everything', alice, session.sessionId), 200, 'the session is usable over HTTP while the socket is open');
     const count = await gateway.app.mcp.store.countSessions();
+    const openSockets = async () => Number(/^switchboard_websocket_connections_open (\d+)$/m.exec(await gateway.app.metrics.registry.metrics())?.[1]);
+    const socketsBefore = await openSockets();
+    assert.ok(socketsBefore >= 1, 'the open connection is counted');
     await other.client.close();
     await waitFor('the session to be deleted', async () => ((await gateway.app.mcp.store.countSessions()) === count - 1 ? true : undefined));
     assert.equal(await httpPing(gateway, '/mcp/everything', alice, session.sessionId), 404);
+    assert.equal(await openSockets(), socketsBefore - 1, 'and no longer counted once closed');
   });
 
   test("a second user cannot use the first user's session", async () => {
