@@ -18,6 +18,7 @@
  * - responses to server→client requests: to the backend named in the qualified id.
  */
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
+import { syntheticBody } from '../backends/body.js';
 import { BackendError } from '../backends/errors.js';
 import type { BackendConfig } from '../config/schema.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
@@ -176,7 +177,10 @@ export class AggregatedBackend implements McpBackend {
         }),
       );
     }
-    if (res.status === 200 && res.contentType === 'application/json') return jsonResponse(JSON.parse(rewrite(await res.body.text())) as JsonRpcMessage);
+    if (res.status === 200 && res.contentType === 'application/json') {
+      // Rewritten as text: a body that is not JSON passes as it came, as on /mcp/{backend}.
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: syntheticBody(rewrite(await res.body.text())), contentType: 'application/json' };
+    }
     await res.body.dump().catch(() => {});
     const failure =
       res.status === 404

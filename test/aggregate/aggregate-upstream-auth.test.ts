@@ -27,7 +27,7 @@ let browser: BrowserHandle;
 let gateway: GatewayHandle;
 
 before(async () => {
-  [idp, provider, open, browser] = await Promise.all([startOAuthServer(), startOAuthServer(), startPagingBackend({ tools: 2, resources: 1, pageSize: 10 }), launchBrowser()]);
+  [idp, provider, open, browser] = await Promise.all([startOAuthServer(), startOAuthServer(), startPagingBackend({ tools: 2, resources: 1, pageSize: 10, json: true }), launchBrowser()]);
   crm = await startProtectedBackend(provider.issuer);
   const port = await freePort();
   gateway = await startGateway({
@@ -78,8 +78,10 @@ test('a tool of a backend with upstreamAuth asks for the account through /mcp, a
     assert.equal(refused.code, -32042);
     const [elicitation] = (refused.data as { elicitations: Array<{ elicitationId: string; url: string }> }).elicitations;
     assert.equal(elicitation!.url, `${gateway.url}/connect?elicitationId=${elicitation!.elicitationId}`);
-    // The open backend is not held up by the missing account.
-    assert.equal(((await client.callTool({ name: 'open__t02', arguments: {} })) as CallToolResult).content[0]!.type, 'text');
+    // The open backend (answering application/json) is not held up by the missing account.
+    assert.deepEqual(((await client.callTool({ name: 'open__t02', arguments: { n: 1 } })) as CallToolResult).content, [{ type: 'text', text: 't02:{"n":1}' }]);
+    const linked = (await client.callTool({ name: 'open__link', arguments: {} })) as CallToolResult;
+    assert.equal((linked.content[0] as { uri: string }).uri, 'open+paging://item/2', 'JSON answers are rewritten too');
 
     const context = await browser.newContext();
     await context.addCookies([idp.subjectCookie('erin'), provider.subjectCookie('erin-at-acme')]);
