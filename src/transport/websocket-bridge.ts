@@ -40,6 +40,9 @@ import { isEventStream, readEventStream, readJsonMessages } from './answer-reade
 import { closeFor, CloseCode, closeReason, errorFrameFor, type CloseInstruction, type HttpRefusal } from './error-frames.js';
 import type { Loopback, LoopbackResponse } from './loopback.js';
 
+/** Most bytes of frames a connection may have queued for a client that does not read. */
+export const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
+
 export interface BridgeOptions {
   socket: WebSocket;
   loopback: Loopback;
@@ -292,7 +295,14 @@ export class WebSocketBridge {
 
   #sendText(text: string): void {
     const { socket } = this.#o;
-    if (socket.readyState === socket.OPEN) socket.send(text);
+    if (socket.readyState !== socket.OPEN) return;
+    // A client that does not read must not make the gateway hold its messages without
+    // bound: past the limit the connection is closed (it can reconnect and initialize again).
+    if (socket.bufferedAmount + text.length > MAX_UNREAD_BYTES) {
+      this.#close({ code: CloseCode.policyViolation, reason: 'client not reading: too many unsent messages; reconnect' });
+      return;
+    }
+    socket.send(text);
   }
 
   /** Closes the socket; `deleteSession` false when the session is gone or the token refused. */

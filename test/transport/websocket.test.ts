@@ -367,6 +367,27 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     assert.equal(await openSockets(), socketsBefore - 1, 'and no longer counted once closed');
   });
 
+  test('a client that stops reading is disconnected (1008) instead of making the gateway buffer without bound', { timeout: 60_000 }, async () => {
+    const socket = new WebSocket(wsUrl(gateway, '/ws/mcp/everything'), 'mcp', { headers: { authorization: `Bearer ${alice}` } });
+    const frames: string[] = [];
+    socket.on('message', (data) => frames.push(String(data)));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'slow-reader', version: '1' } } }));
+    await waitFor('the initialize answer', () => (frames.length ? true : undefined));
+    socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    // Stop reading, then ask for far more than MAX_UNREAD_BYTES (16 MiB) of answers.
+    (socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+    const big = 'x'.repeat(1024 * 1024);
+    for (let i = 1; i <= 40; i++) socket.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { message: big } } }));
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    (socket as unknown as { _socket: { resume(): void } })._socket.resume();
+    const { code, reason } = await withDeadline(closed, 30_000, 'the gateway to close the slow connection');
+    assert.equal(code, 1008);
+    assert.match(reason, /not reading/);
+    assert.ok(frames.length < 41, `not every answer was queued (${frames.length} frames)`);
+  });
+
   test("a second user cannot use the first user's session", async () => {
     const session = store.created.find((s) => s.record.backend === 'everything' && s.userKey === store.created[0]!.userKey)!;
     // Over HTTP: another user's token with that session id is "not found".
