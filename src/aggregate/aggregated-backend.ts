@@ -35,7 +35,13 @@ import { mergeStreams } from './merged-stream.js';
 import { splitName, splitUri } from './names.js';
 import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
 import { messageToClient, responseToBackend } from './rewrite.js';
-import { decodeSessionMap } from './session-map.js';
+import { decodeSessionMap, encodeSessionMap, type MemberSession } from './session-map.js';
+
+/** An opened member GET stream: its rewritten events, and how to let go of it unread. */
+interface MemberStream {
+  source: AsyncIterable<Buffer>;
+  close(): void;
+}
 
 /** The session record's backend name for aggregated sessions; outside [a-z0-9-]+, so no backend can have it. */
 export const AGGREGATE_NAME = '*';
@@ -97,7 +103,12 @@ export class AggregatedBackend implements McpBackend {
     if (headers.lastEventId) return this.#resumeMemberStream(call, headers.lastEventId, signal);
     const members = this.#members.members(call);
     const opened = await Promise.all(members.map((m) => this.#openMemberStream(call, m.name, m.backend, m.session, signal)));
-    const sources = opened.filter((s): s is AsyncIterable<Buffer> => s !== undefined);
+    const lost = members.find((_, i) => opened[i] === 'lost');
+    if (lost) {
+      for (const o of opened) if (typeof o === 'object') o.close();
+      return this.#memberLost(call, lost.name);
+    }
+    const sources = opened.flatMap((o) => (typeof o === 'object' ? [o.source] : []));
     // No member has a stream: the gateway keeps its own open for its notifications.
     if (!sources.length) return emptyResponse(405);
     return sseResponse(mergeStreams(sources));
@@ -157,11 +168,11 @@ export class AggregatedBackend implements McpBackend {
       // A provider that cannot refresh the token right now: the backend side is unavailable.
       return backendFailureReply(request.id, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be authorized (${(err as Error).message})`));
     }
-    return this.#toClient(backend.name, res, request);
+    return this.#toClient(call, backend.name, res, request);
   }
 
   /** A member's answer on its way to the client: names, URIs and request ids rewritten, the stream kept a stream. */
-  async #toClient(backend: string, res: BackendResponse, request: Request): Promise<BackendResponse> {
+  async #toClient(call: AggregateCall, backend: string, res: BackendResponse, request: Request): Promise<BackendResponse> {
     const methodOf = (id: unknown) => (id === request.id ? request.method : undefined);
     const rewrite = (text: string) => rewriteText(backend, text, methodOf);
     if (res.status === 202) {
@@ -182,11 +193,20 @@ export class AggregatedBackend implements McpBackend {
       return { status: 200, headers: { 'content-type': 'application/json' }, body: syntheticBody(rewrite(await res.body.text())), contentType: 'application/json' };
     }
     await res.body.dump().catch(() => {});
-    const failure =
-      res.status === 404
-        ? new BackendError(backend, 'bad_status', `backend "${backend}" ended its session; initialize again to rejoin it`, 404)
-        : new BackendError(backend, 'bad_status', `backend "${backend}" answered HTTP ${res.status}`, res.status);
-    return backendFailureReply(request.id, failure);
+    if (res.status === 404) return this.#memberLost(call, backend);
+    return backendFailureReply(request.id, new BackendError(backend, 'bad_status', `backend "${backend}" answered HTTP ${res.status}`, res.status));
+  }
+
+  /**
+   * A member forgot its session (it restarted, say). As on `/mcp/{backend}`, the client's
+   * session ends (404) and the client initializes again, which brings every backend back;
+   * otherwise that backend would stay unusable for the rest of the session. The other
+   * members' sessions are ended too, so they do not linger on their servers.
+   */
+  #memberLost(call: AggregateCall, backend: string): BackendResponse {
+    call.caller.log.warn({ backend }, 'a backend of the aggregated session lost its session; ending the session');
+    void this.delete({ sessionId: encodeSessionMap(Object.fromEntries(Object.entries(call.map).filter(([name]) => name !== backend))), caller: call.caller }).catch(() => {});
+    return emptyResponse(404);
   }
 
   #elicit(call: AggregateCall, request: Request, elicitation: Elicitation): BackendResponse {
@@ -236,9 +256,10 @@ export class AggregatedBackend implements McpBackend {
     return jsonResponse({ jsonrpc: '2.0', id: request.id, result: {} });
   }
 
-  async #openMemberStream(call: AggregateCall, name: string, backend: McpBackend, session: { sessionId?: string; protocolVersion: string }, signal: AbortSignal | undefined, lastEventId?: string): Promise<AsyncIterable<Buffer> | undefined> {
+  /** A member's GET stream, rewritten; 'none' when it has none to give, 'lost' when it forgot the session. */
+  async #openMemberStream(call: AggregateCall, name: string, backend: McpBackend, session: MemberSession, signal: AbortSignal | undefined, lastEventId?: string): Promise<MemberStream | 'none' | 'lost'> {
     const authorization = await this.#members.tokenIfAny(call.caller, backend);
-    if (backend.config.upstreamAuth && !authorization) return undefined;
+    if (backend.config.upstreamAuth && !authorization) return 'none';
     // Only the wait for the answer is bounded; the stream itself may stay quiet for long.
     const controller = new AbortController();
     const abort = () => controller.abort();
@@ -249,18 +270,20 @@ export class AggregatedBackend implements McpBackend {
       clearTimeout(timer);
       if (res.status !== 200 || res.contentType !== 'text/event-stream') {
         await res.body.dump().catch(() => {});
+        if (res.status === 404) return 'lost';
         if (res.status !== 405) call.caller.log.warn({ backend: name, status: res.status }, 'backend GET stream not merged into the aggregated stream');
-        return undefined;
+        return 'none';
       }
-      return transformSse(res.body, (data, id) => {
+      const source = transformSse(res.body, (data, id) => {
         if (!data.trim()) return undefined;
         const rewritten = rewriteText(name, data, () => undefined);
         return lastEventId === undefined ? { data: rewritten } : { data: rewritten, id: id === undefined ? undefined : `${name}:${id}` };
       });
+      return { source, close: () => res.body.destroy() };
     } catch (err) {
       clearTimeout(timer);
       call.caller.log.warn({ backend: name, err: (err as Error).message }, 'backend GET stream not merged into the aggregated stream');
-      return undefined;
+      return 'none';
     }
   }
 
@@ -270,8 +293,9 @@ export class AggregatedBackend implements McpBackend {
     const member = at > 0 ? this.#members.member(call, lastEventId.slice(0, at)) : undefined;
     // Not 404: that would end the whole aggregated session for one member's stream.
     if (!member) return emptyResponse(502);
-    const source = await this.#openMemberStream(call, member.backend.name, member.backend, member.session, signal, lastEventId.slice(at + 1));
-    return source ? sseResponse(source) : emptyResponse(502);
+    const opened = await this.#openMemberStream(call, member.backend.name, member.backend, member.session, signal, lastEventId.slice(at + 1));
+    if (opened === 'lost') return this.#memberLost(call, member.backend.name);
+    return opened === 'none' ? emptyResponse(502) : sseResponse(opened.source);
   }
 }
 

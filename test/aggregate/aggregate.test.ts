@@ -292,3 +292,25 @@ describe('an aggregated session in Redis', () => {
     assert.match(JSON.stringify(echoed.result), /after restart/);
   });
 });
+
+describe('a member backend that forgets its session', () => {
+  test('ends the aggregated session (404, as on /mcp/{backend}), and a new session has every backend again', async () => {
+    const probe = await connect('acme', 'frank');
+    assert.match(text(await probe.client.callTool({ name: 'alpha__t01', arguments: {} })), /^t01:/);
+    await alpha.forgetSessions();
+    await assert.rejects(probe.client.callTool({ name: 'alpha__t01', arguments: {} }), (err: Error) => {
+      assert.match(err.message, /404|not found/i);
+      return true;
+    });
+    const token = await oauth.token({ sub: 'frank', aud: gateway.audience, claims: { org: 'acme' } });
+    const res = await fetch(`${gateway.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': probe.transport.sessionId!, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }),
+    });
+    assert.equal(res.status, 404, 'the gateway session is gone');
+    const again = await connect('acme', 'frank');
+    assert.match(text(await again.client.callTool({ name: 'alpha__t01', arguments: {} })), /^t01:/);
+    assert.match(text(await again.client.callTool({ name: 'beta__echo', arguments: { message: 'still here' } })), /still here/);
+  });
+});
