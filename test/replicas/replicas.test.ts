@@ -114,6 +114,44 @@ describe('an SDK client whose requests alternate between replicas', () => {
   });
 });
 
+describe('the aggregated endpoint /mcp with requests alternating between replicas', () => {
+  test('pages, server→client requests and notifications of both backends work across replicas', async () => {
+    const token = await oauth.token({ sub: 'roaming-aggregate', aud: set.audience });
+    let sampled = 0;
+    const updates: string[] = [];
+    const client = new Client({ name: 'roaming-aggregate', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => {
+      sampled++;
+      return { model: 'test-model', role: 'assistant', content: { type: 'text', text: 'forty-two' } };
+    });
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+    const transport = new StreamableHTTPClientTransport(new URL(`${set.replicas[0]!.url}/mcp`), {
+      fetch: set.roundRobinFetch(),
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+    await within('connect', client.connect(transport), 20_000);
+    try {
+      // Each page may come from another replica: the cursor carries everything needed.
+      const names: string[] = [];
+      for (let cursor: string | undefined, pages = 0; pages < 10; pages++) {
+        const page = await client.listTools(cursor ? { cursor } : {});
+        names.push(...page.tools.map((t) => t.name));
+        cursor = page.nextCursor;
+        if (!cursor) break;
+      }
+      assert.ok(names.includes('everything__echo') && names.includes('resumable__tick'), names.join(', '));
+      assert.equal(new Set(names).size, names.length);
+      const sampling = await within('sampling', client.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'six times seven?', maxTokens: 20 } }), 20_000);
+      assert.match(textOf(sampling), /forty-two/);
+      assert.equal(sampled, 1);
+      await client.callTool({ name: 'resumable__tick', arguments: { uri: 'test://ticker', count: 3, intervalMs: 100 } });
+      await eventually('resources/updated from the second backend', () => updates.filter((u) => u === 'resumable+test://ticker').length >= 3, 15_000);
+    } finally {
+      await client.close().catch(() => {});
+    }
+  });
+});
+
 describe('the replica holding a session\'s GET stream is killed with SIGKILL', () => {
   test('resource updates keep arriving through another replica, and calls go on', async () => {
     const token = await oauth.token({ sub: 'survivor', aud: set.audience });
