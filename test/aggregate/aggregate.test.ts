@@ -14,6 +14,7 @@ import {
   LoggingMessageNotificationSchema,
   McpError,
   ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
@@ -31,6 +32,7 @@ interface Probe {
   sampled: number;
   updated: string[];
   logs: unknown[];
+  toolListChanged: number;
 }
 
 let oauth: OAuthHandle;
@@ -44,13 +46,14 @@ async function connect(org: string, sub: string): Promise<Probe> {
   const token = await oauth.token({ sub, aud: gateway.audience, claims: { org } });
   const client = new Client({ name: 'aggregate-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
   const transport = new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
-  const probe: Probe = { client, transport, sampled: 0, updated: [], logs: [] };
+  const probe: Probe = { client, transport, sampled: 0, updated: [], logs: [], toolListChanged: 0 };
   client.setRequestHandler(CreateMessageRequestSchema, async () => {
     probe.sampled++;
     return { model: 'test-model', role: 'assistant', content: { type: 'text', text: 'forty-two' } };
   });
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void probe.updated.push(n.params.uri));
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void probe.logs.push(n.params.data));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void probe.toolListChanged++);
   await withDeadline(client.connect(transport), 15_000, 'connect to /mcp');
   probes.push(probe);
   return probe;
@@ -103,7 +106,7 @@ before(async () => {
     issuer: oauth.issuer,
     port,
     backends: [
-      { name: 'alpha', url: alpha.url, access: { tenants: ['acme', 'globex'] } },
+      { name: 'alpha', url: alpha.url, access: { tenants: ['acme', 'globex'], tools: { deny: ['t12'] } } },
       { name: 'beta', url: beta.url, access: { tenants: ['acme'] } },
       { name: 'slow', url: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/mcp` },
     ],
@@ -142,7 +145,8 @@ describe('a tenant-A user on /mcp', () => {
 
   test('tools/list walks both backends over several pages, namespaced, without duplicates', async () => {
     const { items, pages } = await toolNames(probe.client);
-    const expected = [...alpha.toolNames.map((n) => `alpha__${n}`), ...directBeta.map((n) => `beta__${n}`)];
+    // alpha's tool policy hides t12.
+    const expected = [...alpha.toolNames.filter((n) => n !== 't12').map((n) => `alpha__${n}`), ...directBeta.map((n) => `beta__${n}`)];
     assert.deepEqual(items, expected);
     assert.equal(new Set(items).size, items.length, 'no duplicates');
     assert.ok(pages >= 4, `paged (${pages} pages)`);
@@ -188,10 +192,11 @@ describe('a tenant-A user on /mcp', () => {
     assert.match(JSON.stringify(result), /forty-two/);
   });
 
-  test('notifications from either backend reach the client, URIs namespaced', async () => {
+  test('notifications from either backend reach the client (updated, list_changed, log), URIs namespaced', async () => {
     await probe.client.callTool({ name: 'alpha__notify', arguments: {} });
     await waitFor('resources/updated from alpha', () => probe.updated.includes('alpha+paging://item/1'));
     await waitFor('log message from alpha', () => probe.logs.includes('paging backend says hello'));
+    await waitFor('tools/list_changed from alpha', () => probe.toolListChanged > 0);
     const uri = 'beta+demo://resource/dynamic/text/1';
     await probe.client.subscribeResource({ uri });
     await probe.client.callTool({ name: 'beta__toggle-subscriber-updates', arguments: {} });
@@ -207,6 +212,8 @@ describe('a tenant-A user on /mcp', () => {
     const forged = Buffer.from(JSON.stringify({ b: 'nobody' })).toString('base64url');
     await rejects(probe.client.listTools({ cursor: forged }), -32602, /cursor/);
     await rejects(probe.client.callTool({ name: 'gamma__echo', arguments: {} }), -32602, /Unknown tool/);
+    // A tool the backend's policy hides looks like one that does not exist.
+    await rejects(probe.client.callTool({ name: 'alpha__t12', arguments: {} }), -32602, /Unknown tool: alpha__t12/);
     await rejects(probe.client.callTool({ name: 'echo', arguments: {} }), -32602, /qualified/);
     await rejects(probe.client.readResource({ uri: 'demo://resource/dynamic/text/1' }), -32602, /qualified/);
   });
@@ -216,7 +223,7 @@ describe('a tenant-B user', () => {
   test('sees only the backends of its tenant through /mcp, and the others refuse it', async () => {
     const probe = await connect('globex', 'bob');
     const { items } = await toolNames(probe.client);
-    assert.deepEqual(items, alpha.toolNames.map((n) => `alpha__${n}`));
+    assert.deepEqual(items, alpha.toolNames.filter((n) => n !== 't12').map((n) => `alpha__${n}`));
     await rejects(probe.client.callTool({ name: 'beta__echo', arguments: { message: 'x' } }), -32602, /Unknown tool/);
     const token = await oauth.token({ sub: 'bob', aud: gateway.audience, claims: { org: 'globex' } });
     const res = await fetch(`${gateway.url}/mcp/beta`, {
