@@ -24,15 +24,14 @@ import type { BackendConfig } from '../config/schema.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
 import type { Elicitation } from '../connect/elicitations.js';
 import type { McpContext } from '../mcp/context.js';
-import { ErrorCode, isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, isRequest, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { collectMessages } from '../mcp/backend-body.js';
 import { transformSse } from '../mcp/sse-transform.js';
-import { isToolAllowed } from '../policy/tool-policy.js';
 import { initializeAggregate } from './initialize.js';
 import { LIST_METHODS, listPage } from './lists.js';
 import { type AggregateCall, Members } from './members.js';
 import { mergeStreams } from './merged-stream.js';
-import { splitName, splitUri } from './names.js';
+import { routeOf, type Request, type Route } from './request-routes.js';
 import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
 import { messageToClient, responseToBackend } from './rewrite.js';
 import { decodeSessionMap, encodeSessionMap, type MemberSession } from './session-map.js';
@@ -45,18 +44,6 @@ interface MemberStream {
 
 /** The session record's backend name for aggregated sessions; outside [a-z0-9-]+, so no backend can have it. */
 export const AGGREGATE_NAME = '*';
-
-type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
-
-/** Which backend a request goes to, and the message as that backend must see it. */
-interface Route {
-  backend: string;
-  message: JsonRpcMessage;
-  /** What the client called it, for an "unknown …" error. */
-  label: string;
-  /** False when policy hides the target (it must look like it does not exist). */
-  visible?: (config: BackendConfig) => boolean;
-}
 
 export class AggregatedBackend implements McpBackend {
   readonly name = AGGREGATE_NAME;
@@ -309,41 +296,4 @@ function rewriteText(backend: string, text: string, methodOf: (id: unknown) => s
   }
   const one = (m: unknown) => (m && typeof m === 'object' ? messageToClient(backend, m as JsonRpcMessage, methodOf) : m);
   return JSON.stringify(Array.isArray(value) ? value.map(one) : one(value));
-}
-
-/**
- * Where a request goes: undefined when its name/URI carries no backend prefix, null when the
- * method is not one the aggregated endpoint can route.
- */
-function routeOf(request: Request): Route | undefined | null {
-  const params = (request.params ?? {}) as Record<string, unknown>;
-  const byName = (label: string, visible?: Route['visible']): Route | undefined => {
-    const name = splitName(params.name);
-    return name && { backend: name.backend, message: { ...request, params: { ...params, name: name.value } }, label: `${label}: ${String(params.name)}`, visible };
-  };
-  const byUri = (): Route | undefined => {
-    const uri = splitUri(params.uri);
-    return uri && { backend: uri.backend, message: { ...request, params: { ...params, uri: uri.value } }, label: `resource: ${String(params.uri)}` };
-  };
-  switch (request.method) {
-    case 'tools/call': {
-      const name = splitName(params.name);
-      return byName('tool', (config) => Boolean(name && isToolAllowed(config, name.value)));
-    }
-    case 'prompts/get':
-      return byName('prompt');
-    case 'resources/read':
-    case 'resources/subscribe':
-    case 'resources/unsubscribe':
-      return byUri();
-    case 'completion/complete': {
-      const ref = (params.ref ?? {}) as Record<string, unknown>;
-      const target = ref.type === 'ref/prompt' ? splitName(ref.name) : ref.type === 'ref/resource' ? splitUri(ref.uri) : undefined;
-      if (!target) return undefined;
-      const key = ref.type === 'ref/prompt' ? 'name' : 'uri';
-      return { backend: target.backend, message: { ...request, params: { ...params, ref: { ...ref, [key]: target.value } } }, label: `${ref.type === 'ref/prompt' ? 'prompt' : 'resource'}: ${String(ref[key])}` };
-    }
-    default:
-      return null;
-  }
 }
