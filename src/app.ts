@@ -96,7 +96,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     store,
     config.sessions.idleTtl,
     (operation) => metrics.stateErrors.inc({ operation }),
-    (userKey, sessionId) => coordinator.broadcast({ type: 'ended', userKey, sessionId }),
+    (change, userKey, sessionId) => coordinator.broadcast({ type: change, userKey, sessionId }),
   );
   const ctx: McpContext = { config, store, coordinator, sessions, backends, streams, metrics };
   coordinator.onMessage((message) => handleReplicaMessage(ctx, message));

@@ -34,7 +34,8 @@ import { mergeStreams } from './merged-stream.js';
 import { routeOf, type Request, type Route } from './request-routes.js';
 import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
 import { messageToClient, responseToBackend } from './rewrite.js';
-import { decodeSessionMap, encodeSessionMap, type MemberSession } from './session-map.js';
+import { Rejoiner } from './rejoin.js';
+import { decodeAggregateState, encodeAggregateState, type MemberSession } from './session-map.js';
 
 /** An opened member GET stream: its rewritten events, and how to let go of it unread. */
 interface MemberStream {
@@ -49,9 +50,11 @@ export class AggregatedBackend implements McpBackend {
   readonly name = AGGREGATE_NAME;
   readonly config: BackendConfig;
   readonly #members: Members;
+  readonly #rejoiner: Rejoiner;
 
   constructor(ctx: McpContext) {
     this.#members = new Members(ctx);
+    this.#rejoiner = new Rejoiner(ctx, this.#members, AGGREGATE_NAME);
     this.config = {
       name: AGGREGATE_NAME,
       transport: 'streamable-http',
@@ -68,6 +71,7 @@ export class AggregatedBackend implements McpBackend {
     const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
     if (!Array.isArray(parsed)) {
       if (parsed.method === 'initialize' && isRequest(parsed)) return initializeAggregate(this.#members, call, parsed);
+      this.#rejoiner.schedule(call, headers.protocolVersion);
       return this.#dispatch(call, parsed);
     }
     // JSON-RPC batches (2025-03-26 sessions only): each message on its own, answers gathered.
@@ -118,7 +122,8 @@ export class AggregatedBackend implements McpBackend {
 
   #call(headers: BackendCallHeaders): AggregateCall {
     if (!headers.caller) throw new Error('the aggregated backend needs the caller');
-    return { caller: headers.caller, map: decodeSessionMap(headers.sessionId), traceparent: headers.traceparent, tracestate: headers.tracestate };
+    const state = decodeAggregateState(headers.sessionId);
+    return { caller: headers.caller, map: state.members, state, traceparent: headers.traceparent, tracestate: headers.tracestate };
   }
 
   async #dispatch(call: AggregateCall, message: JsonRpcMessage): Promise<BackendResponse> {
@@ -192,7 +197,8 @@ export class AggregatedBackend implements McpBackend {
    */
   #memberLost(call: AggregateCall, backend: string): BackendResponse {
     call.caller.log.warn({ backend }, 'a backend of the aggregated session lost its session; ending the session');
-    void this.delete({ sessionId: encodeSessionMap(Object.fromEntries(Object.entries(call.map).filter(([name]) => name !== backend))), caller: call.caller }).catch(() => {});
+    const others = Object.fromEntries(Object.entries(call.map).filter(([name]) => name !== backend));
+    void this.delete({ sessionId: encodeAggregateState({ ...call.state, members: others }), caller: call.caller }).catch(() => {});
     return emptyResponse(404);
   }
 

@@ -11,9 +11,9 @@ import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../mcp/protocol.js';
 import type { AggregateCall, Members } from './members.js';
 import { jsonResponse } from './responses.js';
-import { encodeSessionMap, type MemberSession, type SessionMap } from './session-map.js';
+import { encodeAggregateState, type MemberSession, type SessionMap } from './session-map.js';
 
-interface Joined {
+export interface Joined {
   name: string;
   session: MemberSession;
   capabilities: Record<string, unknown>;
@@ -25,26 +25,41 @@ export const AGGREGATE_SERVER_INFO = { name: 'switchboard', title: 'Switchboard 
 
 export async function initializeAggregate(members: Members, call: AggregateCall, message: JsonRpcMessage & { id: JsonRpcId }): Promise<BackendResponse> {
   const candidates = members.allowed(call.caller);
-  const outcomes = await Promise.allSettled(candidates.map((backend) => join(members, call, backend, message)));
+  const outcomes = await Promise.allSettled(candidates.map((backend) => joinMember(members, call, backend, message)));
   const joined: Joined[] = [];
+  const left: string[] = [];
   outcomes.forEach((outcome, i) => {
     if (outcome.status === 'fulfilled') joined.push(outcome.value);
-    else call.caller.log.warn({ backend: candidates[i]!.name, err: (outcome.reason as Error).message }, 'backend left out of the aggregated session');
+    else {
+      left.push(candidates[i]!.name);
+      call.caller.log.warn({ backend: candidates[i]!.name, err: (outcome.reason as Error).message }, 'backend left out of the aggregated session for now');
+    }
   });
   const map: SessionMap = Object.fromEntries(joined.map((j) => [j.name, j.session]));
-  const requested = String((message.params as { protocolVersion?: unknown } | undefined)?.protocolVersion ?? '');
+  const params = (message.params ?? {}) as { protocolVersion?: unknown; clientInfo?: unknown };
+  const requested = String(params.protocolVersion ?? '');
+  const capabilities = unionOfCapabilities(joined.map((j) => j.capabilities));
+  if (left.length) {
+    // A backend that joins later (rejoin.ts) changes the lists: say that they can change.
+    for (const name of LISTS) capabilities[name] = { ...((capabilities[name] as object | undefined) ?? {}), listChanged: true };
+  }
   const result: Record<string, unknown> = {
     protocolVersion: isSupportedVersion(requested) ? requested : LATEST_PROTOCOL_VERSION,
-    capabilities: unionOfCapabilities(joined.map((j) => j.capabilities)),
+    capabilities,
     serverInfo: AGGREGATE_SERVER_INFO,
   };
   const instructions = joined.filter((j) => j.instructions).map((j) => `[${j.name}] ${j.instructions}`);
   if (instructions.length) result.instructions = instructions.join('\n\n');
-  call.caller.log.info({ joined: joined.map((j) => j.name), leftOut: candidates.length - joined.length }, 'aggregated session initialized');
-  return jsonResponse({ jsonrpc: '2.0', id: message.id, result }, { [HEADER.sessionId]: encodeSessionMap(map) });
+  call.caller.log.info({ joined: joined.map((j) => j.name), leftOut: left.length }, 'aggregated session initialized');
+  const state = encodeAggregateState({ members: map, left, clientInfo: params.clientInfo, announced: Object.keys(capabilities) });
+  return jsonResponse({ jsonrpc: '2.0', id: message.id, result }, { [HEADER.sessionId]: state });
 }
 
-async function join(members: Members, call: AggregateCall, backend: McpBackend, message: JsonRpcMessage): Promise<Joined> {
+/** The capabilities with lists whose items come from the members. */
+const LISTS = ['tools', 'prompts', 'resources'];
+
+/** Initializes one member backend for the session (at initialize, or later for one that was left out). */
+export async function joinMember(members: Members, call: AggregateCall, backend: McpBackend, message: JsonRpcMessage): Promise<Joined> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`no answer within ${members.fanoutTimeoutMs} ms`)), members.fanoutTimeoutMs);
   try {

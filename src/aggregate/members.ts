@@ -8,11 +8,13 @@ import type { BackendCaller, BackendResponse, McpBackend } from '../backends/bac
 import type { Elicitation } from '../connect/elicitations.js';
 import type { McpContext } from '../mcp/context.js';
 import { backendAccessDenial } from '../policy/backend-access.js';
-import type { MemberSession, SessionMap } from './session-map.js';
+import type { AggregateState, MemberSession, SessionMap } from './session-map.js';
 
 export interface AggregateCall {
   caller: BackendCaller;
+  /** The session's members (`state.members`). */
   map: SessionMap;
+  state: AggregateState;
   traceparent?: string;
   tracestate?: string;
 }

@@ -1,8 +1,12 @@
 /**
- * What an aggregated session remembers about each backend it joined: the backend's own
- * session id, the protocol revision that backend negotiated, and which capabilities it
- * offered. It is stored as the session record's `backendSessionId` (opaque to the rest of
- * the MCP layer), so every replica can route the session's messages with no other lookup.
+ * What an aggregated session remembers, stored as the session record's `backendSessionId`
+ * (opaque to the rest of the MCP layer), so every replica can route the session's messages
+ * with no other lookup:
+ * - each member backend's own session id, the revision it negotiated and the capabilities it
+ *   declared;
+ * - the backends the user may use that could not join at initialize (down or slow then),
+ *   which are tried again later, with the client's `clientInfo` to introduce it;
+ * - the capabilities announced to the client (which `list_changed` notifications it expects).
  */
 export interface MemberSession {
   /** The backend's Mcp-Session-Id (absent for stateless backends). */
@@ -14,14 +18,30 @@ export interface MemberSession {
 
 export type SessionMap = Record<string, MemberSession>;
 
-export function encodeSessionMap(map: SessionMap): string {
-  const compact = Object.fromEntries(Object.entries(map).map(([name, m]) => [name, { s: m.sessionId, v: m.protocolVersion, c: m.capabilities }]));
-  return Buffer.from(JSON.stringify(compact)).toString('base64url');
+export interface AggregateState {
+  members: SessionMap;
+  left: string[];
+  clientInfo?: unknown;
+  announced: string[];
 }
 
-/** Throws on anything that is not a map this module wrote. */
-export function decodeSessionMap(value: string | undefined): SessionMap {
-  if (!value) return {};
-  const compact = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as Record<string, { s?: string; v: string; c: string[] }>;
-  return Object.fromEntries(Object.entries(compact).map(([name, m]) => [name, { sessionId: m.s, protocolVersion: m.v, capabilities: m.c }]));
+type CompactMember = { s?: string; v: string; c: string[] };
+
+export function encodeAggregateState(state: AggregateState): string {
+  const m = Object.fromEntries(Object.entries(state.members).map(([name, x]) => [name, { s: x.sessionId, v: x.protocolVersion, c: x.capabilities }]));
+  return Buffer.from(JSON.stringify({ m, l: state.left, i: state.clientInfo, a: state.announced })).toString('base64url');
+}
+
+/** Throws on anything that is not a state this module wrote. */
+export function decodeAggregateState(value: string | undefined): AggregateState {
+  if (!value) return { members: {}, left: [], announced: [] };
+  const raw = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as { m?: Record<string, CompactMember>; l?: string[]; i?: unknown; a?: string[] };
+  // Sessions made before the state had fields (a rolling upgrade) hold the member map alone.
+  // (An old map with a backend named "m" has a member there, with its revision in `v`.)
+  if (!raw.m || typeof (raw.m as { v?: unknown }).v === 'string') return { members: toMembers(raw as Record<string, CompactMember>), left: [], announced: [] };
+  return { members: toMembers(raw.m), left: raw.l ?? [], clientInfo: raw.i, announced: raw.a ?? [] };
+}
+
+function toMembers(compact: Record<string, CompactMember>): SessionMap {
+  return Object.fromEntries(Object.entries(compact).map(([name, x]) => [name, { sessionId: x.s, protocolVersion: x.v, capabilities: x.c }]));
 }

@@ -185,6 +185,11 @@ export const configSchema = z
          * initialize or a list page; a slower (or dead) backend's items are left out and logged.
          */
         fanoutTimeout: duration('5s'),
+        /**
+         * How often a backend that could not join an aggregated session at initialize is tried
+         * again (on the session's next message, at most once per interval across replicas).
+         */
+        rejoinInterval: duration('30s'),
       })
       .strict()
       .default({}),

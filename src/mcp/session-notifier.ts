@@ -27,7 +27,7 @@ export async function notifySession(ctx: McpContext, userKey: string, sessionId:
 
 /** What a replica does with a message another replica addressed to it. */
 export function handleReplicaMessage(ctx: McpContext, message: ReplicaMessage): void {
-  if (message.type === 'ended') {
+  if (message.type === 'ended' || message.type === 'changed') {
     ctx.sessions.forget(message.userKey, message.sessionId);
     return;
   }

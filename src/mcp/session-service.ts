@@ -34,8 +34,8 @@ export class SessionService {
     readonly idleTtlMs: number,
     /** Told about every failed store operation (metrics). */
     readonly onStoreError: (operation: string) => void = () => {},
-    /** Tells the other replicas that a session ended, so they drop it from their caches. */
-    readonly announceEnd: (userKey: string, sessionId: string) => Promise<void> = async () => {},
+    /** Tells the other replicas that a session ended or changed, so they drop it from their caches. */
+    readonly announce: (change: 'ended' | 'changed', userKey: string, sessionId: string) => Promise<void> = async () => {},
   ) {}
 
   async create(principal: Principal, sessionId: string, record: SessionRecord): Promise<void> {
@@ -57,7 +57,19 @@ export class SessionService {
   async remove(principal: Principal, sessionId: string): Promise<void> {
     this.#cache.forget(principal.userKey, sessionId);
     await this.#guard('deleteSession', () => this.store.deleteSession(principal.userKey, sessionId));
-    await this.announceEnd(principal.userKey, sessionId).catch(() => {});
+    await this.announce('ended', principal.userKey, sessionId).catch(() => {});
+  }
+
+  /** Replaces the record of a live session (false when it has ended meanwhile). */
+  async update(principal: Principal, sessionId: string, record: SessionRecord): Promise<boolean> {
+    const replaced = await this.#guard('replaceSession', () => this.store.replaceSession(principal.userKey, sessionId, record, this.idleTtlMs));
+    if (!replaced) {
+      this.#cache.forget(principal.userKey, sessionId);
+      return false;
+    }
+    this.#cache.set(principal.userKey, sessionId, record);
+    await this.announce('changed', principal.userKey, sessionId).catch(() => {});
+    return true;
   }
 
   /** Another replica ended this session. */

@@ -20,7 +20,9 @@ export type ReplicaMessage =
   /** Another replica took the stream over: stop relaying it here. */
   | { type: 'stop'; userKey: string; sessionId: string; streamId: string }
   /** A session ended (sent to every replica): drop it from caches. */
-  | { type: 'ended'; userKey: string; sessionId: string };
+  | { type: 'ended'; userKey: string; sessionId: string }
+  /** A session's record changed (sent to every replica): drop the cached copy. */
+  | { type: 'changed'; userKey: string; sessionId: string };
 
 export interface StandaloneClaim {
   granted: boolean;

@@ -25,6 +25,12 @@ export class MemoryStore implements StateStore {
     this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
   }
 
+  async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
+    if (!live(this.#sessions, sessionKey(userKey, sessionId))) return false;
+    this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
+    return true;
+  }
+
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
     const entry = live(this.#sessions, sessionKey(userKey, sessionId));
     if (!entry) return undefined;

@@ -94,6 +94,10 @@ export class RedisStore implements StateStore {
     await this.redis.set(sessionKey(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs);
   }
 
+  async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(sessionKey(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs, 'XX')) === 'OK';
+  }
+
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
     const text = await this.redis.getex(sessionKey(userKey, sessionId), 'PX', ttlMs);
     return text ? (JSON.parse(text) as SessionRecord) : undefined;

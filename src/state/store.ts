@@ -58,6 +58,11 @@ export interface StateStore {
   createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void>;
   /** Reads a session and slides its idle TTL, in one round trip. */
   touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined>;
+  /**
+   * Replaces a live session's record (sliding its TTL); does nothing for one that ended or
+   * expired, so an update racing a DELETE cannot bring the session back. True when replaced.
+   */
+  replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean>;
   /** Returns whether the session existed. */
   deleteSession(userKey: string, sessionId: string): Promise<boolean>;
   /** Appends to a stream's bounded replay log, refreshing its TTL, atomically. */

@@ -321,3 +321,40 @@ describe('a member backend that forgets its session', () => {
     assert.match(text(await again.client.callTool({ name: 'beta__echo', arguments: { message: 'still here' } })), /still here/);
   });
 });
+
+describe('a backend that was down when the client connected', () => {
+  test('joins the session later, and the client hears tools/list_changed', async (t) => {
+    const latePort = await freePort();
+    const late = await startGateway({
+      issuer: oauth.issuer,
+      backends: [
+        { name: 'alpha', url: alpha.url },
+        { name: 'late', url: `http://127.0.0.1:${latePort}/mcp` },
+      ],
+      overrides: { aggregate: { fanoutTimeout: '1s', rejoinInterval: '300ms' } },
+    });
+    t.after(() => late.close());
+    const token = await oauth.token({ sub: 'gina', aud: late.audience });
+    let listChanged = 0;
+    const client = new Client({ name: 'late-test', version: '1.0.0' });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void listChanged++);
+    await withDeadline(client.connect(new StreamableHTTPClientTransport(new URL(`${late.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })), 15_000, 'connect');
+    t.after(() => client.close());
+    assert.equal(client.getServerCapabilities()?.tools?.listChanged, true, 'the lists may change: a backend is missing');
+    assert.ok(!(await toolNames(client)).items.some((n) => n.startsWith('late__')), 'the missing backend has no tools yet');
+
+    const backend = await startPagingBackend({ tools: 2, resources: 0, pageSize: 10, port: latePort });
+    t.after(() => backend.stop());
+    // The session's next messages start an attempt (at most one per rejoinInterval).
+    const deadline = Date.now() + 15_000;
+    while (!listChanged) {
+      assert.ok(Date.now() < deadline, 'notifications/tools/list_changed arrived');
+      await client.ping();
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const { items } = await toolNames(client);
+    assert.ok(items.includes('late__t01') && items.includes('alpha__t01'), items.join(', '));
+    assert.equal(text(await client.callTool({ name: 'late__t02', arguments: { z: 1 } })), 't02:{"z":1}');
+    assert.equal(backend.sessions(), 1, 'one backend session for the client session');
+  });
+});

@@ -11,7 +11,7 @@ import { unionOfCapabilities } from '../../src/aggregate/initialize.js';
 import { mergeStreams } from '../../src/aggregate/merged-stream.js';
 import { qualifyId, qualifyName, qualifyUri, splitId, splitName, splitUri } from '../../src/aggregate/names.js';
 import { messageToClient, responseToBackend, resultToClient } from '../../src/aggregate/rewrite.js';
-import { decodeSessionMap, encodeSessionMap } from '../../src/aggregate/session-map.js';
+import { decodeAggregateState, encodeAggregateState } from '../../src/aggregate/session-map.js';
 import { transformSse } from '../../src/mcp/sse-transform.js';
 
 describe('names', () => {
@@ -63,8 +63,14 @@ describe('cursor', () => {
 describe('session map', () => {
   test('round-trips, stateless members included', () => {
     const map = { alpha: { sessionId: 'abc', protocolVersion: '2025-11-25', capabilities: ['tools'] }, beta: { sessionId: undefined, protocolVersion: '2025-06-18', capabilities: [] } };
-    assert.deepEqual(decodeSessionMap(encodeSessionMap(map)), map);
-    assert.deepEqual(decodeSessionMap(undefined), {});
+    const state = { members: map, left: ['gamma'], clientInfo: { name: 'c', version: '1' }, announced: ['tools'] };
+    assert.deepEqual(decodeAggregateState(encodeAggregateState(state)), state);
+    assert.deepEqual(decodeAggregateState(undefined), { members: {}, left: [], announced: [] });
+    // What sessions created before the state had fields hold: the member map alone.
+    const older = Buffer.from(JSON.stringify({ alpha: { s: 'abc', v: '2025-11-25', c: ['tools'] } })).toString('base64url');
+    assert.deepEqual(decodeAggregateState(older), { members: { alpha: map.alpha }, left: [], announced: [] });
+    const olderWithM = Buffer.from(JSON.stringify({ m: { s: 'x', v: '2025-06-18', c: [] } })).toString('base64url');
+    assert.deepEqual(decodeAggregateState(olderWithM).members, { m: { sessionId: 'x', protocolVersion: '2025-06-18', capabilities: [] } });
   });
 });
 

@@ -81,6 +81,19 @@ function storeContract(name: string, factory: StoreFactory): void {
         assert.equal((await store.touchSession(user, 'sess', 10_000))?.backend, 'b');
       });
 
+      test('replaceSession replaces a live record only: an ended session stays ended', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        assert.equal(await store.replaceSession(user, 'sess', sessionRecord({ backend: 'a' }), 10_000), false, 'no session, nothing replaced');
+        assert.equal(await store.touchSession(user, 'sess', 10_000), undefined, 'and none created');
+        await store.createSession(user, 'sess', sessionRecord({ backend: 'a' }), 10_000);
+        assert.equal(await store.replaceSession(user, 'sess', sessionRecord({ backend: 'b' }), 10_000), true);
+        assert.equal((await store.touchSession(user, 'sess', 10_000))?.backend, 'b');
+        await store.deleteSession(user, 'sess');
+        assert.equal(await store.replaceSession(user, 'sess', sessionRecord({ backend: 'c' }), 10_000), false);
+        assert.equal(await store.touchSession(user, 'sess', 10_000), undefined, 'a replace after DELETE does not bring the session back');
+      });
+
       test('sessions are keyed by user: the same id under another userKey is not found', async (t) => {
         const store = await open(t);
         const alice = `alice-${randomUUID()}`;

@@ -1,0 +1,102 @@
+/**
+ * Bringing back a backend that could not join an aggregated session at initialize (down or
+ * slower than `aggregate.fanoutTimeout` then). Clients keep a session for hours; without this
+ * a backend that was briefly away when the client connected would stay missing until the
+ * client reconnects.
+ *
+ * While such a backend is missing, any message of the session may start an attempt, in the
+ * background (the message is not held up). At most one attempt per backend per
+ * `aggregate.rejoinInterval` runs in the whole cluster (a claim in the store). A backend that
+ * joins is added to the session record (an update that cannot revive an ended session) and
+ * the client is told with `notifications/{tools,prompts,resources}/list_changed` on its
+ * session stream, on whichever replica holds it (MCP 2025-11-25 "Tools" → "List Changed
+ * Notification"), for the lists it was told about.
+ *
+ * Two replicas adding two different backends at the same moment may overwrite each other's
+ * update; the backend that lost stays on the missing list and joins again at the next attempt.
+ */
+import type { McpBackend } from '../backends/backend.js';
+import type { McpContext } from '../mcp/context.js';
+import { notifySession } from '../mcp/session-notifier.js';
+import { joinMember } from './initialize.js';
+import type { AggregateCall, Members } from './members.js';
+import { decodeAggregateState, encodeAggregateState } from './session-map.js';
+
+const LISTS = ['tools', 'prompts', 'resources'] as const;
+
+export class Rejoiner {
+  /** Sessions with an attempt running on this replica (one at a time per session). */
+  readonly #running = new Set<string>();
+
+  constructor(
+    private readonly ctx: McpContext,
+    private readonly members: Members,
+    /** The session record's backend name of aggregated sessions. */
+    private readonly aggregateName: string,
+  ) {}
+
+  /** Starts an attempt for the session's missing backends, unless one is running here. */
+  schedule(call: AggregateCall, protocolVersion: string | undefined): void {
+    const { principal, sessionId } = call.caller;
+    if (!sessionId || !call.state.left.length) return;
+    const key = `${principal.userKey}:${sessionId}`;
+    if (this.#running.has(key)) return;
+    this.#running.add(key);
+    void this.#attempt(call, sessionId, protocolVersion)
+      .catch((err: Error) => call.caller.log.warn({ err: err.message }, 'could not bring a backend into the aggregated session'))
+      .finally(() => this.#running.delete(key));
+  }
+
+  async #attempt(call: AggregateCall, sessionId: string, protocolVersion: string | undefined): Promise<void> {
+    const { principal, log } = call.caller;
+    const allowed = new Map(this.members.allowed(call.caller).map((b) => [b.name, b]));
+    for (const name of call.state.left) {
+      const backend = allowed.get(name);
+      if (!backend) continue;
+      const claim = `${principal.userKey}:aggregate-rejoin:${sessionId}:${name}`;
+      if (!(await this.ctx.store.putValueIfAbsent(claim, '1', this.ctx.config.aggregate.rejoinInterval))) continue;
+      const initialize = {
+        jsonrpc: '2.0' as const,
+        id: 'switchboard-rejoin',
+        method: 'initialize',
+        params: { protocolVersion, capabilities: call.caller.clientCapabilities ?? {}, clientInfo: call.state.clientInfo },
+      };
+      let joined;
+      try {
+        joined = await joinMember(this.members, call, backend, initialize);
+      } catch (err) {
+        log.info({ backend: name, err: (err as Error).message }, 'backend still cannot join the aggregated session');
+        continue;
+      }
+      const authorization = await this.members.tokenIfAny(call.caller, backend);
+      await this.members
+        .post(call, backend, joined.session, { jsonrpc: '2.0', method: 'notifications/initialized' }, authorization)
+        .then((res) => res.body.dump())
+        .catch(() => {});
+      const record = await this.ctx.sessions.find(principal, sessionId, this.aggregateName);
+      const state = record && decodeAggregateState(record.backendSessionId);
+      if (!record || !state) return this.#abandon(call, backend, joined.session.sessionId, joined.session.protocolVersion);
+      state.members[name] = joined.session;
+      state.left = state.left.filter((n) => n !== name);
+      if (!(await this.ctx.sessions.update(principal, sessionId, { ...record, backendSessionId: encodeAggregateState(state) }))) {
+        return this.#abandon(call, backend, joined.session.sessionId, joined.session.protocolVersion);
+      }
+      log.info({ backend: name }, 'backend joined the aggregated session late');
+      for (const list of LISTS) {
+        if (state.announced.includes(list) && joined.capabilities[list]) {
+          await notifySession(this.ctx, principal.userKey, sessionId, JSON.stringify({ jsonrpc: '2.0', method: `notifications/${list}/list_changed` }));
+        }
+      }
+    }
+  }
+
+  /** The session ended while the backend joined: end the backend's session too. */
+  async #abandon(call: AggregateCall, backend: McpBackend, sessionId: string | undefined, protocolVersion: string): Promise<void> {
+    if (!sessionId) return;
+    const authorization = await this.members.tokenIfAny(call.caller, backend);
+    await backend
+      .delete({ sessionId, protocolVersion, authorization })
+      .then((res) => res.body.dump())
+      .catch(() => {});
+  }
+}
