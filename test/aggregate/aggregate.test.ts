@@ -185,6 +185,21 @@ describe('a tenant-A user on /mcp', () => {
     assert.deepEqual(got.messages[0]!.content, { type: 'text', text: 'Hello, Ada' });
   });
 
+  test('completion/complete is routed by the prompt name or the template URI; logging/setLevel reaches the members', async () => {
+    assert.ok(probe.client.getServerCapabilities()?.completions, 'completions offered (server-everything has them)');
+    const department = await probe.client.complete({ ref: { type: 'ref/prompt', name: 'beta__completable-prompt' }, argument: { name: 'department', value: 'Eng' } });
+    assert.deepEqual(department.completion.values, ['Engineering']);
+    const member = await probe.client.complete({
+      ref: { type: 'ref/prompt', name: 'beta__completable-prompt' },
+      argument: { name: 'name', value: '' },
+      context: { arguments: { department: 'Sales' } },
+    });
+    assert.deepEqual(member.completion.values, ['David', 'Eve', 'Frank']);
+    const template = await probe.client.complete({ ref: { type: 'ref/resource', uri: 'beta+demo://resource/dynamic/text/{resourceId}' }, argument: { name: 'resourceId', value: '12' } });
+    assert.deepEqual(template.completion.values, ['12']);
+    assert.deepEqual(await probe.client.setLoggingLevel('debug'), {});
+  });
+
   test('sampling from the second backend reaches the client and the answer goes back to it', async () => {
     const before = probe.sampled;
     const result = await probe.client.callTool({ name: 'beta__trigger-sampling-request', arguments: { prompt: 'six times seven?', maxTokens: 20 } });
