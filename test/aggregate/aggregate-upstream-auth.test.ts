@@ -15,6 +15,7 @@ import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backe
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { freePort } from '../helpers/free-port.js';
+import { allToolNames } from '../helpers/pages.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
@@ -60,13 +61,7 @@ test('a tool of a backend with upstreamAuth asks for the account through /mcp, a
   client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void completed.push(n.params.elicitationId));
   await withDeadline(client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${mcpToken}` } } })), 15_000, 'connect');
   try {
-    const names: string[] = [];
-    for (let cursor: string | undefined, pages = 0; pages < 10; pages++) {
-      const page = await client.listTools(cursor ? { cursor } : {});
-      names.push(...page.tools.map((t) => t.name));
-      cursor = page.nextCursor;
-      if (!cursor) break;
-    }
+    const names = (await allToolNames(client)).items;
     assert.ok(names.includes('crm__whoami'), `the protected backend's tools are listed: ${names.join(', ')}`);
     assert.ok(names.includes('open__t01'));
 

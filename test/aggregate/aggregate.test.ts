@@ -21,6 +21,7 @@ import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backe
 import { withDeadline } from '../helpers/deadline.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
 import { freePort } from '../helpers/free-port.js';
+import { allPages, allToolNames } from '../helpers/pages.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 
@@ -59,22 +60,7 @@ async function connect(org: string, sub: string): Promise<Probe> {
   return probe;
 }
 
-async function allPages<T>(fetch: (cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>): Promise<{ items: T[]; pages: number }> {
-  const items: T[] = [];
-  let cursor: string | undefined;
-  for (let pages = 1; pages <= 50; pages++) {
-    const page = await fetch(cursor);
-    items.push(...page.items);
-    cursor = page.nextCursor;
-    if (!cursor) return { items, pages };
-  }
-  throw new Error('more than 50 pages');
-}
-
-const toolNames = (client: Client) => allPages(async (cursor) => {
-  const r = await client.listTools(cursor ? { cursor } : {});
-  return { items: r.tools.map((t) => t.name), nextCursor: r.nextCursor };
-});
+const toolNames = allToolNames;
 
 async function waitFor(what: string, check: () => boolean, timeoutMs = 12_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

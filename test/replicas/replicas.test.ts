@@ -14,6 +14,7 @@ import { startEverything, type EverythingHandle } from '../helpers/everything.js
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startResumableBackend } from '../helpers/resumable-backend.js';
+import { allToolNames } from '../helpers/pages.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 
@@ -132,13 +133,7 @@ describe('the aggregated endpoint /mcp with requests alternating between replica
     await within('connect', client.connect(transport), 20_000);
     try {
       // Each page may come from another replica: the cursor carries everything needed.
-      const names: string[] = [];
-      for (let cursor: string | undefined, pages = 0; pages < 10; pages++) {
-        const page = await client.listTools(cursor ? { cursor } : {});
-        names.push(...page.tools.map((t) => t.name));
-        cursor = page.nextCursor;
-        if (!cursor) break;
-      }
+      const names = (await allToolNames(client)).items;
       assert.ok(names.includes('everything__echo') && names.includes('resumable__tick'), names.join(', '));
       assert.equal(new Set(names).size, names.length);
       const sampling = await within('sampling', client.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'six times seven?', maxTokens: 20 } }), 20_000);
