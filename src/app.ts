@@ -141,9 +141,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   ctx.upstream = registerBrowserFlows(app, ctx);
   ctx.aggregate = new AggregatedBackend(ctx);
-  registerMcpRoutes(app, ctx, { originGuard, authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
+  const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
+  registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
-  await registerWebSocketTransport(app, config, { originGuard, authenticate: createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason })) });
+  await registerWebSocketTransport(app, config, { originGuard, authenticate });
 
   app.addHook('preClose', async () => {
     readiness.draining = true;

@@ -7,6 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { McpBackend } from '../backends/backend.js';
+import { callerOf } from './caller.js';
 import { collectMessages } from './backend-body.js';
 import type { McpContext } from './context.js';
 import { ErrorCode, type JsonRpcMessage } from './jsonrpc.js';
@@ -25,7 +26,7 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
   const upstream = await upstreamAuthorization(ctx, request, reply, gate);
   if (!upstream) return reply;
   try {
-    const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request), caller: { principal, clientCapabilities: params.capabilities, log: request.log } });
+    const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request), caller: callerOf(request, undefined, params.capabilities) });
     if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
       await res.body.dump();
       return backendRefusedToken(ctx, request, reply, gate);

@@ -6,7 +6,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { BackendError } from '../backends/errors.js';
-import type { BackendCaller, McpBackend } from '../backends/backend.js';
+import type { McpBackend } from '../backends/backend.js';
+import { callerOf } from './caller.js';
 import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { handleInitialize, headerValue, traceHeaders } from './initialize.js';
@@ -44,11 +45,6 @@ export function registerMcpRoutes(app: FastifyInstance, ctx: McpContext, hooks: 
 function backendOf(ctx: McpContext, request: McpRequest): McpBackend | undefined {
   const name = request.params.backend;
   return name === undefined ? ctx.aggregate : ctx.backends.get(name);
-}
-
-/** Who calls, for the aggregated backend (which routes and authorizes per user); real backends ignore it. */
-export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
-  return { principal: request.principal!, sessionId, clientCapabilities, log: request.log };
 }
 
 async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
@@ -121,7 +117,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   }
   if (res.status === 404) {
     await res.body.dump();
-    return endLostBackendSession(ctx, request, reply, target.sessionId);
+    return endLostBackendSession(ctx, request, reply, backend.name, target.sessionId);
   }
   if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') {
     await relayPostStream(target, res, requestIds);

@@ -10,6 +10,7 @@ import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
 import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import type { McpContext } from './context.js';
+import { callerOf } from './caller.js';
 import { HEADER, wantsPriming } from './protocol.js';
 import { ErrorCode, type JsonRpcId } from './jsonrpc.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound } from './replies.js';
@@ -180,7 +181,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
     // The backend forgot its session: ours is useless too, and the client must start over.
     relay.stop();
     writer?.end();
-    await endLostBackendSession(t.ctx, t.request, t.reply, t.sessionId);
+    await endLostBackendSession(t.ctx, t.request, t.reply, t.backend.name, t.sessionId);
     return;
   }
   if (res.status === 401 && authorization) {
@@ -210,7 +211,7 @@ const CONFLICT_RETRY_MS = 200;
  */
 async function getBackendStream(t: StreamTarget, relay: StreamRelay, headers: { lastEventId?: string; authorization?: string }): Promise<BackendResponse> {
   for (let attempt = 0; ; attempt++) {
-    const caller = { principal: t.request.principal!, sessionId: t.sessionId, clientCapabilities: t.session.clientCapabilities, log: t.request.log };
+    const caller = callerOf(t.request, t.sessionId, t.session.clientCapabilities);
     const res = await t.backend.get({ sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, ...headers, caller }, relay.signal);
     if (res.status !== 409 || relay.meta.kind !== 'get' || attempt >= CONFLICT_RETRIES) return res;
     await res.body.dump().catch(() => {});
@@ -241,9 +242,9 @@ function failBeforeStreaming(t: StreamTarget, relay: StreamRelay, writer: SseWri
 }
 
 /** Ends a client session whose backend session is gone; answers 404 unless a stream is already open. */
-export async function endLostBackendSession(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, sessionId: string): Promise<void> {
+export async function endLostBackendSession(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: string, sessionId: string): Promise<void> {
   request.log.warn('backend session expired; ending the client session');
-  ctx.metrics.sessionsEnded.inc({ backend: (request.params as { backend?: string }).backend ?? '*', reason: 'backend_lost' });
+  ctx.metrics.sessionsEnded.inc({ backend, reason: 'backend_lost' });
   ctx.streams.stopSession(request.principal!.userKey, sessionId);
   await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
   if (!reply.sent && !reply.raw.headersSent) await sendSessionNotFound(reply);
