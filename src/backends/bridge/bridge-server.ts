@@ -19,7 +19,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { BackendConfig } from '../../config/schema.js';
-import { ErrorCode } from '../../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse } from '../../mcp/jsonrpc.js';
 import { openBackendLink } from './backend-link.js';
 import { BridgeSession } from './bridge-session.js';
 import type { BridgeLogger } from './logger.js';
@@ -67,7 +67,7 @@ export class BridgeServer {
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((err: Error) => {
         options.log.error({ backend: options.backend.name, err: err.message }, 'bridge: request failed');
-        if (!res.headersSent) sendJson(res, 500, errorBody(null, ErrorCode.InternalError, 'Internal error'));
+        if (!res.headersSent) sendJson(res, 500, errorResponse(null, ErrorCode.InternalError, 'Internal error'));
         else res.destroy();
       });
     });
@@ -116,27 +116,27 @@ export class BridgeServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://bridge').pathname;
-    if (path !== PATH) return sendJson(res, 404, errorBody(null, ErrorCode.InvalidRequest, 'Not found'));
-    if (!this.#keyMatches(req.headers[BRIDGE_KEY_HEADER])) return sendJson(res, 403, errorBody(null, ErrorCode.InvalidRequest, 'Forbidden'));
-    if (this.#closing) return sendJson(res, 503, errorBody(null, ErrorCode.BackendUnavailable, 'The gateway is shutting down'));
+    if (path !== PATH) return sendJson(res, 404, errorResponse(null, ErrorCode.InvalidRequest, 'Not found'));
+    if (!this.#keyMatches(req.headers[BRIDGE_KEY_HEADER])) return sendJson(res, 403, errorResponse(null, ErrorCode.InvalidRequest, 'Forbidden'));
+    if (this.#closing) return sendJson(res, 503, errorResponse(null, ErrorCode.BackendUnavailable, 'The gateway is shutting down'));
     const sessionId = req.headers['mcp-session-id'];
     if (sessionId !== undefined) {
       const session = typeof sessionId === 'string' ? this.#sessions.get(sessionId) : undefined;
-      if (!session || session.ended) return sendJson(res, 404, errorBody(null, -32001, 'Session not found'));
+      if (!session || session.ended) return sendJson(res, 404, errorResponse(null, -32001, 'Session not found'));
       return session.handle(req, res);
     }
-    if (req.method !== 'POST') return sendJson(res, 400, errorBody(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
+    if (req.method !== 'POST') return sendJson(res, 400, errorResponse(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
     const text = await readBody(req, this.#options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
-    if (text === undefined) return sendJson(res, 413, errorBody(null, ErrorCode.InvalidRequest, 'Payload Too Large'));
+    if (text === undefined) return sendJson(res, 413, errorResponse(null, ErrorCode.InvalidRequest, 'Payload Too Large'));
     let message: JSONRPCMessage;
     try {
       message = JSON.parse(text) as JSONRPCMessage;
     } catch {
-      return sendJson(res, 400, errorBody(null, ErrorCode.ParseError, 'Parse error: Invalid JSON'));
+      return sendJson(res, 400, errorResponse(null, ErrorCode.ParseError, 'Parse error: Invalid JSON'));
     }
     const id = (message as { id?: unknown }).id;
     if ((message as { method?: unknown }).method !== 'initialize' || (typeof id !== 'string' && typeof id !== 'number')) {
-      return sendJson(res, 400, errorBody(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
+      return sendJson(res, 400, errorResponse(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required'));
     }
     return this.#openSession(req, res, message, id);
   }
@@ -146,7 +146,7 @@ export class BridgeServer {
     const max = this.#options.maxSessions ?? DEFAULT_MAX_BRIDGE_SESSIONS;
     if (this.sessionCount >= max) {
       log.warn({ backend: backend.name, max }, 'bridge: session limit reached; initialize refused');
-      return sendJson(res, 503, errorBody(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" has too many open sessions (at most ${max}); try again later`));
+      return sendJson(res, 503, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" has too many open sessions (at most ${max}); try again later`));
     }
     this.#starting++;
     let link;
@@ -156,7 +156,7 @@ export class BridgeServer {
       const reason = describeStartFailure(err);
       log.warn({ backend: backend.name, transport: backend.transport, err: (err as Error).message }, 'bridge: backend could not be started');
       // A JSON-RPC answer to initialize: the gateway passes it to the client as it is.
-      return sendJson(res, 200, errorBody(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" could not be started: ${reason}`));
+      return sendJson(res, 200, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" could not be started: ${reason}`));
     } finally {
       this.#starting--;
     }
@@ -197,10 +197,6 @@ function describeStartFailure(err: unknown): string {
   if (typeof code === 'string') return code;
   if (typeof code === 'number') return `the backend answered HTTP ${code}`;
   return (err as Error).message ?? 'unknown error';
-}
-
-function errorBody(id: RequestId | null, code: number, message: string): unknown {
-  return { jsonrpc: '2.0', id, error: { code, message } };
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
