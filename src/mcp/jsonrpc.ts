@@ -47,6 +47,20 @@ export function isResponse(m: JsonRpcMessage): boolean {
   return m.method === undefined && ('result' in m || 'error' in m);
 }
 
+/**
+ * The id of the message in a body that is one JSON object with a usable id, else null: the
+ * id an error about that body answers (JSON-RPC §5), found without validating the message.
+ */
+export function idOfJsonText(text: unknown): JsonRpcId | null {
+  if (typeof text !== 'string') return null;
+  try {
+    const id = (JSON.parse(text) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
 export function errorResponse(id: JsonRpcId | null, code: number, message: string, data?: unknown): JsonRpcMessage {
   return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
 }

@@ -36,7 +36,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { RedisStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { BatchedRateLimitStore } from './batched-rate-limit-store.js';
-import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
+import { ErrorCode, errorResponse, idOfJsonText } from './jsonrpc.js';
 
 /** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
 export const WARN_EVERY_MS = 30_000;
@@ -121,7 +121,7 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
       metrics.rateLimited.inc({ route: request.routeOptions.url ?? 'unmatched' });
       request.log.info({ retryAfter: err.retryAfterSeconds }, 'rate limit exceeded');
       reply.header('retry-after', String(err.retryAfterSeconds));
-      return reply.code(429).type('application/json').send(errorResponse(requestId(request.body), ErrorCode.RateLimited, err.message, { retryAfter: err.retryAfterSeconds }));
+      return reply.code(429).type('application/json').send(errorResponse(idOfJsonText(request.body), ErrorCode.RateLimited, err.message, { retryAfter: err.retryAfterSeconds }));
     }
   };
   app.addHook('onRoute', (route: RouteOptions) => {
@@ -129,15 +129,4 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
     const existing = route.preHandler;
     route.preHandler = existing === undefined ? [limitHook] : Array.isArray(existing) ? [...existing, limitHook] : [existing, limitHook];
   });
-}
-
-/** The id of a single JSON-RPC request body (only parsed on the 429 path), else null. */
-function requestId(body: unknown): JsonRpcId | null {
-  if (typeof body !== 'string' || !body.trimStart().startsWith('{')) return null;
-  try {
-    const id = (JSON.parse(body) as { id?: unknown }).id;
-    return typeof id === 'string' || typeof id === 'number' ? id : null;
-  } catch {
-    return null;
-  }
 }

@@ -34,7 +34,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { ErrorCode, errorResponse, InvalidMessageError, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { HEADER } from '../mcp/protocol.js';
 import { isEventStream, readEventStream, readJsonMessages } from './answer-reader.js';
 import { closeFor, CloseCode, closeReason, errorFrameFor, type CloseInstruction, type HttpRefusal } from './error-frames.js';
@@ -115,7 +115,7 @@ export class WebSocketBridge {
       message = parseMessages(text, false)[0]!;
     } catch (err) {
       const invalid = err instanceof InvalidMessageError ? err : new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request');
-      this.#send(errorResponse(invalid.code === ErrorCode.ParseError ? null : detectableId(text), invalid.code, invalid.message));
+      this.#send(errorResponse(invalid.code === ErrorCode.ParseError ? null : idOfJsonText(text), invalid.code, invalid.message));
       return;
     }
     this.#line = this.#line
@@ -335,16 +335,6 @@ function frameText(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString('utf8');
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
   return Buffer.from(data).toString('utf8');
-}
-
-/** The id of a frame that is JSON but not a valid message, when it has a usable one (JSON-RPC §5). */
-function detectableId(text: string): JsonRpcId | null {
-  try {
-    const id = (JSON.parse(text) as { id?: unknown }).id;
-    return typeof id === 'string' || typeof id === 'number' ? id : null;
-  } catch {
-    return null;
-  }
 }
 
 function answersRequest(data: string, id: JsonRpcId): boolean {
