@@ -10,22 +10,22 @@
  * are medians over rounds.
  */
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { FLUSH as RATE_LIMIT_SYNC_SCRIPT } from '../src/mcp/batched-rate-limit-store.js';
-import { spawnChild, waitUntil, type ChildHandle } from '../test/helpers/child.js';
-import { freePort } from '../test/helpers/free-port.js';
+import type { ChildHandle } from '../test/helpers/child.js';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { baseHeaders, closedLoop, createPool, median, openLoop, openSession, percentiles, type LoopResult, type Path } from './load.js';
 import { calibrate } from './calibrate.js';
+import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { attachInspector } from './inspector.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { closeAll, openIdleStreams, type StreamRequest } from './streams.js';
-import { commandDelta, commandStats, fdLimit, gitState, machineCpuUs, machineInfo, processCpuUs, processRssBytes, redisInfoField, type MachineInfo } from './system.js';
+import { commandDelta, commandStats, fdLimit, gitState, machineCpuUs, machineInfo, processCpuUs, processRssBytes, processSyscalls, redisInfoField, type MachineInfo } from './system.js';
 
 /** The rate limiter's background sync, told apart from the message path in the round-trip count. */
 const RATE_LIMIT_SYNC_SHA = createHash('sha1').update(RATE_LIMIT_SYNC_SCRIPT).digest('hex');
@@ -120,7 +120,7 @@ function cpuShare(before: Record<string, number>, after: Record<string, number>,
 /** When the gateway was under load (µs, CLOCK_MONOTONIC): the profile is summarized over these. */
 const gatewayWindows: Array<[number, number]> = [];
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-async function underLoad<T>(which: 'direct' | 'gateway', run: () => Promise<T>): Promise<T> {
+async function underLoad<T>(which: Which, run: () => Promise<T>): Promise<T> {
   const start = nowUs();
   try {
     return await run();
@@ -130,84 +130,16 @@ async function underLoad<T>(which: 'direct' | 'gateway', run: () => Promise<T>):
 }
 
 // ---------------------------------------------------------------------------------------
-// Processes
-
-interface Backend {
-  child: ChildHandle;
-  port: number;
-  sse: boolean;
-}
-
-async function startBackend(sse: boolean): Promise<Backend> {
-  const child = await spawnChild({
-    name: sse ? 'fast backend (SSE)' : 'fast backend (JSON)',
-    command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench', 'fast-backend.ts'), ...(sse ? ['--sse'] : [])],
-    cwd: ROOT,
-    stdin: 'pipe',
-    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
-  });
-  const port = (JSON.parse(child.readyLine!) as { port: number }).port;
-  return { child, port, sse };
-}
-
-interface Gateway {
-  child: ChildHandle;
-  port: number;
-  url: string;
-  audience: string;
-  configFile: string;
-  inspectPort: number;
-}
-
-async function startGateway(opts: { redisUrl: string; issuer: string; backends: Backend[]; profile: boolean }): Promise<Gateway> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const audience = `${url}/mcp`;
-  const config = {
-    publicUrl: url,
-    listen: { host: '127.0.0.1', port },
-    redis: { url: opts.redisUrl, keyPrefix: 'sb:' },
-    auth: { issuer: opts.issuer, audience, algorithms: ['RS256', 'ES256'] },
-    log: { level: 'silent' },
-    // One bench user makes thousands of calls a second: the per-user rate limit stays on (its
-    // Redis round trip is part of what is measured) but far above what the bench can reach.
-    limits: { rateLimit: process.env.BENCH_NO_RATE_LIMIT ? { enabled: false } : { max: 1_000_000_000 } },
-    backends: opts.backends.map((b) => ({ name: b.sse ? 'fast-sse' : 'fast', url: `http://127.0.0.1:${b.port}/mcp` })),
-  };
-  const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
-  // JSON is YAML.
-  writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
-  // The inspector is only switched on (SIGUSR1) for the memory measurement, at the end.
-  const inspectPort = await freePort();
-  const nodeArgs = [`--inspect-port=127.0.0.1:${inspectPort}`, ...(opts.profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [])];
-  const child = await spawnChild({
-    name: 'switchboard',
-    command: process.execPath,
-    args: [...nodeArgs, '--import', 'tsx', join(ROOT, 'src', 'cli.ts'), '--config', configFile],
-    cwd: ROOT,
-    // A graceful exit is what writes the CPU profile.
-    stopGraceMs: 30_000,
-  });
-  await waitUntil(
-    async () => {
-      if (child.exit) throw new Error(`switchboard exited (${JSON.stringify(child.exit)})`);
-      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      return res.status === 200 ? true : undefined;
-    },
-    { what: `switchboard /readyz on ${url}`, timeoutMs: 30_000, intervalMs: 100, details: () => child.logs() },
-  );
-  return { child, port, url, audience, configFile, inspectPort };
-}
-
-// ---------------------------------------------------------------------------------------
 // Measurements
 
 interface PathPair {
   direct: Path;
   gateway: Path;
+  /** The naive Fastify + undici pass-through, with the direct path's backend session. */
+  naive: Path;
 }
+
+type Which = 'direct' | 'gateway' | 'naive';
 
 interface ThroughputResult {
   direct: { callsPerSec: number; rounds: number[]; p50ms: number };
@@ -216,6 +148,11 @@ interface ThroughputResult {
   ratioRounds: number[];
   gatewayCpuUsPerCall: number;
   gatewayCpuRounds: number[];
+  /** The naive pass-through in the same rounds: its calls/s, ratio to direct and CPU per call. */
+  naive: { callsPerSec: number; ratio: number; ratioRounds: number[]; cpuUsPerCall: number };
+  /** Read + write system calls per call: the gateway's, and the backend's on the direct path (for scale). */
+  gatewaySyscallsPerCall: { reads: number; writes: number };
+  backendSyscallsPerCallDirect: { reads: number; writes: number };
   redisCommandsPerCall: number;
   redisBreakdownPerCall: Record<string, number>;
   /** Share of one core used by each process during the gateway rounds (median). */
@@ -233,31 +170,48 @@ function checkErrors(r: LoopResult, where: string, sink: { errors: number; first
   }
 }
 
-async function measureThroughput(s: Settings, pair: PathPair, pids: Record<string, number>, redis: Redis, label: string): Promise<ThroughputResult> {
+async function measureThroughput(s: Settings, pair: PathPair, pids: Record<string, number>, backendPid: number, redis: Redis, label: string): Promise<ThroughputResult> {
   log(`${label}: warm-up ${s.warmupMs} ms per path`);
-  await closedLoop(pair.direct, s.connections, { durationMs: s.warmupMs });
-  await closedLoop(pair.gateway, s.connections, { durationMs: s.warmupMs });
-  const rates = { direct: [] as number[], gateway: [] as number[] };
+  for (const which of ['direct', 'naive', 'gateway'] as const) await closedLoop(pair[which], s.connections, { durationMs: s.warmupMs });
+  const rates: Record<Which, number[]> = { direct: [], gateway: [], naive: [] };
   const p50s = { direct: [] as number[], gateway: [] as number[] };
   const ratios: number[] = [];
+  const naiveRatios: number[] = [];
   const cpuPerCall: number[] = [];
+  const naiveCpuPerCall: number[] = [];
   const redisPerCall: number[] = [];
+  const syscalls = { gateway: { reads: [] as number[], writes: [] as number[] }, direct: { reads: [] as number[], writes: [] as number[] } };
   const breakdowns: Array<Record<string, number>> = [];
   const shares = { direct: [] as Array<Record<string, number>>, gateway: [] as Array<Record<string, number>> };
   const sink: { errors: number; firstError?: string } = { errors: 0 };
+  // The three paths take turns; the order rotates every round so none always goes first.
+  const orders: Which[][] = [
+    ['direct', 'naive', 'gateway'],
+    ['gateway', 'direct', 'naive'],
+    ['naive', 'gateway', 'direct'],
+  ];
   for (let r = 0; r < s.throughputRounds; r++) {
-    const order: Array<'direct' | 'gateway'> = r % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];
-    const got: Partial<Record<'direct' | 'gateway', number>> = {};
-    for (const which of order) {
+    const got: Partial<Record<Which, number>> = {};
+    for (const which of orders[r % orders.length]!) {
       await sleep(200);
       const statsBefore = which === 'gateway' ? await commandStats(redis) : undefined;
+      const syscallPid = which === 'gateway' ? pids.gateway! : backendPid;
+      const syscallsBefore = processSyscalls(syscallPid);
       const cpuBefore = cpuNow(pids);
       const res = await underLoad(which, () => closedLoop(pair[which], s.connections, { durationMs: s.throughputMs }));
       const cpuAfter = cpuNow(pids);
+      const syscallsAfter = processSyscalls(syscallPid);
       checkErrors(res, `${label} ${which} round ${r + 1}`, sink);
       const rate = (res.calls * 1000) / res.elapsedMs;
       got[which] = rate;
       rates[which].push(rate);
+      if (which === 'naive') {
+        const naive = label === 'JSON' ? 'naiveJson' : 'naiveSse';
+        naiveCpuPerCall.push((cpuAfter[naive]! - cpuBefore[naive]!) / res.calls);
+        continue;
+      }
+      syscalls[which].reads.push((syscallsAfter.reads - syscallsBefore.reads) / res.calls);
+      syscalls[which].writes.push((syscallsAfter.writes - syscallsBefore.writes) / res.calls);
       p50s[which].push(percentiles(res.latencies, [50])[0]!);
       shares[which].push(cpuShare(cpuBefore, cpuAfter, res.elapsedMs));
       if (which === 'gateway' && statsBefore) {
@@ -268,7 +222,12 @@ async function measureThroughput(s: Settings, pair: PathPair, pids: Record<strin
       }
     }
     ratios.push(got.gateway! / got.direct!);
-    log(`${label} round ${r + 1}/${s.throughputRounds}: direct ${got.direct!.toFixed(0)}/s, gateway ${got.gateway!.toFixed(0)}/s, ratio ${(got.gateway! / got.direct!).toFixed(3)}, gateway CPU ${cpuPerCall.at(-1)!.toFixed(0)} µs/call`);
+    naiveRatios.push(got.naive! / got.direct!);
+    log(
+      `${label} round ${r + 1}/${s.throughputRounds}: direct ${got.direct!.toFixed(0)}/s, naive ${got.naive!.toFixed(0)}/s (${naiveCpuPerCall.at(-1)!.toFixed(0)} µs/call), ` +
+        `gateway ${got.gateway!.toFixed(0)}/s (${cpuPerCall.at(-1)!.toFixed(0)} µs/call), ratio ${(got.gateway! / got.direct!).toFixed(3)} (naive ${(got.naive! / got.direct!).toFixed(3)}), ` +
+        `syscalls/call gateway ${(syscalls.gateway.reads.at(-1)! + syscalls.gateway.writes.at(-1)!).toFixed(2)}`,
+    );
   }
   const medianRecord = (list: Array<Record<string, number>>) => {
     const keys = new Set(list.flatMap((x) => Object.keys(x)));
@@ -281,6 +240,9 @@ async function measureThroughput(s: Settings, pair: PathPair, pids: Record<strin
     ratioRounds: ratios.map((x) => round(x, 3)!),
     gatewayCpuUsPerCall: median(cpuPerCall),
     gatewayCpuRounds: cpuPerCall.map((x) => round(x, 1)!),
+    naive: { callsPerSec: median(rates.naive), ratio: median(naiveRatios), ratioRounds: naiveRatios.map((x) => round(x, 3)!), cpuUsPerCall: median(naiveCpuPerCall) },
+    gatewaySyscallsPerCall: { reads: median(syscalls.gateway.reads), writes: median(syscalls.gateway.writes) },
+    backendSyscallsPerCallDirect: { reads: median(syscalls.direct.reads), writes: median(syscalls.direct.writes) },
     redisCommandsPerCall: median(redisPerCall),
     redisBreakdownPerCall: medianRecord(breakdowns),
     cpuShareGatewayRounds: medianRecord(shares.gateway),
@@ -450,6 +412,7 @@ async function main(): Promise<void> {
   let redisHandle: RedisHandle | undefined;
   let oauth: OAuthHandle | undefined;
   const backends: Backend[] = [];
+  const naiveProxies: Array<{ child: ChildHandle; port: number }> = [];
   let gateway: Gateway | undefined;
   const pools: Array<ReturnType<typeof createPool>> = [];
   let stats: Redis | undefined;
@@ -461,27 +424,30 @@ async function main(): Promise<void> {
     process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
     [redisHandle, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
     backends.push(...(await Promise.all([startBackend(false), startBackend(true)])));
-    gateway = await startGateway({ redisUrl: redisHandle.url, issuer: oauth.issuer, backends, profile: s.profile });
+    gateway = await startGateway({ redisUrl: redisHandle.url, issuer: oauth.issuer, backends, profileDir: s.profile ? PROFILE_DIR : undefined });
     log(`switchboard ready on ${gateway.url} (pid ${gateway.child.pid})`);
 
     stats = new Redis(redisHandle.url);
     const redisPid = await redisInfoField(stats, 'server', 'process_id');
-    const pids = { gateway: gateway.child.pid, backendJson: backends[0]!.child.pid, backendSse: backends[1]!.child.pid, redis: redisPid };
+    naiveProxies.push(...(await Promise.all(backends.map((b) => startNaiveProxy(b)))));
+    const pids = { gateway: gateway.child.pid, backendJson: backends[0]!.child.pid, backendSse: backends[1]!.child.pid, redis: redisPid, naiveJson: naiveProxies[0]!.child.pid, naiveSse: naiveProxies[1]!.child.pid };
 
     const token = await oauth.token({ sub: 'bench-user', aud: gateway.audience });
     const headers = baseHeaders(token);
 
     const pairs: Record<'json' | 'sse', PathPair> = {} as Record<'json' | 'sse', PathPair>;
-    for (const [mode, backend] of [['json', backends[0]!], ['sse', backends[1]!]] as const) {
+    for (const [mode, backend, naiveProxy] of [['json', backends[0]!, naiveProxies[0]!], ['sse', backends[1]!, naiveProxies[1]!]] as const) {
       const directPool = createPool(`http://127.0.0.1:${backend.port}`, 64);
       const gatewayPool = createPool(gateway.url, 64);
-      pools.push(directPool, gatewayPool);
+      const naivePool = createPool(`http://127.0.0.1:${naiveProxy.port}`, 64);
+      pools.push(directPool, gatewayPool, naivePool);
       const gwPath = `/mcp/${backend.sse ? 'fast-sse' : 'fast'}`;
       const directSession = await openSession(directPool, '/mcp', headers);
       const gatewaySession = await openSession(gatewayPool, gwPath, headers);
       pairs[mode] = {
         direct: { label: `direct ${mode}`, pool: directPool, path: '/mcp', headers: { ...headers, 'mcp-session-id': directSession } },
         gateway: { label: `gateway ${mode}`, pool: gatewayPool, path: gwPath, headers: { ...headers, 'mcp-session-id': gatewaySession } },
+        naive: { label: `naive ${mode}`, pool: naivePool, path: gwPath, headers: { ...headers, 'mcp-session-id': directSession } },
       };
     }
 
@@ -490,7 +456,7 @@ async function main(): Promise<void> {
     const latency = {} as Record<'json' | 'sse', LatencyResult>;
     const roundTrips = {} as Record<'json' | 'sse', Awaited<ReturnType<typeof measureRoundTrips>>>;
     for (const mode of ['json', 'sse'] as const) {
-      throughput[mode] = await measureThroughput(s, pairs[mode], pids, stats, mode.toUpperCase());
+      throughput[mode] = await measureThroughput(s, pairs[mode], pids, mode === 'json' ? pids.backendJson! : pids.backendSse!, stats, mode.toUpperCase());
     }
     for (const mode of ['json', 'sse'] as const) {
       const rate = Math.max(50, Math.round(throughput[mode].gateway.callsPerSec / 2 / 50) * 50);
@@ -638,11 +604,14 @@ async function main(): Promise<void> {
       rows.push(
         [`tools/call, ${M} answers`, '', '', '', '', ''],
         [`  throughput @${s.connections} conn (calls/s)`, fmt(t.direct.callsPerSec), fmt(t.gateway.callsPerSec), `ratio ${fmt(t.ratio, 3)}`, '≥ 0.40', mark(t.ratio >= 0.4)],
+        [`  naive Fastify + undici pass-through (calls/s)`, '', fmt(t.naive.callsPerSec), `ratio ${fmt(t.naive.ratio, 3)}`, '', ''],
+        [`  naive pass-through CPU per call (µs)`, '', fmt(t.naive.cpuUsPerCall), `gateway ÷ naive ${fmt(t.gatewayCpuUsPerCall / t.naive.cpuUsPerCall, 2)}`, '', ''],
         [`  closed-loop p50 @${s.connections} conn (ms)`, fmt(t.direct.p50ms, 3), fmt(t.gateway.p50ms, 3), `+${fmt(t.gateway.p50ms - t.direct.p50ms, 3)}`, '', ''],
         [`  open-loop p50 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p50, 3), fmt(l.gateway.p50, 3), `+${fmt(l.addedP50, 3)}`, '≤ +0.5', mark(l.addedP50 <= 0.5)],
         [`  open-loop p99 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p99, 3), fmt(l.gateway.p99, 3), `+${fmt(l.addedP99, 3)}`, '', ''],
         [`  gateway CPU per call, saturated (µs)`, '', fmt(t.gatewayCpuUsPerCall), '', '≤ 100', mark(t.gatewayCpuUsPerCall <= 100)],
         [`  gateway CPU per call, half load (µs)`, '', fmt(l.gatewayCpuUsPerCall), '', '≤ 100', mark(l.gatewayCpuUsPerCall <= 100)],
+        [`  system calls per call, read + write (backend | gateway)`, fmt(t.backendSyscallsPerCallDirect.reads + t.backendSyscallsPerCallDirect.writes, 2), fmt(t.gatewaySyscallsPerCall.reads + t.gatewaySyscallsPerCall.writes, 2), `${fmt(t.gatewaySyscallsPerCall.reads, 2)} r + ${fmt(t.gatewaySyscallsPerCall.writes, 2)} w`, '', ''],
         [`  Redis commands per call (commandstats)`, '0', fmt(t.redisCommandsPerCall, 2), '', '', ''],
         [`  Redis round trips per call (MONITOR)`, '0', fmt(roundTrips[mode].roundTripsPerCall, 2), `+${fmt(roundTrips[mode].fromLuaPerCall, 2)} in Lua`, '≤ 1', mark(roundTrips[mode].roundTripsPerCall <= 1.001)],
         [`  + rate-limit sync (background, all users)`, '0', fmt(roundTrips[mode].backgroundPerCall, 2), 'every 100 ms', '', ''],
@@ -703,7 +672,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of pools) await p.close().catch(() => {});
     stats?.disconnect();
-    await Promise.allSettled([gateway?.child.stop(), ...backends.map((b) => b.child.stop()), oauth?.stop(), redisHandle?.stop()]);
+    await Promise.allSettled([gateway?.child.stop(), ...backends.map((b) => b.child.stop()), ...naiveProxies.map((p) => p.child.stop()), oauth?.stop(), redisHandle?.stop()]);
     if (gateway) rmSync(gateway.configFile, { force: true });
   }
 }

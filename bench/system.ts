@@ -32,6 +32,17 @@ export function processCpuUs(pid: number): number {
   return ((utime + stime) * 1e6) / clkTck();
 }
 
+/**
+ * System calls a process has made so far that read or write (`syscr`, `syscw` in
+ * /proc/<pid>/io; socket reads and writes count, epoll waits do not). Unlike CPU time this
+ * does not move with a noisy host, so it shows whether a change saved socket traffic.
+ */
+export function processSyscalls(pid: number): { reads: number; writes: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(io)?.[1] ?? NaN);
+  return { reads: field('syscr'), writes: field('syscw') };
+}
+
 /** Resident set size of a process, in bytes (VmRSS). */
 export function processRssBytes(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

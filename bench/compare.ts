@@ -1,0 +1,108 @@
+/**
+ * `npm run bench:compare -- [ref] [--sse] [--rounds N] [--seconds S]`
+ * (defaults: HEAD, JSON answers, 16 rounds of 1 s after 12 s of warm-up): is the working tree's
+ * hot path cheaper than `ref`'s (default HEAD)?
+ *
+ * On a shared, noisy machine the absolute figures of `npm run bench` move by tens of percent
+ * between runs, which hides any single change. This runs two gateways side by side — one
+ * from a temporary git worktree of `ref`, one from the working tree — against the same
+ * Redis, issuer and backend, and alternates short closed-loop rounds between them (the order
+ * flips every round). Noise then hits both alike, and the per-round ratios (working ÷ ref) of
+ * CPU per call and of calls/s have a tight median. The worktree is removed afterwards.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
+import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
+import { baseHeaders, closedLoop, createPool, median, openSession, type Path } from './load.js';
+import { startBackend, startGateway, type Backend, type Gateway } from './processes.js';
+import { processCpuUs } from './system.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const log = (line: string) => process.stderr.write(`[compare ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function option(argv: string[], flag: string, fallback: number): number {
+  const i = argv.indexOf(flag);
+  if (i < 0) return fallback;
+  const v = Number(argv[i + 1]);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`${flag} needs a positive number`);
+  return v;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const ref = argv.find((a, i) => !a.startsWith('--') && !['--rounds', '--seconds'].includes(argv[i - 1] ?? '')) ?? 'HEAD';
+  const sse = argv.includes('--sse');
+  const rounds = option(argv, '--rounds', 16);
+  const roundMs = option(argv, '--seconds', 1) * 1000;
+  const connections = 16;
+
+  const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: ROOT, encoding: 'utf8' }).trim();
+  const worktree = mkdtempSync(join(tmpdir(), `switchboard-compare-${commit}-`));
+  rmSync(worktree, { recursive: true });
+  execFileSync('git', ['worktree', 'add', '--detach', worktree, commit], { cwd: ROOT, stdio: 'ignore' });
+  // Same dependencies for both: the comparison is about the gateway's code.
+  if (!existsSync(join(worktree, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(worktree, 'node_modules'));
+
+  let redis: RedisHandle | undefined;
+  let oauth: OAuthHandle | undefined;
+  let backend: Backend | undefined;
+  const gateways: Gateway[] = [];
+  const pools: Array<ReturnType<typeof createPool>> = [];
+  try {
+    process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
+    [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
+    backend = await startBackend(sse);
+    for (const root of [worktree, ROOT]) gateways.push(await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], root }));
+    const paths: Path[] = [];
+    for (const [i, g] of gateways.entries()) {
+      const pool = createPool(g.url, 64);
+      pools.push(pool);
+      const headers = baseHeaders(await oauth.token({ sub: 'bench-user', aud: g.audience }));
+      const path = `/mcp/${sse ? 'fast-sse' : 'fast'}`;
+      const session = await openSession(pool, path, headers);
+      paths.push({ label: i === 0 ? `ref ${commit}` : 'working tree', pool, path, headers: { ...headers, 'mcp-session-id': session } });
+    }
+    log(`${sse ? 'SSE' : 'JSON'} answers, ${rounds} rounds × ${roundMs / 1000} s per gateway, ${connections} connections; warming up`);
+    // Until both are JIT-warm: a gateway's first seconds under load cost far more per call.
+    for (let w = 0; w < 4; w++) for (const p of paths) await closedLoop(p, connections, { durationMs: 1500 });
+
+    const cpu: number[][] = [[], []];
+    const rate: number[][] = [[], []];
+    for (let r = 0; r < rounds; r++) {
+      for (const i of r % 2 === 0 ? [0, 1] : [1, 0]) {
+        await sleep(100);
+        const before = processCpuUs(gateways[i]!.child.pid);
+        const res = await closedLoop(paths[i]!, connections, { durationMs: roundMs });
+        if (res.errors) throw new Error(`${paths[i]!.label}: ${res.errors} failed calls (${res.firstError})`);
+        cpu[i]!.push((processCpuUs(gateways[i]!.child.pid) - before) / res.calls);
+        rate[i]!.push((res.calls * 1000) / res.elapsedMs);
+      }
+      log(`round ${r + 1}/${rounds}: ref ${cpu[0]!.at(-1)!.toFixed(0)} µs/call ${rate[0]!.at(-1)!.toFixed(0)}/s, working ${cpu[1]!.at(-1)!.toFixed(0)} µs/call ${rate[1]!.at(-1)!.toFixed(0)}/s`);
+    }
+    const cpuRatio = median(cpu[1]!.map((c, r) => c / cpu[0]![r]!));
+    const rateRatio = median(rate[1]!.map((c, r) => c / rate[0]![r]!));
+    process.stdout.write(
+      `\n${sse ? 'SSE' : 'JSON'} tools/call, working tree vs ${commit}:\n` +
+        `  CPU per call   ref ${median(cpu[0]!).toFixed(0)} µs, working ${median(cpu[1]!).toFixed(0)} µs, median per-round ratio ${cpuRatio.toFixed(3)}\n` +
+        `  calls/s        ref ${median(rate[0]!).toFixed(0)}, working ${median(rate[1]!).toFixed(0)}, median per-round ratio ${rateRatio.toFixed(3)}\n`,
+    );
+  } finally {
+    for (const p of pools) await p.close().catch(() => {});
+    await Promise.allSettled([...gateways.map((g) => g.child.stop()), backend?.child.stop(), oauth?.stop(), redis?.stop()]);
+    for (const g of gateways) rmSync(g.configFile, { force: true });
+    execFileSync('git', ['worktree', 'remove', '--force', worktree], { cwd: ROOT, stdio: 'ignore' });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`compare failed: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

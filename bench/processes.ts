@@ -1,0 +1,101 @@
+/**
+ * The processes of a bench run, each started with a deadline-free handle that the caller
+ * stops: the minimal backend, the naive pass-through and Switchboard itself.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnChild, waitUntil, type ChildHandle } from '../test/helpers/child.js';
+import { freePort } from '../test/helpers/free-port.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+export interface Backend {
+  child: ChildHandle;
+  port: number;
+  sse: boolean;
+}
+
+export async function startBackend(sse: boolean): Promise<Backend> {
+  const child = await spawnChild({
+    name: sse ? 'fast backend (SSE)' : 'fast backend (JSON)',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(ROOT, 'bench', 'fast-backend.ts'), ...(sse ? ['--sse'] : [])],
+    cwd: ROOT,
+    stdin: 'pipe',
+    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
+  });
+  const port = (JSON.parse(child.readyLine!) as { port: number }).port;
+  return { child, port, sse };
+}
+
+/** The naive pass-through (bench/naive-proxy.ts) in front of one backend: the issue's reference. */
+export async function startNaiveProxy(backend: Backend): Promise<{ child: ChildHandle; port: number }> {
+  const child = await spawnChild({
+    name: `naive proxy (${backend.sse ? 'SSE' : 'JSON'})`,
+    command: process.execPath,
+    args: ['--import', 'tsx', join(ROOT, 'bench', 'naive-proxy.ts'), '--backend', `http://127.0.0.1:${backend.port}/mcp`],
+    cwd: ROOT,
+    stdin: 'pipe',
+    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
+  });
+  return { child, port: (JSON.parse(child.readyLine!) as { port: number }).port };
+}
+
+export interface Gateway {
+  child: ChildHandle;
+  port: number;
+  url: string;
+  audience: string;
+  configFile: string;
+  inspectPort: number;
+}
+
+/**
+ * Starts Switchboard from its CLI with a generated config (Redis store, the issuer, the
+ * backends as `fast` / `fast-sse`). `root` is the checkout whose src/cli.ts runs: the working
+ * tree, or another commit's worktree when comparing (bench/compare.ts).
+ */
+export async function startGateway(opts: { redisUrl: string; issuer: string; backends: Backend[]; profileDir?: string; root?: string }): Promise<Gateway> {
+  const root = opts.root ?? ROOT;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const audience = `${url}/mcp`;
+  const config = {
+    publicUrl: url,
+    listen: { host: '127.0.0.1', port },
+    redis: { url: opts.redisUrl, keyPrefix: 'sb:' },
+    auth: { issuer: opts.issuer, audience, algorithms: ['RS256', 'ES256'] },
+    log: { level: 'silent' },
+    // One bench user makes thousands of calls a second: the per-user rate limit stays on (its
+    // Redis round trip is part of what is measured) but far above what the bench can reach.
+    limits: { rateLimit: process.env.BENCH_NO_RATE_LIMIT ? { enabled: false } : { max: 1_000_000_000 } },
+    backends: opts.backends.map((b) => ({ name: b.sse ? 'fast-sse' : 'fast', url: `http://127.0.0.1:${b.port}/mcp` })),
+  };
+  const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
+  // JSON is YAML.
+  writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
+  // The inspector is only switched on (SIGUSR1) for the memory measurement, at the end.
+  const inspectPort = await freePort();
+  const nodeArgs = [`--inspect-port=127.0.0.1:${inspectPort}`, ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : [])];
+  const child = await spawnChild({
+    name: 'switchboard',
+    command: process.execPath,
+    args: [...nodeArgs, '--import', 'tsx', join(root, 'src', 'cli.ts'), '--config', configFile],
+    cwd: root,
+    // A graceful exit is what writes the CPU profile.
+    stopGraceMs: 30_000,
+  });
+  await waitUntil(
+    async () => {
+      if (child.exit) throw new Error(`switchboard exited (${JSON.stringify(child.exit)})`);
+      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      return res.status === 200 ? true : undefined;
+    },
+    { what: `switchboard /readyz on ${url}`, timeoutMs: 30_000, intervalMs: 100, details: () => child.logs() },
+  );
+  return { child, port, url, audience, configFile, inspectPort };
+}
+
