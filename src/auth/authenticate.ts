@@ -27,13 +27,22 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/** What a request to one MCP path must carry, and where its challenge points. */
+interface PathRequirement {
+  metadataUrl: string;
+  required: string[];
+}
+
 export function createAuthenticate(config: Config, verifier: TokenVerifier, onFailure: (code: AuthError['code']) => void = () => {}) {
+  // Worked out once per backend, not per request. An unknown backend's challenge points at
+  // the gateway-wide metadata, which exists.
+  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes] };
+  const perBackend = new Map<string, PathRequirement>(
+    config.backends.map((b) => [b.name, { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes] }]),
+  );
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
-    const backend = backendName ? config.backends.find((b) => b.name === backendName) : undefined;
-    // An unknown backend's challenge points at the gateway-wide metadata, which exists.
-    const metadataUrl = resourceMetadataUrl(config, backend?.name);
-    const required = [...config.auth.requiredScopes, ...(backend?.access.scopes ?? [])];
+    const { metadataUrl, required } = (backendName && perBackend.get(backendName)) || gatewayWide;
     try {
       const token = bearerToken(request.headers.authorization);
       if (!token) {
@@ -44,7 +53,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
         );
       }
       const principal = await verifier.verify(token);
-      const missing = required.filter((s) => !principal.scopes.has(s));
+      const missing = required.length ? required.filter((s) => !principal.scopes.has(s)) : required;
       if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
       request.principal = principal;
       // Every later line of this request names the caller; Fastify's own "request completed"

@@ -1,6 +1,6 @@
 /**
  * The body of a backend response as the MCP layer consumes it: a Node stream it can pipe to
- * the client or read message by message, plus the two undici conveniences the layer uses.
+ * the client or read message by message, plus the undici conveniences the layer uses.
  * undici's own body satisfies it; so do bodies the gateway makes itself (an answer composed
  * by the aggregated endpoint, or a backend stream rewritten on its way through).
  */
@@ -10,6 +10,8 @@ export type BackendBody = Readable & {
   /** Reads and discards the rest, so the connection can be reused. */
   dump(): Promise<void>;
   text(): Promise<string>;
+  /** The whole body as bytes (for answers small enough to send in one write). */
+  bytes(): Promise<Uint8Array>;
 };
 
 /** Wraps text or a chunk source as a BackendBody. */
@@ -19,10 +21,11 @@ export function syntheticBody(source: string | AsyncIterable<Buffer | string>): 
     // Destroying the stream makes the source generator return (its finally blocks run).
     stream.destroy();
   };
-  stream.text = async () => {
-    let text = '';
-    for await (const chunk of stream) text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
-    return text;
+  stream.bytes = async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+    return Buffer.concat(chunks);
   };
+  stream.text = async () => Buffer.from(await stream.bytes()).toString('utf8');
   return stream;
 }

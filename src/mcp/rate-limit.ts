@@ -37,6 +37,7 @@ import { RedisStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { BatchedRateLimitStore } from './batched-rate-limit-store.js';
 import { ErrorCode, errorResponse, idOfJsonText } from './jsonrpc.js';
+import { appendHook } from '../ops/route-hooks.js';
 
 /** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
 export const WARN_EVERY_MS = 30_000;
@@ -126,7 +127,6 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
   };
   app.addHook('onRoute', (route: RouteOptions) => {
     if (!isRateLimitedRoute(route.url)) return;
-    const existing = route.preHandler;
-    route.preHandler = existing === undefined ? [limitHook] : Array.isArray(existing) ? [...existing, limitHook] : [existing, limitHook];
+    route.preHandler = appendHook(route.preHandler, limitHook);
   });
 }

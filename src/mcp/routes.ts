@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { BackendError } from '../backends/errors.js';
-import type { McpBackend } from '../backends/backend.js';
+import type { BackendResponse, McpBackend } from '../backends/backend.js';
 import { callerOf } from './caller.js';
 import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
@@ -124,7 +124,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
     return;
   }
   if (res.status >= 200 && res.status < 300 && res.contentType === 'application/json') {
-    return reply.code(res.status).type('application/json').header(HEADER.sessionId, target.sessionId).send(res.body);
+    return reply.code(res.status).type('application/json').header(HEADER.sessionId, target.sessionId).send(await jsonAnswerPayload(res));
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
     // The backend judged the client's message (e.g. invalid params at the HTTP level): pass it on.
@@ -175,6 +175,22 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
     request.log.info('session deleted');
     return reply.code(204).send();
   });
+}
+
+/** Answers up to this size whose length the backend declared are read whole, then sent. */
+const BUFFERED_ANSWER_MAX_BYTES = 1024 * 1024;
+
+/**
+ * What to send for a backend's JSON answer. A small one with a declared length is read whole
+ * and sent in one write with its length: piping a stream through the reply costs about a
+ * tenth of the gateway's CPU per call (`npm run bench:compare`). Larger or unannounced
+ * bodies are piped, so the gateway never holds a big answer in memory.
+ */
+async function jsonAnswerPayload(res: BackendResponse): Promise<Buffer | BackendResponse['body']> {
+  const declared = Number(headerValue(res.headers['content-length']));
+  if (!(declared <= BUFFERED_ANSWER_MAX_BYTES)) return res.body;
+  const bytes = await res.body.bytes();
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /**
