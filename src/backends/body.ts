@@ -1,22 +1,25 @@
 /**
- * The body of a backend response as the MCP layer consumes it: a Node stream it can pipe to
- * the client or read message by message, plus the undici conveniences the layer uses.
- * undici's own body satisfies it; so do bodies the gateway makes itself (an answer composed
- * by the aggregated endpoint, or a backend stream rewritten on its way through).
+ * The body of a backend response as the MCP layer consumes it: chunks to read one by one
+ * (an SSE stream, message by message), or the whole of it at once. A real backend's body is
+ * an {@link ExchangeBody} (exchange.ts); bodies the gateway makes itself (an answer composed
+ * by the aggregated endpoint, or a backend stream rewritten on its way through) come from
+ * {@link syntheticBody}. To pipe one into a reply, wrap it with `Readable.from`.
  */
 import { Readable } from 'node:stream';
 
-export type BackendBody = Readable & {
+export interface BackendBody extends AsyncIterable<Buffer> {
   /** Reads and discards the rest, so the connection can be reused. */
   dump(): Promise<void>;
   text(): Promise<string>;
   /** The whole body as bytes (for answers small enough to send in one write). */
   bytes(): Promise<Uint8Array>;
-};
+  /** Stops reading; a body still arriving from a backend closes its connection. */
+  destroy(): void;
+}
 
 /** Wraps text or a chunk source as a BackendBody. */
 export function syntheticBody(source: string | AsyncIterable<Buffer | string>): BackendBody {
-  const stream = (typeof source === 'string' ? Readable.from([Buffer.from(source)]) : Readable.from(source)) as BackendBody;
+  const stream = (typeof source === 'string' ? Readable.from([Buffer.from(source)]) : Readable.from(source)) as Readable & BackendBody;
   stream.dump = async () => {
     // Destroying the stream makes the source generator return (its finally blocks run).
     stream.destroy();

@@ -1,15 +1,17 @@
 /**
  * Client side of the Streamable HTTP transport towards one backend MCP server
  * (MCP 2025-11-25 "Transports"). It only moves bytes and headers: the MCP layer decides
- * what to send. Connections are pooled and kept alive per backend (undici Agent).
+ * what to send. Connections are pooled and kept alive per backend (undici Agent); each
+ * exchange goes through undici's dispatcher directly (exchange.ts).
  *
  * Hop-by-hop hygiene: only the headers below are sent. The client's `Authorization`,
  * cookies and its gateway session id never reach the backend (no token passthrough).
  */
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from './backend.js';
 import type { BackendConfig } from '../config/schema.js';
 import { toBackendError } from './errors.js';
+import { exchange } from './exchange.js';
 
 export type { BackendCallHeaders, BackendResponse } from './backend.js';
 
@@ -17,7 +19,8 @@ export class StreamableHttpBackend implements McpBackend {
   readonly name: string;
   /** The backend's configuration (e.g. its `upstreamAuth`), so callers need not look it up. */
   readonly config: BackendConfig;
-  readonly #url: URL;
+  readonly #origin: string;
+  readonly #path: string;
   readonly #staticHeaders: Record<string, string>;
   readonly #agent: Agent;
   readonly #timeoutMs: number;
@@ -25,7 +28,9 @@ export class StreamableHttpBackend implements McpBackend {
   constructor(config: BackendConfig) {
     this.name = config.name;
     this.config = config;
-    this.#url = new URL(config.url!);
+    const url = new URL(config.url!);
+    this.#origin = url.origin;
+    this.#path = `${url.pathname}${url.search}`;
     this.#staticHeaders = lowerCaseKeys(config.headers);
     this.#timeoutMs = config.timeout;
     this.#agent = new Agent({ keepAliveTimeout: 30_000, connectTimeout: Math.min(config.timeout, 10_000) });
@@ -60,19 +65,20 @@ export class StreamableHttpBackend implements McpBackend {
     if (h.traceparent) headers.traceparent = h.traceparent;
     if (h.tracestate) headers.tracestate = h.tracestate;
     try {
-      const res = await request(this.#url, {
+      const res = await exchange(this.#agent, {
+        origin: this.#origin,
+        path: this.#path,
         method,
         headers,
         body,
         signal,
-        dispatcher: this.#agent,
         headersTimeout: this.#timeoutMs,
         // A standalone GET stream may legitimately be quiet for long; POST streams must make
         // progress within the backend's timeout.
         bodyTimeout: method === 'GET' ? 0 : this.#timeoutMs,
       });
       const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      return { status: res.statusCode, headers: res.headers, body: res.body, contentType };
+      return { status: res.status, headers: res.headers, body: res.body, contentType };
     } catch (err) {
       throw toBackendError(this.name, err, 'connect');
     }

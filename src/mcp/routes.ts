@@ -4,6 +4,7 @@
  * HTTP-level rules, finds the user's session, and hands the bytes to the backend client and
  * the stream relay. Message bodies are forwarded as received.
  */
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
@@ -128,7 +129,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
     // The backend judged the client's message (e.g. invalid params at the HTTP level): pass it on.
-    return reply.code(res.status).type('application/json').send(res.body);
+    return reply.code(res.status).type('application/json').send(await jsonAnswerPayload(res));
   }
   await res.body.dump().catch(() => {});
   return sendBackendError(reply, new BackendError(backend.name, 'bad_status', `backend "${backend.name}" answered HTTP ${res.status}`, res.status), requestIds, batch);
@@ -186,9 +187,9 @@ const BUFFERED_ANSWER_MAX_BYTES = 1024 * 1024;
  * tenth of the gateway's CPU per call (`npm run bench:compare`). Larger or unannounced
  * bodies are piped, so the gateway never holds a big answer in memory.
  */
-async function jsonAnswerPayload(res: BackendResponse): Promise<Buffer | BackendResponse['body']> {
+async function jsonAnswerPayload(res: BackendResponse): Promise<Buffer | Readable> {
   const declared = Number(headerValue(res.headers['content-length']));
-  if (!(declared <= BUFFERED_ANSWER_MAX_BYTES)) return res.body;
+  if (!(declared <= BUFFERED_ANSWER_MAX_BYTES)) return Readable.from(res.body, { objectMode: false });
   const bytes = await res.body.bytes();
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -1,0 +1,229 @@
+/**
+ * One HTTP exchange with a backend through undici's dispatcher, with a body that is just a
+ * queue of chunks.
+ *
+ * Why not `undici.request`: it wraps every response in a Node Readable inside an
+ * AsyncResource, and the gateway then reads that stream chunk by chunk — for a one-message
+ * answer that machinery cost more CPU than the message itself (bench/README.md, "Profile").
+ * The handler here gets undici's callbacks directly: headers resolve the response, chunks
+ * land in {@link ExchangeBody}, which hands them to one consumer (an async iteration,
+ * `bytes()`/`text()`, or `dump()`). Flow control is kept: past {@link HIGH_WATER_BYTES}
+ * unread, the socket is paused until the consumer catches up.
+ */
+import { util, type Dispatcher } from 'undici';
+import type { BackendBody } from './body.js';
+
+/** Unread bytes at which the backend's socket is paused. */
+const HIGH_WATER_BYTES = 64 * 1024;
+/** `dump()` reads at most this much of an unfinished body before closing the connection instead. */
+const DUMP_LIMIT_BYTES = 128 * 1024;
+
+export interface ExchangeOptions {
+  origin: string;
+  path: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  headers: Record<string, string>;
+  body?: string;
+  headersTimeout: number;
+  bodyTimeout: number;
+  signal?: AbortSignal;
+}
+
+export interface ExchangeResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: ExchangeBody;
+}
+
+type Abort = (reason?: Error) => void;
+
+/** Sends one request; resolves at the response headers, rejects when none arrive. */
+export function exchange(dispatcher: Dispatcher, options: ExchangeOptions): Promise<ExchangeResponse> {
+  return new Promise((resolve, reject) => {
+    const { signal } = options;
+    if (signal?.aborted) {
+      reject(abortReason(signal));
+      return;
+    }
+    let abort: Abort | undefined;
+    let body: ExchangeBody | undefined;
+    let settled = false;
+    const onAbort = () => {
+      const reason = abortReason(signal!);
+      if (abort) abort(reason);
+      else if (!settled) fail(reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const release = () => signal?.removeEventListener('abort', onAbort);
+    const fail = (err: Error) => {
+      release();
+      if (body) body.fail(err);
+      else if (!settled) {
+        settled = true;
+        reject(err);
+      }
+    };
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect(abortRequest) {
+        abort = abortRequest;
+        if (signal?.aborted) abortRequest(abortReason(signal));
+      },
+      onHeaders(statusCode, rawHeaders, resume) {
+        if (statusCode < 200) return true;
+        body = new ExchangeBody(resume, (reason) => abort?.(reason));
+        settled = true;
+        resolve({ status: statusCode, headers: util.parseHeaders(rawHeaders) as ExchangeResponse['headers'], body });
+        return true;
+      },
+      onData(chunk) {
+        return body!.push(chunk);
+      },
+      onComplete() {
+        release();
+        body?.end();
+      },
+      onError(err) {
+        fail(err);
+      },
+    };
+    dispatcher.dispatch(
+      { origin: options.origin, path: options.path, method: options.method, headers: options.headers, body: options.body, headersTimeout: options.headersTimeout, bodyTimeout: options.bodyTimeout },
+      handler,
+    );
+  });
+}
+
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError');
+}
+
+/**
+ * The response body: chunks in arrival order for a single consumer. Ends normally, with the
+ * backend's error (thrown by the consumer's next read), or early by {@link destroy} (the
+ * consumer's iteration simply ends, and the connection is closed).
+ */
+export class ExchangeBody implements BackendBody {
+  readonly #resume: () => void;
+  readonly #abort: Abort;
+  #chunks: Buffer[] = [];
+  #queued = 0;
+  #paused = false;
+  #ended = false;
+  #error: Error | undefined;
+  #destroyed = false;
+  /** The consumer waiting for the next chunk or the end. */
+  #wake: (() => void) | undefined;
+  #discarding = false;
+  #discarded = 0;
+
+  constructor(resume: () => void, abort: Abort) {
+    this.#resume = resume;
+    this.#abort = abort;
+  }
+
+  /** From undici: false pauses the socket. */
+  push(chunk: Buffer): boolean {
+    if (this.#destroyed) return true;
+    if (this.#discarding) {
+      this.#discarded += chunk.length;
+      if (this.#discarded > DUMP_LIMIT_BYTES) this.destroy();
+      return true;
+    }
+    this.#chunks.push(chunk);
+    this.#queued += chunk.length;
+    this.#signal();
+    if (this.#queued < HIGH_WATER_BYTES) return true;
+    this.#paused = true;
+    return false;
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#signal();
+  }
+
+  fail(err: Error): void {
+    if (this.#ended || this.#destroyed) return;
+    this.#error = err;
+    this.#ended = true;
+    this.#signal();
+  }
+
+  /** Stops reading: the request is aborted (its connection closed) and iteration ends. */
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    this.#chunks = [];
+    this.#queued = 0;
+    if (!this.#ended) this.#abort(new DOMException('The body was not read to its end', 'AbortError') as unknown as Error);
+    this.#signal();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    try {
+      for (;;) {
+        const chunk = this.#take();
+        if (chunk) {
+          yield chunk;
+          continue;
+        }
+        if (this.#destroyed) return;
+        if (this.#ended) {
+          if (this.#error) throw this.#error;
+          return;
+        }
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+      }
+    } finally {
+      // A consumer that stops early (break, or an error in its loop) gives the body up.
+      if (!this.#ended) this.destroy();
+    }
+  }
+
+  async bytes(): Promise<Uint8Array> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of this) chunks.push(chunk);
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  }
+
+  async text(): Promise<string> {
+    return Buffer.from(await this.bytes()).toString('utf8');
+  }
+
+  /** Reads and discards the rest (up to {@link DUMP_LIMIT_BYTES}), so the connection can be reused. */
+  async dump(): Promise<void> {
+    this.#chunks = [];
+    this.#queued = 0;
+    if (this.#ended || this.#destroyed) return;
+    this.#discarding = true;
+    this.#resumeIfPaused();
+    await new Promise<void>((resolve) => {
+      const check = () => {
+        if (this.#ended || this.#destroyed) resolve();
+        else this.#wake = check;
+      };
+      check();
+    });
+  }
+
+  #take(): Buffer | undefined {
+    const chunk = this.#chunks.shift();
+    if (!chunk) return undefined;
+    this.#queued -= chunk.length;
+    this.#resumeIfPaused();
+    return chunk;
+  }
+
+  #resumeIfPaused(): void {
+    if (this.#paused && this.#queued < HIGH_WATER_BYTES) {
+      this.#paused = false;
+      this.#resume();
+    }
+  }
+
+  #signal(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}
