@@ -1,10 +1,10 @@
 /**
- * A `@fastify/rate-limit` store that shares each user's budget across replicas through Redis
+ * The rate limiter's store (rate-limit.ts) that shares each user's budget across replicas through Redis
  * without a Redis round trip on the request path.
  *
  * Why: the gateway's performance target (issue 7; `bench/README.md`, "Targets") allows at
  * most ONE Redis round trip per proxied MCP message, and the SSE path already spends it on
- * the replay log. The plugin's own Redis store costs one more per request (a Lua INCR +
+ * the replay log. A plain Redis counter costs one more per request (a Lua INCR +
  * PEXPIRE), so a limited SSE answer would cost two. This store decides locally and talks to
  * Redis in the background, in batches.
  *
@@ -19,18 +19,18 @@
  * was just created; PTTL otherwise) and reads back each key's total and TTL. So there is at
  * most one Redis call per flush interval for all users together, whatever the request rate
  * (at most one call in flight at a time; at most {@link MAX_KEYS_PER_CALL} keys per call).
- * Windows follow the plugin's fixed-window semantics: the Redis key holds the count, its TTL
+ * Windows are fixed: the Redis key holds the count, its TTL
  * is the window, set when the key is created; every replica adopts the key's TTL as the end of
  * its local window, so replicas agree on window boundaries to within a round trip. A request
  * that arrives after the local window ended starts a new one (and increments not yet sent for
  * the old window are dropped, as the old Redis key is gone too). Over the limit requests count
- * too, as with the plugin's stores.
+ * too.
  *
  * Precision (the trade-off): each replica counts its own requests exactly and sees the other
  * replicas' requests only once they have been flushed (up to one interval T plus a round trip
  * after they arrived) AND it has read them back with its own next flush (which happens only
  * when it has a request for that user; again up to T plus a round trip). Hence:
- * - one replica: exact, as the plugin's stores;
+ * - one replica: exact;
  * - R replicas: in one window a user can get past `max` by at most the requests they send,
  *   summed over all replicas, during about 2 × (T + RTT) around the moment the shared count
  *   reaches `max` — with R replicas each receiving r requests/s from that user, at most
@@ -54,7 +54,7 @@
  * request since) are swept every {@link SWEEP_INTERVAL_MS}. Call {@link close} on shutdown:
  * it stops the timers and makes one last bounded attempt to send what is pending.
  */
-import type { FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { RateLimitCallback, RateLimitStore } from './rate-limit-store.js';
 import type { Redis } from 'ioredis';
 
 /** How often pending increments are sent to Redis (and the shared counts read back). */
@@ -94,8 +94,7 @@ for i, key in ipairs(KEYS) do
 end
 return out`;
 
-type StoreCallback = (error: Error | null, result?: { current: number; ttl: number }) => void;
-type ChildOptions = Parameters<FastifyRateLimitStore['child']>[0];
+type StoreCallback = RateLimitCallback;
 
 interface FlushingRedis extends Redis {
   sbRateLimitFlush(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
@@ -141,7 +140,7 @@ export interface BatchedRateLimitStoreOptions {
   onFailure?: (reason: 'error' | 'timeout', error?: Error) => void;
 }
 
-export class BatchedRateLimitStore implements FastifyRateLimitStore {
+export class BatchedRateLimitStore implements RateLimitStore {
   readonly #redis: FlushingRedis;
   readonly #namespace: string;
   readonly #flushIntervalMs: number;
@@ -185,7 +184,7 @@ export class BatchedRateLimitStore implements FastifyRateLimitStore {
     callback(null, { current: entry.synced + entry.inFlight + entry.pending, ttl: Math.max(0, entry.windowEnd - now) });
   }
 
-  /** The state of `key` without counting a request (the plugin's `{ increment: false }`). */
+  /** The state of `key` without counting a request. */
   read(key: string, callback: StoreCallback, _timeWindow?: number, _max?: number): void {
     const now = Date.now();
     const entry = this.#entries.get(this.#namespace + key);
@@ -198,18 +197,6 @@ export class BatchedRateLimitStore implements FastifyRateLimitStore {
     const entry = this.#entries.get(this.#namespace + key);
     if (!entry) return undefined;
     return { synced: entry.synced, inFlight: entry.inFlight, pending: entry.pending, ttl: entry.windowEnd - Date.now() };
-  }
-
-  /** Per-route counters (the plugin's `config.rateLimit` on a route): same store, own keys. */
-  child(routeOptions: ChildOptions): FastifyRateLimitStore {
-    return this.#view(routeTag(routeOptions));
-  }
-
-  #view(prefix: string): FastifyRateLimitStore {
-    return {
-      incr: (key, callback, timeWindow, max) => this.incr(prefix + key, callback, timeWindow, max),
-      child: (routeOptions) => this.#view(prefix + routeTag(routeOptions)),
-    };
   }
 
   /** The entry for `key`, in its current window, marked most recently used. */
@@ -342,10 +329,4 @@ export class BatchedRateLimitStore implements FastifyRateLimitStore {
       clearTimeout(timer);
     }
   }
-}
-
-/** `<method><url>-`, as the plugin's Redis store names per-route counters (it passes `routeInfo`). */
-function routeTag(options: ChildOptions): string {
-  const route = (options as unknown as { routeInfo?: { method?: unknown; url?: unknown } }).routeInfo ?? options;
-  return `${String(route.method ?? '')}${String(route.url ?? '')}-`;
 }

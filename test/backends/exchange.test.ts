@@ -143,8 +143,8 @@ describe('exchange (undici dispatch with a queue body)', () => {
     await next.body.dump();
     await single.close();
     assert.equal(next.status, 204);
-    const small = sockets.findLast((s) => s.path === '/small')!;
-    const following = sockets.findLast((s) => s.path === '/next')!;
+    const small = sockets.filter((s) => s.path === '/small').at(-1)!;
+    const following = sockets.filter((s) => s.path === '/next').at(-1)!;
     assert.equal(following.port, small.port, 'the same keep-alive connection served both');
   });
 
