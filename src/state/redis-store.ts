@@ -1,25 +1,35 @@
 /**
  * Redis implementation of the state contract. Each operation is one round trip: session
  * reads slide the idle TTL with GETEX, and appending to a replay log (push, trim, expire)
- * is one Lua script so that a log is never left unbounded or without a TTL.
+ * is one Lua script so that a log is never left unbounded or without a TTL; the appends of
+ * all streams in one turn of the event loop share that script call (append-batcher.ts).
  *
  * Keys (under the configured prefix): `s:<user>:<session>` and `e:<user>:<session>:<stream>`.
  */
 import { Redis, type RedisOptions } from 'ioredis';
+import { AppendBatcher } from './append-batcher.js';
 import { streamChannel } from './redis-coordinator.js';
 import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
 
-// Appends, bounds and expires the log, and publishes the new entries for a replica that
-// follows this stream from elsewhere (RedisCoordinator.watchStream), in one round trip.
+// For each stream (KEYS[i]; in ARGV: max events, TTL ms, channel, entry count, entries):
+// appends, bounds and expires the log, and publishes the new entries for a replica that
+// follows the stream from elsewhere (RedisCoordinator.watchStream). Several streams' appends
+// go in one call (append-batcher.ts).
 const APPEND_EVENTS = `
--- unpack() is limited to a few thousand values: push in slices.
-for i = 4, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+local a = 1
+for _, key in ipairs(KEYS) do
+  local first = a + 4
+  local last = a + 3 + tonumber(ARGV[a + 3])
+  -- unpack() is limited to a few thousand values: push in slices.
+  for i = first, last, 1000 do
+    redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, last)))
+  end
+  redis.call('LTRIM', key, -tonumber(ARGV[a]), -1)
+  redis.call('PEXPIRE', key, ARGV[a + 1])
+  redis.call('PUBLISH', ARGV[a + 2], '[' .. table.concat(ARGV, ',', first, last) .. ']')
+  a = last + 1
 end
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PUBLISH', ARGV[3], '[' .. table.concat(ARGV, ',', 4) .. ']')
-return 1`;
+return #KEYS`;
 
 const DELETE_IF = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -30,7 +40,7 @@ const MAX_SCAN_ROUNDS = 1_000;
 
 interface ScriptedRedis extends Redis {
   sbDeleteIf(key: string, expected: string): Promise<number>;
-  sbAppendEvents(key: string, maxEvents: number, ttlMs: number, channel: string, ...entries: string[]): Promise<number>;
+  sbAppendEvents(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
 }
 
 export interface RedisStoreOptions {
@@ -48,6 +58,11 @@ export class RedisStore implements StateStore {
   readonly keyPrefix: string;
   readonly #sessionCountCacheMs: number;
   #sessionCount: { value: number; at: number } | undefined;
+  readonly #appends = new AppendBatcher((items) => {
+    const args: (string | number)[] = items.map((item) => item.key);
+    for (const item of items) args.push(item.maxEvents, item.ttlMs, item.channel, item.entries.length, ...item.entries);
+    return this.redis.sbAppendEvents(items.length, ...args);
+  });
 
   constructor(options: RedisStoreOptions) {
     this.keyPrefix = options.keyPrefix;
@@ -63,7 +78,7 @@ export class RedisStore implements StateStore {
       lazyConnect: false,
       ...options.redisOptions,
     }) as ScriptedRedis;
-    this.redis.defineCommand('sbAppendEvents', { numberOfKeys: 1, lua: APPEND_EVENTS });
+    this.redis.defineCommand('sbAppendEvents', { lua: APPEND_EVENTS });
     this.redis.defineCommand('sbDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
     // Connection errors surface through the commands that fail; without a listener ioredis
     // would print them as unhandled.
@@ -109,7 +124,13 @@ export class RedisStore implements StateStore {
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
     if (!events.length) return;
-    await this.redis.sbAppendEvents(streamKey(key), limits.maxEvents, limits.ttlMs, streamChannel(this.keyPrefix, key), ...events.map((e) => JSON.stringify(e)));
+    await this.#appends.append({
+      key: streamKey(key),
+      channel: streamChannel(this.keyPrefix, key),
+      maxEvents: limits.maxEvents,
+      ttlMs: limits.ttlMs,
+      entries: events.map((e) => JSON.stringify(e)),
+    });
   }
 
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
