@@ -22,6 +22,9 @@ import { parseEventId } from './stream-relay.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
 import { applyToolPolicy, screenToolCalls } from '../policy/tool-traffic.js';
 
+/** A batch body: its first non-blank character is `[` (tested without copying the body). */
+const STARTS_AS_ARRAY = /^\s*\[/;
+
 type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
 
 export interface McpRouteHooks {
@@ -90,7 +93,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
   const requestIds = messages.filter(isRequest).map((m) => m.id);
-  const batch = body.trimStart().startsWith('[');
+  const batch = STARTS_AS_ARRAY.test(body);
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
   }

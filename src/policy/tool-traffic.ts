@@ -29,7 +29,7 @@ import { filterToolsResult, hasToolPolicy, isToolAllowed } from './tool-policy.j
 export type Screened = { body: string; refusal?: undefined } | { body?: undefined; refusal: JsonRpcMessage | JsonRpcMessage[] };
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
-const isBatch = (body: string) => body.trimStart().startsWith('[');
+const isBatch = (body: string) => /^\s*\[/.test(body);
 
 function toolName(m: JsonRpcMessage): string {
   const name = (m.params as { name?: unknown } | undefined)?.name;
