@@ -8,10 +8,12 @@
  * from a temporary git worktree of `ref`, one from the working tree — against the same
  * Redis, issuer and backend, and alternates short closed-loop rounds between them (the order
  * flips every round). Noise then hits both alike, and the per-round ratios (working ÷ ref) of
- * CPU per call and of calls/s have a tight median. The worktree is removed afterwards.
+ * CPU per call and of calls/s have a tight median. The worktree is removed afterwards. It
+ * shares this checkout's node_modules unless `ref`'s package-lock.json differs, in which case
+ * it gets its own `npm ci`.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,8 +47,14 @@ async function main(): Promise<void> {
   const worktree = mkdtempSync(join(tmpdir(), `switchboard-compare-${commit}-`));
   rmSync(worktree, { recursive: true });
   execFileSync('git', ['worktree', 'add', '--detach', worktree, commit], { cwd: ROOT, stdio: 'ignore' });
-  // Same dependencies for both: the comparison is about the gateway's code.
-  if (!existsSync(join(worktree, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(worktree, 'node_modules'));
+  // Same dependencies for both when the lock file agrees (the comparison is about the
+  // gateway's code); a ref with other dependencies gets its own install.
+  const sameLock = spawnSync('git', ['diff', '--quiet', commit, '--', 'package-lock.json'], { cwd: ROOT }).status === 0;
+  if (sameLock) symlinkSync(join(ROOT, 'node_modules'), join(worktree, 'node_modules'));
+  else {
+    log(`${commit} has other dependencies: npm ci in its worktree (about a minute)`);
+    execFileSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: worktree, stdio: 'ignore' });
+  }
 
   let redis: RedisHandle | undefined;
   let oauth: OAuthHandle | undefined;
