@@ -635,7 +635,7 @@ async function main(): Promise<void> {
     const header = [
       `Switchboard bench — ${s.mode} run${s.profile ? ' (PROFILED: --cpu-prof slows the gateway; compare unprofiled runs only)' : ''}, ${machine.date}`,
       `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.platform} ${machine.kernel}, Node ${machine.node}; commit ${git.commit}${git.srcDirty ? ` + ${git.srcDirty} uncommitted src/ changes` : ''}`,
-      `calibration: one cross-process loopback round trip (write, echo, read) costs ${fmt(calibration.wallUsPerRoundTrip)} µs wall and ${fmt(calibration.cpuUsPerRoundTrip)} µs CPU on one side; a proxied call makes the gateway do 3 of them`,
+      `calibration: one cross-process loopback round trip (write, echo, read) costs ${fmt(calibration.wallUsPerRoundTrip)} µs wall and ${fmt(calibration.cpuUsPerRoundTrip)} µs CPU on one side; a proxied call makes the gateway do 2 of them (client, backend), 3 when it also writes to Redis`,
       `load: undici in the bench process, ${s.connections} connections, pipelining 1; ${s.throughputRounds} throughput rounds × ${s.throughputMs / 1000} s and ${s.latencyRounds} latency rounds × ${s.latencyMs / 1000} s per path, interleaved; warm-up ${s.warmupMs / 1000} s discarded; medians`,
     ].join('\n');
     const body = table(rows, ['', 'direct', 'gateway', 'difference', 'target', '']);
