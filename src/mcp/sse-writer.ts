@@ -4,11 +4,12 @@
  * an id and `retry`, message events with ids unique per session and stream, and comment
  * keep-alives so that proxies and load balancers do not cut a quiet stream.
  */
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
 export interface SseWriterOptions {
   keepAliveMs: number;
-  headers: Record<string, string>;
+  /** Extra response headers (the session id, and whatever the route's hooks set, e.g. rate-limit headers). */
+  headers: OutgoingHttpHeaders;
 }
 
 export class SseWriter {

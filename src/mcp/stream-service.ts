@@ -5,6 +5,7 @@
  * relay a client connection belongs to.
  */
 import { randomBytes } from 'node:crypto';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
@@ -52,9 +53,14 @@ function relayContext(t: StreamTarget): RelayContext {
   };
 }
 
+/**
+ * Takes the response over from Fastify for an SSE stream. Headers the route's hooks already
+ * set on the reply (the rate limiter's `x-ratelimit-*`) go out with the stream's own.
+ */
 function openWriter(t: StreamTarget): SseWriter {
+  const headers: OutgoingHttpHeaders = { ...(t.reply.getHeaders() as OutgoingHttpHeaders), [HEADER.sessionId]: t.sessionId };
   t.reply.hijack();
-  return new SseWriter(t.reply.raw, { keepAliveMs: t.ctx.config.streams.keepAlive, headers: { [HEADER.sessionId]: t.sessionId } });
+  return new SseWriter(t.reply.raw, { keepAliveMs: t.ctx.config.streams.keepAlive, headers });
 }
 
 function streamKey(t: StreamTarget, streamId: string): StreamKey {

@@ -1,7 +1,7 @@
 /**
  * Per-user rate limit on the MCP endpoints (`limits.rateLimit`), end to end with real parts:
  * a real Redis, a real OAuth server issuing real JWTs, server-everything as the backend and
- * the gateway in-process. Shows: 429 with Retry-After, the plugin's x-ratelimit-* headers and
+ * the gateway in-process. Shows: 429 with Retry-After, x-ratelimit-* headers (on JSON and SSE answers too) and
  * a JSON-RPC error carrying the request's id; per-user keys; one budget shared by two
  * gateways on the same Redis (each sees the other's requests once they have been flushed,
  * within about one flush interval); the in-memory store limiting too; the window resetting;
@@ -156,8 +156,12 @@ describe('Redis store', () => {
       // background (one script call per flush interval), reading the shared count back.
       const init = await post(a, aliceA, 1);
       assert.equal(init.status, 200, init.text);
-      assert.equal(init.headers.get('x-ratelimit-remaining'), '3', 'the plugin reports what is left on allowed JSON/SSE answers');
-      assert.equal((await post(a, aliceA, 2, init.session)).status, 200);
+      assert.equal(init.headers.get('x-ratelimit-remaining'), '3', 'allowed answers report what is left');
+      const ping = await post(a, aliceA, 2, init.session);
+      assert.equal(ping.status, 200);
+      assert.match(ping.headers.get('content-type') ?? '', /^text\/event-stream/, 'server-everything answers ping as SSE');
+      assert.equal(ping.headers.get('x-ratelimit-remaining'), '2', 'SSE answers carry the rate-limit headers too');
+      assert.equal(ping.headers.get('x-ratelimit-limit'), '4');
       await flushedTo(inspect, aliceKey, '2');
       // b has not seen Alice yet: its first request for her is decided on its own count.
       assert.equal((await post(b, aliceB, 3, init.session)).status, 200);
