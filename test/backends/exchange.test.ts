@@ -101,11 +101,7 @@ describe('exchange (undici dispatch with a queue body)', () => {
   });
 
   test('destroy() stops an endless body and closes its connection', async () => {
-    routes.set('/endless', (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const timer = setInterval(() => res.write('data: {}\n\n'), 5);
-      res.on('close', () => clearInterval(timer));
-    });
+    routes.set('/endless', endlessEvents);
     const res = await send('/endless', { method: 'GET', body: undefined, bodyTimeout: 0 });
     let events = 0;
     for await (const chunk of res.body) {
@@ -117,11 +113,7 @@ describe('exchange (undici dispatch with a queue body)', () => {
   });
 
   test('breaking out of the iteration also gives the body up', async () => {
-    routes.set('/endless-2', (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const timer = setInterval(() => res.write('data: {}\n\n'), 5);
-      res.on('close', () => clearInterval(timer));
-    });
+    routes.set('/endless-2', endlessEvents);
     const res = await send('/endless-2', { method: 'GET', body: undefined, bodyTimeout: 0 });
     for await (const chunk of res.body) if (chunk.length) break;
     await waitFor(() => closed.has('/endless-2'), 'the backend sees its response closed');
@@ -194,6 +186,13 @@ describe('exchange (undici dispatch with a queue body)', () => {
     await assert.rejects(res.body.bytes(), (err: Error & { code?: string }) => typeof err.code === 'string' && err.code.startsWith('UND_ERR'));
   });
 });
+
+/** A backend stream that never ends: an event every 5 ms until the client goes. */
+function endlessEvents(_req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const timer = setInterval(() => res.write('data: {}\n\n'), 5);
+  res.on('close', () => clearInterval(timer));
+}
 
 async function waitFor(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
