@@ -72,6 +72,13 @@ export class StreamRelay {
   #saving: Promise<void> = Promise.resolve();
   #unsaved: StoredEvent[] = [];
   #flushScheduled = false;
+  /**
+   * The last sequence number the attached client already has. A replica that died may not
+   * have stored the last events it sent (its appends were still on the way), so the relay
+   * taking over from the log numbers the backend's replay of them again, with the same
+   * numbers; those the client has are stored but not sent twice.
+   */
+  #clientHasThrough = 0;
   /** True while pump() reads the backend: finishing from inside it needs no abort. */
   #pumping = false;
 
@@ -120,6 +127,7 @@ export class StreamRelay {
     if (previous && previous !== writer) previous.end();
     if (afterSeq === undefined && prime) writer.prime(eventId(this.key.streamId, this.#startSeq), this.#ctx.retryMs);
     const from = afterSeq ?? this.#startSeq;
+    if (afterSeq !== undefined) this.#clientHasThrough = afterSeq;
     for (const e of this.#recent) if (e.seq > from && e.data !== undefined) writer.message(e.data, eventId(this.key.streamId, e.seq));
     writer.onClose(() => {
       if (this.#writer !== writer) return;
@@ -260,7 +268,12 @@ export class StreamRelay {
     this.#recent.push(event);
     if (this.#recent.length > this.#ctx.limits.maxEvents) this.#recent.shift();
     this.#save(event);
-    this.#writer?.message(data, eventId(this.key.streamId, event.seq));
+    if (event.seq > this.#clientHasThrough) this.#writer?.message(data, eventId(this.key.streamId, event.seq));
+  }
+
+  /** The client resuming this stream already has every event up to `seq` (its Last-Event-ID). */
+  clientHasThrough(seq: number): void {
+    this.#clientHasThrough = seq;
   }
 
   /**

@@ -137,6 +137,9 @@ async function resumeFromStore(t: StreamTarget, streamId: string, afterSeq: numb
   const known = summarize(events);
   t.request.log.debug({ streamId, kind: meta.kind, lastSeq: known.lastSeq, ended: known.ended, backendEventId: known.backendEventId }, 'continuing a stream from its replay log');
   const relay = new StreamRelay(relayContext(t), key, remainingMeta(meta, events), known.lastSeq, known.backendEventId);
+  // The log can end before the client's Last-Event-ID when the replica that sent those
+  // events died before storing them: the backend's replay of them is not sent again.
+  relay.clientHasThrough(afterSeq);
   let mailbox: string[] = [];
   if (meta.kind === 'get') {
     t.ctx.streams.add(relay);
