@@ -1,6 +1,7 @@
 /**
- * The processes of a bench run, each started with a deadline-free handle that the caller
- * stops: the minimal backend, the naive pass-through and Switchboard itself.
+ * The processes of a bench run (bench/run.ts) and of a comparison (bench/compare.ts): the
+ * minimal backend, the naive pass-through and Switchboard itself. Each returns the child's
+ * handle, which the caller stops (the backend and the pass-through also exit when their stdin closes).
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
