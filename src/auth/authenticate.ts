@@ -53,7 +53,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
         );
       }
       const principal = await verifier.verify(token);
-      const missing = required.length ? required.filter((s) => !principal.scopes.has(s)) : required;
+      const missing = required.filter((s) => !principal.scopes.has(s));
       if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
       request.principal = principal;
       // Every later line of this request names the caller; Fastify's own "request completed"

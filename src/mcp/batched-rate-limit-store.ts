@@ -94,8 +94,6 @@ for i, key in ipairs(KEYS) do
 end
 return out`;
 
-type StoreCallback = RateLimitCallback;
-
 interface FlushingRedis extends Redis {
   sbRateLimitFlush(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
 }
@@ -175,7 +173,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
     return this.#entries.size;
   }
 
-  incr(key: string, callback: StoreCallback, timeWindow: number, _max: number): void {
+  incr(key: string, callback: RateLimitCallback, timeWindow: number, _max: number): void {
     const now = Date.now();
     const entry = this.#touch(key, timeWindow, now);
     entry.pending++;
@@ -185,7 +183,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
   }
 
   /** The state of `key` without counting a request. */
-  read(key: string, callback: StoreCallback, _timeWindow?: number, _max?: number): void {
+  read(key: string, callback: RateLimitCallback, _timeWindow?: number, _max?: number): void {
     const now = Date.now();
     const entry = this.#entries.get(this.#namespace + key);
     if (!entry || now >= entry.windowEnd) return callback(null, { current: 0, ttl: 0 });

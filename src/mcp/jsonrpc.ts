@@ -47,6 +47,16 @@ export function isResponse(m: JsonRpcMessage): boolean {
   return m.method === undefined && ('result' in m || 'error' in m);
 }
 
+const BATCH_START = /^\s*\[/;
+
+/**
+ * True when a JSON text is a batch (an array): its first non-blank character is `[`. An
+ * anchored test, so a large body is not copied as `trimStart()` would.
+ */
+export function isBatchText(text: string): boolean {
+  return BATCH_START.test(text);
+}
+
 /**
  * The id of the message in a body that is one JSON object with a usable id, else null: the
  * id an error about that body answers (JSON-RPC §5), found without validating the message.

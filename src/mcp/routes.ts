@@ -12,7 +12,7 @@ import { callerOf } from './caller.js';
 import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { handleInitialize, headerValue, traceHeaders } from './initialize.js';
-import { ErrorCode, InvalidMessageError, isRequest, parseMessages, type JsonRpcMessage } from './jsonrpc.js';
+import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcMessage } from './jsonrpc.js';
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from './protocol.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from './replies.js';
 import { StateUnavailableError } from './session-service.js';
@@ -21,9 +21,6 @@ import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStr
 import { parseEventId } from './stream-relay.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
 import { applyToolPolicy, screenToolCalls } from '../policy/tool-traffic.js';
-
-/** A batch body: its first non-blank character is `[` (tested without copying the body). */
-const STARTS_AS_ARRAY = /^\s*\[/;
 
 type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
 
@@ -93,7 +90,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
   const requestIds = messages.filter(isRequest).map((m) => m.id);
-  const batch = STARTS_AS_ARRAY.test(body);
+  const batch = isBatchText(body);
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
   }

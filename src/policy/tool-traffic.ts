@@ -22,14 +22,13 @@ import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
-import { ErrorCode, errorResponse, isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { formatSseEvent, transformSse } from '../mcp/sse-transform.js';
 import { filterToolsResult, hasToolPolicy, isToolAllowed } from './tool-policy.js';
 
 export type Screened = { body: string; refusal?: undefined } | { body?: undefined; refusal: JsonRpcMessage | JsonRpcMessage[] };
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
-const isBatch = (body: string) => /^\s*\[/.test(body);
 
 function toolName(m: JsonRpcMessage): string {
   const name = (m.params as { name?: unknown } | undefined)?.name;
@@ -58,9 +57,9 @@ export function screenToolCalls(metrics: Metrics, request: FastifyRequest, backe
     request.log.info({ backend: backend.name, tool: toolName(m) }, 'tool call refused by tool policy');
   }
   const rest = messages.filter((m) => !hidden.includes(m as JsonRpcMessage & { id: JsonRpcId }));
-  if (!rest.length || !isBatch(body)) {
+  if (!rest.length || !isBatchText(body)) {
     request.mcpOutcome = 'rejected';
-    return { refusal: isBatch(body) ? hidden.map(unknownTool) : unknownTool(hidden[0]!) };
+    return { refusal: isBatchText(body) ? hidden.map(unknownTool) : unknownTool(hidden[0]!) };
   }
   // One message left goes unbatched: equivalent by JSON-RPC, and later revisions' backends
   // take no batches at all. The answer is an array again once the errors are added.

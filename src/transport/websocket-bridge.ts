@@ -34,7 +34,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { HEADER } from '../mcp/protocol.js';
 import { isEventStream, readEventStream, readJsonMessages } from './answer-reader.js';
 import { closeFor, CloseCode, closeReason, errorFrameFor, type CloseInstruction, type HttpRefusal } from './error-frames.js';
@@ -106,7 +106,7 @@ export class WebSocketBridge {
       return;
     }
     const text = frameText(data);
-    if (text.trimStart().startsWith('[')) {
+    if (isBatchText(text)) {
       this.#send(errorResponse(null, ErrorCode.InvalidRequest, 'Invalid Request: one JSON-RPC message per frame; batches are not supported over WebSocket'));
       return;
     }
