@@ -5,7 +5,7 @@
  * - `tokenKey` → an AES-256-GCM cipher for third-party tokens at rest (SPEC §4: "tokens
  *   encrypted at rest"). Each value gets a fresh 96-bit IV; the associated data binds a
  *   ciphertext to its purpose and owner (e.g. `vault:<user>:<provider>`), so a value copied
- *   to another user's key does not decrypt.
+ *   to another user's key does not decrypt. Only full 16-byte tags are accepted.
  * - `cookieKey` → an HMAC-SHA256 signer for cookie values.
  *
  * Both are derived with HKDF so that one configured secret never serves two algorithms.
@@ -13,6 +13,12 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const VERSION = 'v1';
+/**
+ * The full 128-bit GCM tag, enforced on open: without `authTagLength`, Node accepts any tag
+ * length from 4 bytes up and compares only that prefix, so a forger needs 2^32 tries, not
+ * 2^128 (NIST SP 800-38D §5.2.1.2, Appendix C; Node DEP0182).
+ */
+const TAG_BYTES = 16;
 
 export interface TokenCipher {
   /** Seals `plain`; `context` must be given again to open it. */
@@ -36,7 +42,7 @@ export function createTokenCipher(tokenKey: string): TokenCipher {
   return {
     seal(plain, context) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
       cipher.setAAD(Buffer.from(context, 'utf8'));
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       return [VERSION, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
@@ -45,7 +51,7 @@ export function createTokenCipher(tokenKey: string): TokenCipher {
       const [version, iv, tag, body] = sealed.split('.');
       if (version !== VERSION || !iv || !tag || body === undefined) return undefined;
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+        const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
         decipher.setAAD(Buffer.from(context, 'utf8'));
         decipher.setAuthTag(Buffer.from(tag, 'base64url'));
         return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');

@@ -19,6 +19,20 @@ test('sealed tokens open only with the same key and context, and never show the 
   assert.equal(cipher.open('garbage', 'vault:alice:github'), undefined);
 });
 
+test('a sealed value whose GCM tag is truncated (4, 8, 12 or 15 bytes) does not open', () => {
+  const cipher = createTokenCipher(KEY);
+  const sealed = cipher.seal('gho_secret-access-token', 'vault:alice:github');
+  const [v, iv, tag, body] = sealed.split('.');
+  const full = Buffer.from(tag!, 'base64url');
+  assert.equal(full.length, 16);
+  for (const bytes of [4, 8, 12, 15]) {
+    // Still a prefix of the right tag: without authTagLength, Node compares just these bytes.
+    const truncated = [v, iv, full.subarray(0, bytes).toString('base64url'), body].join('.');
+    assert.equal(cipher.open(truncated, 'vault:alice:github'), undefined, `${bytes}-byte tag`);
+  }
+  assert.equal(cipher.open([v, iv, full.toString('base64url'), body].join('.'), 'vault:alice:github'), 'gho_secret-access-token', 'the full tag still opens');
+});
+
 test('signed values verify only unchanged and with the same key', () => {
   const signer = createSigner(KEY);
   const signed = signer.sign('browser-session-id');
