@@ -33,6 +33,13 @@ export interface ProviderEndpoints {
   scopes: string[];
   /** RFC 8707 resource indicator (sent when the provider is an MCP-protected backend). */
   resource?: string;
+  /**
+   * RFC 9207: the authorization server's issuer identifier (its metadata `issuer`), when
+   * known. An `iss` in the authorization response must equal it (mix-up defence).
+   */
+  issuer?: string;
+  /** RFC 9207 §3: the metadata advertises `authorization_response_iss_parameter_supported`, so `iss` is required. */
+  requireIssParameter?: boolean;
 }
 
 export type ProviderErrorKind = 'oauth' | 'network' | 'timeout' | 'bad_response';
