@@ -8,6 +8,7 @@
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import type { ProviderEndpoints, ProviderRequestOptions } from './provider-client.js';
+import { callbackUri } from './pending-authorization.js';
 import { guardedFetch } from './safe-fetch.js';
 import { discoverUpstreamAuth, registeredClient } from './upstream-discovery.js';
 
@@ -21,7 +22,6 @@ export type EndpointResolver = (backend: BackendConfig) => Promise<ResolvedProvi
 
 export function createEndpointResolver(config: Config, store: StateStore): EndpointResolver {
   const discovered = new Map<string, Promise<ResolvedProvider>>();
-  const redirectUri = `${config.publicUrl}/oauth/callback`;
   // Loopback backends are allowed in discovery only when the gateway itself is local.
   const allowLoopback = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(config.publicUrl);
 
@@ -44,7 +44,7 @@ export function createEndpointResolver(config: Config, store: StateStore): Endpo
         const found = await discoverUpstreamAuth(backend.url!, undefined, { allowLoopback });
         const client = upstream.clientId
           ? { clientId: upstream.clientId, clientSecret: upstream.clientSecret }
-          : await registeredClient(store, upstream.provider, requireRegistration(found.registrationUrl, backend.name), redirectUri, { allowLoopback });
+          : await registeredClient(store, upstream.provider, requireRegistration(found.registrationUrl, backend.name), callbackUri(config.publicUrl, upstream.provider), { allowLoopback });
         return {
           authorizationUrl: found.authorizationUrl,
           tokenUrl: found.tokenUrl,
@@ -53,6 +53,9 @@ export function createEndpointResolver(config: Config, store: StateStore): Endpo
           clientSecret: client.clientSecret,
           scopes: upstream.scopes.length ? upstream.scopes : (found.scopesSupported ?? []),
           resource: upstream.resource ?? found.resource,
+          // RFC 9207: what the callback compares the authorization response's `iss` with.
+          issuer: found.authorizationServer,
+          ...(found.issParameterSupported ? { requireIssParameter: true } : {}),
           request: { fetch: guardedFetch({ allowLoopback }) },
         };
       })();

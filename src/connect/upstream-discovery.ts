@@ -15,7 +15,10 @@
  *    absent MCP 2025-11-25 says clients MUST refuse, which is the default here
  *    (`allowMissingPkceMetadata` relaxes that for servers known to support PKCE anyway).
  * 4. A client: configured, or registered dynamically (RFC 7591) and cached per provider in
- *    the shared store so that every replica uses the same one ({@link registeredClient}).
+ *    the shared store so that every replica uses the same one ({@link registeredClient}),
+ *    with the provider's own redirect URI `<publicUrl>/oauth/callback/{provider}`.
+ * 5. RFC 9207: the metadata's `issuer` and `authorization_response_iss_parameter_supported`
+ *    are returned, for the callback to check the `iss` of the authorization response.
  *
  * Every fetch goes through safe-fetch.ts (https only, public addresses only, no
  * redirects); discovered endpoint URLs are checked by the same rules before being returned,
@@ -49,6 +52,11 @@ export interface UpstreamAuthMetadata {
   scopesSupported?: string[];
   /** The `scope` of the 401 challenge, when it had one (MCP 2025-11-25 scope selection). */
   challengeScopes?: string[];
+  /**
+   * RFC 9207 §3 `authorization_response_iss_parameter_supported`: the server puts `iss` in
+   * its authorization responses, so a response without one is not from it (mix-up defence).
+   */
+  issParameterSupported?: boolean;
 }
 
 export class DiscoveryError extends Error {
@@ -194,6 +202,7 @@ export async function discoverUpstreamAuth(backendUrl: string, wwwAuthenticate?:
   const scopes = stringArray(prm.doc.scopes_supported) ?? stringArray(meta.scopes_supported);
   if (scopes) result.scopesSupported = scopes;
   if (challengeScopes?.length) result.challengeScopes = challengeScopes;
+  if (meta.authorization_response_iss_parameter_supported === true) result.issParameterSupported = true;
   return result;
 }
 
