@@ -11,9 +11,15 @@
  * Refs: OAuth 2.1 (draft-ietf-oauth-v2-1) §4.1 and §4.3; RFC 6749 §2.3.1 (client
  * authentication), §5.1/§5.2 (token responses); RFC 7636 (PKCE); RFC 7009 (revocation);
  * RFC 8707 (resource indicators).
+ *
+ * Providers that deviate from those (GitHub, Google, Microsoft, Atlassian, Slack) describe
+ * their deviations as {@link ProviderQuirks}; provider-presets.ts holds them per provider.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { errorAnswer, ProviderError, tokenAnswer, toTokens, type ProviderAnswer } from './provider-response.js';
 import { SafeFetchError } from './safe-fetch.js';
+
+export { ProviderError, type ProviderErrorKind } from './provider-response.js';
 
 export interface ProviderTokens {
   accessToken: string;
@@ -40,26 +46,45 @@ export interface ProviderEndpoints {
   issuer?: string;
   /** RFC 9207 §3: the metadata advertises `authorization_response_iss_parameter_supported`, so `iss` is required. */
   requireIssParameter?: boolean;
+  /** How this provider departs from OAuth 2.1 (a preset's); absent = by the book. */
+  quirks?: ProviderQuirks;
 }
 
-export type ProviderErrorKind = 'oauth' | 'network' | 'timeout' | 'bad_response';
-
 /**
- * A failed provider request. `oauth`: the provider answered with an RFC 6749 §5.2 error
- * (`oauthError`, e.g. `invalid_grant`); `network`: no answer (refused, reset, DNS);
- * `timeout`: no complete answer in time; `bad_response`: an answer that is not a usable
- * token response (unexpected status, redirect, unparseable or oversized body).
+ * A provider's documented departures from OAuth 2.1, as data: each field names one, and
+ * leaving it out means the standard behaviour. Filled by provider-presets.ts.
  */
-export class ProviderError extends Error {
-  constructor(
-    readonly kind: ProviderErrorKind,
-    message: string,
-    readonly oauthError?: string,
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = 'ProviderError';
-  }
+export interface ProviderQuirks {
+  /**
+   * Extra authorization request parameters (Google `access_type=offline`, Atlassian
+   * `audience`). A parameter already in the configured authorization URL is left as it is.
+   */
+  authorizationParams?: Readonly<Record<string, string>>;
+  /** The authorization parameter that carries the scopes (default `scope`; Slack user tokens: `user_scope`). */
+  scopeParameter?: string;
+  /** How scopes are joined (default a space, RFC 6749 §3.3; Slack documents commas). */
+  scopeSeparator?: string;
+  /** Send the scopes with refresh requests too (Microsoft documents `scope` as required there). */
+  scopeOnRefresh?: boolean;
+  /** false: never send the RFC 8707 `resource` (Microsoft identity platform v2 refuses it). */
+  resourceIndicator?: false;
+  /**
+   * Client authentication at the token endpoint: `client_secret_basic` (default, RFC 6749
+   * §2.3.1) or `client_secret_post` (id and secret in the body, as Atlassian documents).
+   */
+  clientAuthentication?: 'client_secret_basic' | 'client_secret_post';
+  /**
+   * The member of a successful token response that holds the user's token when the
+   * provider nests it (Slack: `authed_user`, beside a possible bot token at the top level).
+   * A response without it (Slack's refresh responses) is read at the top level.
+   */
+  userTokenMember?: string;
+  /**
+   * Provider error codes and the RFC 6749 §5.2 code they mean (GitHub `bad_refresh_token`,
+   * Slack `invalid_refresh_token` → `invalid_grant`), so that a dead refresh token unlinks
+   * the account instead of failing every call.
+   */
+  errorCodes?: Readonly<Record<string, string>>;
 }
 
 /** Per-call knobs; the defaults suit production. */
@@ -76,8 +101,6 @@ export interface ProviderRequestOptions {
 const DEFAULT_TIMEOUT_MS = 10_000;
 /** Token responses are small; an id_token makes them a few KiB at most. */
 const MAX_RESPONSE_BYTES = 256 * 1024;
-/** RFC 6749 §5.2: error codes are printable ASCII except `"` and `\`. */
-const OAUTH_ERROR_CODE = /^[\x20\x21\x23-\x5B\x5D-\x7E]{1,100}$/;
 
 /**
  * A PKCE pair (RFC 7636 §4.1–4.2): a verifier of 32 random bytes (43 base64url
@@ -94,7 +117,8 @@ export function createPkce(): { verifier: string; challenge: string } {
  * `redirect_uri`, `scope` (space-separated; omitted when none are configured), `state`,
  * `code_challenge` with `code_challenge_method=S256`, and the RFC 8707 `resource` when set.
  * Query parameters already present in the configured URL are kept (some providers need
- * their own, e.g. `prompt=consent`); ours replace same-named ones.
+ * their own, e.g. `prompt=consent`); ours replace same-named ones. A preset's extra
+ * parameters fill in only what the configured URL does not already say.
  */
 export function authorizationRequestUrl(
   p: ProviderEndpoints,
@@ -102,16 +126,20 @@ export function authorizationRequestUrl(
 ): string {
   const url = new URL(p.authorizationUrl);
   const q = url.searchParams;
+  const quirks = p.quirks ?? {};
+  for (const [name, value] of Object.entries(quirks.authorizationParams ?? {})) if (!q.has(name)) q.set(name, value);
   q.set('response_type', 'code');
   q.set('client_id', p.clientId);
   q.set('redirect_uri', o.redirectUri);
-  const scope = p.scopes.filter((s) => s !== '').join(' ');
-  if (scope) q.set('scope', scope);
-  else q.delete('scope');
+  const scopeParameter = quirks.scopeParameter ?? 'scope';
+  const scope = joinScopes(p, quirks.scopeSeparator);
+  if (scope) q.set(scopeParameter, scope);
+  else q.delete(scopeParameter);
   q.set('state', o.state);
   q.set('code_challenge', o.codeChallenge);
   q.set('code_challenge_method', 'S256');
-  if (p.resource) q.set('resource', p.resource);
+  const resource = resourceOf(p);
+  if (resource) q.set('resource', resource);
   return url.href;
 }
 
@@ -125,24 +153,28 @@ export async function exchangeCode(
   options: ProviderRequestOptions = {},
 ): Promise<ProviderTokens> {
   const body = new URLSearchParams({ grant_type: 'authorization_code', code: o.code, redirect_uri: o.redirectUri, code_verifier: o.codeVerifier });
-  if (p.resource) body.set('resource', p.resource);
+  const resource = resourceOf(p);
+  if (resource) body.set('resource', resource);
   const startedAt = Date.now();
   const json = await tokenRequest(p, body, [o.code, o.codeVerifier], options);
   const tokens = toTokens(json, startedAt);
-  const requested = p.scopes.filter((s) => s !== '').join(' ');
+  const requested = joinScopes(p);
   if (tokens.scope === undefined && requested) tokens.scope = requested;
   return tokens;
 }
 
 /**
  * Refreshes (OAuth 2.1 §4.3). No `scope` parameter is sent, which asks for the scope
- * originally granted. A provider that does not rotate refresh tokens omits
+ * originally granted (unless the provider wants it: {@link ProviderQuirks.scopeOnRefresh}). A provider that does not rotate refresh tokens omits
  * `refresh_token` from the response: the old one is kept. `scope` is returned only when
  * the response has it (the caller knows the previously granted scope).
  */
 export async function refreshTokens(p: ProviderEndpoints, refreshToken: string, options: ProviderRequestOptions = {}): Promise<ProviderTokens> {
   const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken });
-  if (p.resource) body.set('resource', p.resource);
+  const resource = resourceOf(p);
+  if (resource) body.set('resource', resource);
+  const scope = p.quirks?.scopeOnRefresh ? joinScopes(p) : '';
+  if (scope) body.set('scope', scope);
   const startedAt = Date.now();
   const json = await tokenRequest(p, body, [refreshToken], options);
   const tokens = toTokens(json, startedAt);
@@ -166,33 +198,31 @@ export async function revokeToken(
   const body = new URLSearchParams({ token, token_type_hint: hint });
   const res = await post(p, p.revocationUrl, body, options, 'revocation');
   if (res.status === 200) return true;
-  const parsed = parseBody(res.text, res.contentType);
-  throw errorFrom(res.status, parsed, [token, p.clientSecret], 'revocation');
+  throw errorAnswer(res, [token, p.clientSecret], 'revocation', p.quirks);
+}
+
+/** The configured scopes, empty ones dropped, joined (RFC 6749 §3.3: by spaces). */
+function joinScopes(p: ProviderEndpoints, separator = ' '): string {
+  return p.scopes.filter((s) => s !== '').join(separator);
+}
+
+/** The RFC 8707 resource to send, unless this provider refuses the parameter. */
+function resourceOf(p: ProviderEndpoints): string | undefined {
+  return p.quirks?.resourceIndicator === false ? undefined : p.resource;
 }
 
 // ------------------------------------------------------------------ internals ---
 
-interface RawResponse {
-  status: number;
-  contentType: string;
-  text: string;
-}
-
-/** POSTs to the token endpoint and returns the parsed success body, or throws. */
+/** POSTs to the token endpoint and returns the user's token part of a success body, or throws. */
 async function tokenRequest(p: ProviderEndpoints, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions): Promise<Record<string, unknown>> {
   const res = await post(p, p.tokenUrl, body, options, 'token');
-  const parsed = parseBody(res.text, res.contentType);
-  // Some providers (GitHub) answer errors with 200 and an `error` member: check it first.
-  if (res.status !== 200 || (parsed && typeof parsed.error === 'string')) {
-    throw errorFrom(res.status, parsed, [...secrets, p.clientSecret], 'token');
-  }
-  if (!parsed) throw new ProviderError('bad_response', `token endpoint answered 200 with an unreadable body (${res.contentType || 'no content type'})`, undefined, 200);
-  return parsed;
+  return tokenAnswer(res, [...secrets, p.clientSecret], p.quirks);
 }
 
 /**
  * One form-encoded POST with client authentication: `client_secret_basic` when a secret
- * is configured (RFC 6749 §2.3.1: id and secret form-urlencoded, then Basic), else a
+ * is configured (RFC 6749 §2.3.1: id and secret form-urlencoded, then Basic) or, for a
+ * provider that wants it, `client_secret_post` (both in the body, RFC 6749 §2.3.1), else a
  * public client identified by `client_id` in the body (OAuth 2.1 §2.4). Redirects are not
  * followed: a token endpoint that redirects is misconfigured or hijacked.
  */
@@ -202,15 +232,18 @@ async function post(
   body: URLSearchParams,
   options: ProviderRequestOptions,
   what: 'token' | 'revocation',
-): Promise<RawResponse> {
+): Promise<ProviderAnswer> {
   const headers: Record<string, string> = {
     'content-type': 'application/x-www-form-urlencoded',
+    // Asked for explicitly: GitHub answers form-encoded otherwise (provider-response.ts reads both).
     accept: 'application/json',
   };
-  if (p.clientSecret !== undefined && p.clientSecret !== '') {
-    headers.authorization = `Basic ${Buffer.from(`${formEncode(p.clientId)}:${formEncode(p.clientSecret)}`).toString('base64')}`;
+  const secret = p.clientSecret !== undefined && p.clientSecret !== '' ? p.clientSecret : undefined;
+  if (secret !== undefined && p.quirks?.clientAuthentication !== 'client_secret_post') {
+    headers.authorization = `Basic ${Buffer.from(`${formEncode(p.clientId)}:${formEncode(secret)}`).toString('base64')}`;
   } else {
     body.set('client_id', p.clientId);
+    if (secret !== undefined) body.set('client_secret', secret);
   }
   const where = describeUrl(url);
   const signal = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
@@ -238,55 +271,6 @@ async function post(
 /** `application/x-www-form-urlencoded` encoding of one value (RFC 6749 Appendix B). */
 function formEncode(value: string): string {
   return new URLSearchParams({ v: value }).toString().slice(2);
-}
-
-/** JSON (RFC 6749 §5.1) or, as GitHub does by default, form-encoded; undefined when neither. */
-function parseBody(text: string, contentType: string): Record<string, unknown> | undefined {
-  if (contentType.includes('application/x-www-form-urlencoded')) {
-    return Object.fromEntries(new URLSearchParams(text));
-  }
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A successful token response → ProviderTokens (RFC 6749 §5.1). */
-function toTokens(json: Record<string, unknown>, startedAt: number): ProviderTokens {
-  const accessToken = json.access_token;
-  if (typeof accessToken !== 'string' || accessToken === '') {
-    throw new ProviderError('bad_response', 'token response has no access_token', undefined, 200);
-  }
-  // token_type is REQUIRED (§5.1); a provider that leaves it out means Bearer in practice.
-  const tokenType = typeof json.token_type === 'string' && json.token_type !== '' ? json.token_type : 'Bearer';
-  const tokens: ProviderTokens = { accessToken, tokenType };
-  if (typeof json.refresh_token === 'string' && json.refresh_token !== '') tokens.refreshToken = json.refresh_token;
-  if (typeof json.scope === 'string') tokens.scope = json.scope;
-  const expiresIn = typeof json.expires_in === 'number' ? json.expires_in : typeof json.expires_in === 'string' && json.expires_in.trim() !== '' ? Number(json.expires_in) : NaN;
-  // Counted from when the request was sent, so the token never outlives our idea of it.
-  if (Number.isFinite(expiresIn) && expiresIn >= 0) tokens.expiresAt = startedAt + Math.floor(expiresIn * 1000);
-  return tokens;
-}
-
-/** An error answer → ProviderError, with nothing we sent echoed back into the message. */
-function errorFrom(status: number, parsed: Record<string, unknown> | undefined, secrets: Array<string | undefined>, what: string): ProviderError {
-  const code = parsed?.error;
-  if (typeof code === 'string' && code !== '') {
-    const oauthError = OAUTH_ERROR_CODE.test(code) ? code : 'invalid_error_code';
-    const description = typeof parsed?.error_description === 'string' ? sanitize(parsed.error_description, secrets) : '';
-    return new ProviderError('oauth', `${what} request refused: ${oauthError}${description ? ` (${description})` : ''}`, oauthError, status);
-  }
-  return new ProviderError('bad_response', `${what} endpoint answered HTTP ${status} without an OAuth error`, undefined, status);
-}
-
-/** Printable ASCII only, secrets removed, at most 200 characters. */
-function sanitize(text: string, secrets: Array<string | undefined>): string {
-  let out = text;
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
-  out = out.replace(/[^\x20-\x7E]/g, ' ');
-  return out.length > 200 ? `${out.slice(0, 200)}…` : out;
 }
 
 /** A fetch failure → 'timeout' (our AbortSignal fired) or 'network', with the cause's code only. */

@@ -1,14 +1,16 @@
 /**
  * Where a backend's third-party provider lives (SPEC §3 `upstreamAuth`): configured
- * endpoints, or — with `discover: true` — found from the backend itself (MCP 2025-11-25
- * "Authorization": its 401 and RFC 9728 metadata name the authorization server, whose RFC
- * 8414 metadata names the endpoints), with a client registered dynamically (RFC 7591) when
- * none is configured. Discovery runs once per backend and is reused; a failure is not.
+ * endpoints (or a preset's, with that provider's quirks: provider-presets.ts), or — with
+ * `discover: true` — found from the backend itself (MCP 2025-11-25 "Authorization": its
+ * 401 and RFC 9728 metadata name the authorization server, whose RFC 8414 metadata names
+ * the endpoints), with a client registered dynamically (RFC 7591) when none is
+ * configured. Discovery runs once per backend and is reused; a failure is not.
  */
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import type { ProviderEndpoints, ProviderRequestOptions } from './provider-client.js';
 import { callbackUri } from './pending-authorization.js';
+import { configuredEndpoints } from './provider-presets.js';
 import { guardedFetch } from './safe-fetch.js';
 import { discoverUpstreamAuth, registeredClient } from './upstream-discovery.js';
 
@@ -27,17 +29,8 @@ export function createEndpointResolver(config: Config, store: StateStore): Endpo
 
   return (backend) => {
     const upstream = backend.upstreamAuth!;
-    if (!upstream.discover) {
-      return Promise.resolve({
-        authorizationUrl: upstream.authorizationUrl!,
-        tokenUrl: upstream.tokenUrl!,
-        revocationUrl: upstream.revocationUrl,
-        clientId: upstream.clientId!,
-        clientSecret: upstream.clientSecret,
-        scopes: upstream.scopes,
-        resource: upstream.resource,
-      });
-    }
+    // Configured endpoints, or a preset's with its quirks (a rejection, never a throw).
+    if (!upstream.discover) return Promise.resolve(upstream).then(configuredEndpoints);
     let pending = discovered.get(backend.name);
     if (!pending) {
       pending = (async () => {
