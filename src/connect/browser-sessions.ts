@@ -6,8 +6,11 @@
  *
  * - server-side record `browser:<random id>` in the state store (any replica can read it;
  *   sign-out deletes it, so a copied cookie dies with the session);
- * - cookie `sb_session` = the id signed with the HKDF-derived `secrets.cookieKey` HMAC,
- *   `HttpOnly; SameSite=Lax; Path=/`, `Secure` unless `publicUrl` is plain-http loopback;
+ * - cookie `__Host-sb_session` (`sb_session` when `publicUrl` is plain http) = the id signed
+ *   with the HKDF-derived `secrets.cookieKey` HMAC, `HttpOnly; SameSite=Lax; Path=/`, `Secure`
+ *   unless `publicUrl` is plain-http loopback (see {@link cookiePolicy});
+ * - a request carrying that cookie more than once is signed out: a sibling host can add its
+ *   own (validly signed) session with a longer Path, which the browser sends first;
  * - a fresh id on every sign-in (no session fixation);
  * - a per-session CSRF token that every form carries, compared in constant time.
  */
@@ -18,7 +21,6 @@ import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import { createSigner, type Signer } from './secrets.js';
 
-export const SESSION_COOKIE = 'sb_session';
 export const SESSION_TTL_MS = 8 * 60 * 60_000;
 const KEY_PREFIX = 'browser:';
 /** Largest urlencoded form body accepted by the page routes. */
@@ -61,12 +63,15 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
   const key = config.secrets.cookieKey;
   if (!key) throw new Error('browser sign-in needs secrets.cookieKey (at least 32 bytes) to sign its session cookie');
   const signer = createSigner(key);
-  const secure = cookieSecure(config);
+  const cookies = cookiePolicy(config);
+  const sessionCookie = (value: string, maxAgeMs: number) => serializeCookie(cookies.session, value, { maxAgeMs, path: '/', secure: cookies.secure });
+  const validId = (id: string | undefined): id is string => id !== undefined && /^[A-Za-z0-9_-]{43}$/.test(id);
 
+  /** Every validly signed id the request names (to delete them all at sign-in and sign-out). */
   function sessionIds(request: FastifyRequest): string[] {
-    return readCookies(request, SESSION_COOKIE)
+    return readCookies(request, cookies.session)
       .map((signed) => signer.verify(signed))
-      .filter((id): id is string => id !== undefined && /^[A-Za-z0-9_-]{43}$/.test(id));
+      .filter(validId);
   }
 
   async function load(id: string): Promise<BrowserUser | undefined> {
@@ -78,12 +83,9 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
 
   return {
     async current(request) {
-      // A browser may hold several (e.g. one tossed in from a sibling host): the first live one wins.
-      for (const id of sessionIds(request)) {
-        const user = await load(id);
-        if (user) return user;
-      }
-      return undefined;
+      // Two or more: one may be tossed in from a sibling host, and we cannot tell which.
+      const id = onlySignedCookie(request, cookies.session, signer);
+      return validId(id) ? load(id) : undefined;
     },
 
     async start(reply, who, previous) {
@@ -98,13 +100,13 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
         createdAt: Date.now(),
       };
       await store.putValue(KEY_PREFIX + sessionId, JSON.stringify(record), SESSION_TTL_MS);
-      reply.header('set-cookie', serializeCookie(SESSION_COOKIE, signer.sign(sessionId), { maxAgeMs: SESSION_TTL_MS, path: '/', secure }));
+      reply.header('set-cookie', sessionCookie(signer.sign(sessionId), SESSION_TTL_MS));
       return { sessionId, iss: record.iss, sub: record.sub, userKey: record.userKey, csrfToken: record.csrfToken, label: record.label };
     },
 
     async end(request, reply) {
       for (const id of sessionIds(request)) await store.deleteValue(KEY_PREFIX + id);
-      reply.header('set-cookie', serializeCookie(SESSION_COOKIE, '', { maxAgeMs: 0, path: '/', secure }));
+      reply.header('set-cookie', sessionCookie('', 0));
     },
 
     csrfValid(user, token) {
@@ -133,26 +135,60 @@ export function loginUrl(returnTo: string): string {
   return `/login?returnTo=${encodeURIComponent(safeReturnTo(returnTo))}`;
 }
 
+/** Longest `returnTo` kept, before and after normalization (2 KiB). */
+export const RETURN_TO_MAX = 2048;
+
 /**
  * A same-origin absolute path to send the browser back to, or `fallback`. Refuses anything a
  * browser could read as another origin: `//host`, `/\host`, schemes, control characters
  * (browsers strip tabs and newlines from URLs, so `/\t/evil` would become `//evil`).
+ *
+ * What is returned is checked, not only what came in: URL parsing removes dot segments
+ * (RFC 3986 §5.2.4, also `%2e%2e`), so the harmless-looking `/.//evil.example/x` normalizes
+ * to `//evil.example/x`, a network-path reference (§4.2) to another host.
  */
 export function safeReturnTo(raw: unknown, fallback = '/connections'): string {
-  if (typeof raw !== 'string' || raw.length === 0 || raw.length > 2048) return fallback;
-  if (raw[0] !== '/' || raw[1] === '/' || raw.includes('\\')) return fallback;
-  if (/[\u0000-\u001f\u007f]/.test(raw)) return fallback;
+  if (typeof raw !== 'string' || !isLocalPath(raw)) return fallback;
   const base = 'http://return-to.invalid';
   if (!URL.canParse(raw, base)) return fallback;
   const url = new URL(raw, base);
   if (url.origin !== base) return fallback;
-  return url.pathname + url.search;
+  const path = url.pathname + url.search;
+  return isLocalPath(path) ? path : fallback;
+}
+
+/** `/` not followed by `/` or `\`; no backslash or control character anywhere; at most 2 KiB. */
+function isLocalPath(path: string): boolean {
+  return path.length <= RETURN_TO_MAX && /^\/(?![/\\])/.test(path) && !path.includes('\\') && !/[\u0000-\u001f\u007f]/.test(path);
 }
 
 /** Whether cookies get `Secure`: always, except when publicUrl is plain http on loopback. */
 export function cookieSecure(config: Config): boolean {
   const url = new URL(config.publicUrl);
   return !(url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname));
+}
+
+/** Names and attributes of the two browser cookies for this `publicUrl`. */
+export interface CookiePolicy {
+  /** The browser session: `__Host-sb_session` or `sb_session`. */
+  session: string;
+  /** The pre-login binding of `/login`: `__Host-sb_login` or `sb_login`. */
+  login: string;
+  /** Path of the pre-login cookie: `/` for `__Host-`, else `/login`. */
+  loginPath: string;
+  secure: boolean;
+}
+
+/**
+ * With an https `publicUrl`, `__Host-` cookies (RFC 6265bis §4.1.3.2): the browser keeps them
+ * only when set by this very host with `Secure; Path=/` and no `Domain`, so no other host of
+ * the same site can plant or overwrite one (cookie tossing). Browsers refuse them from plain
+ * http origins, so development on http keeps the unprefixed names (and `sb_login` its
+ * Path=/login).
+ */
+export function cookiePolicy(config: Config): CookiePolicy {
+  if (new URL(config.publicUrl).protocol === 'https:') return { session: '__Host-sb_session', login: '__Host-sb_login', loginPath: '/', secure: true };
+  return { session: 'sb_session', login: 'sb_login', loginPath: '/login', secure: cookieSecure(config) };
 }
 
 /** Every value of cookie `name` in the request's Cookie header(s), in order. */
@@ -168,6 +204,16 @@ export function readCookies(request: FastifyRequest, name: string): string[] {
     values.push(value);
   }
   return values;
+}
+
+/**
+ * The verified value of signed cookie `name` when the request carries exactly one; else
+ * undefined. Two of the same name mean another host or path planted one (RFC 6265 §8.6), and
+ * nothing says which: a validly signed cookie may still be someone else's.
+ */
+export function onlySignedCookie(request: FastifyRequest, name: string, signer: Signer): string | undefined {
+  const values = readCookies(request, name);
+  return values.length === 1 ? signer.verify(values[0]!) : undefined;
 }
 
 export interface CookieOptions {

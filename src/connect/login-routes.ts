@@ -8,25 +8,28 @@
  * Defences, in the order a callback meets them:
  * - `state` is random, stored server-side with the PKCE verifier, nonce and returnTo for
  *   10 minutes, and single use (`takeValue`);
- * - it is bound to a short-lived, signed, HttpOnly pre-login cookie (`sb_login`, Path=/login),
- *   so a callback URL carried to another browser (login CSRF) is refused without using it up;
+ * - it is bound to a short-lived, signed, HttpOnly pre-login cookie (`__Host-sb_login`, Path=/,
+ *   with an https publicUrl; else `sb_login`, Path=/login), so a callback URL carried to another
+ *   browser (login CSRF) is refused without using it up; a request with two such cookies (one
+ *   planted by a sibling host) is refused the same way;
  * - the id_token is verified against the issuer's JWKS (signature, algorithm allowlist, `iss`,
  *   `aud` = client id, `azp`, `exp`, `nonce`);
- * - `returnTo` is a same-origin path or `/connections` — never an open redirect.
+ * - `returnTo` is a same-origin path or `/connections` — never an open redirect (checked when
+ *   stored and again before the redirect).
  * Errors end on an HTML error page (never a stack); codes, tokens and query values are not logged.
  */
 import { discoverIssuerMetadata } from '../auth/discovery.js';
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import {
   type BrowserSessions,
-  cookieSecure,
+  cookiePolicy,
   cookieSigner,
   loginUrl,
-  readCookies,
+  onlySignedCookie,
   registerFormParser,
   safeReturnTo,
   serializeCookie,
@@ -35,7 +38,6 @@ import { CSRF_FIELD, errorPage, refusalPage, sendPage, setPageErrorHandler, sign
 
 const STATE_TTL_MS = 10 * 60_000;
 const STATE_PREFIX = 'login-state:';
-const LOGIN_COOKIE = 'sb_login';
 const HTTP_TIMEOUT_MS = 10_000;
 const RETURN_DEFAULT = '/connections';
 
@@ -63,7 +65,9 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
   const { config, store, sessions } = deps;
   const login = config.auth.login;
   const signer = cookieSigner(config);
-  const secure = cookieSecure(config);
+  const cookies = cookiePolicy(config);
+  /** The pre-login binding this browser holds, when it holds exactly one that verifies. */
+  const heldBinding = (request: FastifyRequest) => onlySignedCookie(request, cookies.login, signer);
   const oidc = login ? createOidcClient(config, login) : undefined;
   const redirectUri = `${config.publicUrl}/login/callback`;
 
@@ -91,10 +95,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
       }
 
       // One binding per browser, reused by concurrent sign-ins (two tabs must not evict each other).
-      const existing = readCookies(request, LOGIN_COOKIE)
-        .map((c) => signer.verify(c))
-        .find((v): v is string => v !== undefined);
-      const binding = existing ?? randomBytes(32).toString('base64url');
+      const binding = heldBinding(request) ?? randomBytes(32).toString('base64url');
       const state = randomBytes(32).toString('base64url');
       const pending: PendingLogin = {
         verifier: randomBytes(32).toString('base64url'),
@@ -122,7 +123,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
       if (prompt === 'login' || prompt === 'select_account') params.prompt = prompt;
       for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
 
-      reply.header('set-cookie', serializeCookie(LOGIN_COOKIE, signer.sign(binding), { maxAgeMs: STATE_TTL_MS, path: '/login', secure }));
+      reply.header('set-cookie', serializeCookie(cookies.login, signer.sign(binding), { maxAgeMs: STATE_TTL_MS, path: cookies.loginPath, secure: cookies.secure }));
       return redirect(reply, target.href);
     });
 
@@ -139,11 +140,11 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
         request.log.info('sign-in: unknown, expired or used state');
         return sendPage(reply, errorPage({ status: 400, title: 'Sign-in expired', detail: 'This sign-in attempt has expired or was already used. Please sign in again.', retryUrl: '/login' }));
       }
-      const retryUrl = loginUrl(pending.returnTo);
-      const bound = readCookies(request, LOGIN_COOKIE)
-        .map((c) => signer.verify(c))
-        .some((v) => v !== undefined && digest(v) === pending.binding);
-      if (!bound) {
+      // Checked again: a state stored by an older version may hold an unsafe target.
+      const returnTo = safeReturnTo(pending.returnTo, RETURN_DEFAULT);
+      const retryUrl = loginUrl(returnTo);
+      const binding = heldBinding(request);
+      if (binding === undefined || digest(binding) !== pending.binding) {
         // Not consumed: the browser that started this sign-in can still finish it.
         request.log.warn('sign-in: state presented by another browser');
         return sendPage(
@@ -192,7 +193,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
 
       const user = await sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims) }, request);
       request.log.info({ userKey: user.userKey }, 'sign-in: browser session started');
-      return redirect(reply, pending.returnTo);
+      return redirect(reply, returnTo);
     });
 
     scope.get('/login/signed-out', async (_request, reply) => sendPage(reply, signedOutPage()));

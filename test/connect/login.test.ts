@@ -2,9 +2,10 @@
  * Browser sign-in (SPEC §2 `/login`, `/login/callback`, `/logout`; §4 step 3) driven in a real
  * Chromium against the real OAuth server process: OIDC code + PKCE, the session cookie's
  * attributes, returnTo, and the attacks — replayed `state`, a `state` carried to another
- * browser, a tampered cookie, sign-out without the CSRF token (also from a form on another
- * origin of the same site), hostile returnTo targets, a refused sign-in, a failing token
- * endpoint and an unverifiable id_token.
+ * browser, a tampered cookie, cookies planted by another host (cookie tossing), sign-out
+ * without the CSRF token (also from a form on another origin of the same site), hostile
+ * returnTo targets (dot segments included), a refused sign-in, a failing token endpoint and
+ * an unverifiable id_token; and the `__Host-` cookies of an https publicUrl.
  *
  * The app is small and built here (the routes, a MemoryStore, a config from parseConfig), with
  * a test-only `/whoami` that reports `sessions.current()`.
@@ -18,7 +19,7 @@ import { decodeJwt } from 'jose';
 import type { BrowserContext, Page } from 'playwright-core';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config, ConfigInput } from '../../src/config/schema.js';
-import { cookieSecure, createBrowserSessions, loginUrl, safeReturnTo, SESSION_COOKIE, type BrowserSessions } from '../../src/connect/browser-sessions.js';
+import { cookiePolicy, cookieSecure, createBrowserSessions, loginUrl, safeReturnTo, type BrowserSessions } from '../../src/connect/browser-sessions.js';
 import { registerLoginRoutes } from '../../src/connect/login-routes.js';
 import { connectionsPage, sendPage } from '../../src/connect/pages.js';
 import { loggerOptions } from '../../src/ops/logger.js';
@@ -28,6 +29,9 @@ import { freePort } from '../helpers/free-port.js';
 import { startOAuthServer, unsignedToken, type OAuthHandle } from '../helpers/oauth.js';
 
 const COOKIE_KEY = 'c'.repeat(40);
+/** The names with a plain-http loopback publicUrl (browsers refuse `__Host-` without https). */
+const SESSION_COOKIE = 'sb_session';
+const LOGIN_COOKIE = 'sb_login';
 const TEST_TIMEOUT = { timeout: 60_000 };
 
 interface LoginApp {
@@ -179,7 +183,7 @@ describe('sign-in in a browser', () => {
       assert.equal(session.secure, false, 'plain http on loopback: no Secure (else the browser would drop it)');
       const hours = (session.expires * 1000 - Date.now()) / 3_600_000;
       assert.ok(hours > 7.9 && hours <= 8, `lives 8 h (${hours.toFixed(2)})`);
-      const pre = (await context.cookies()).find((c) => c.name === 'sb_login'); // Path=/login: not sent to /
+      const pre = (await context.cookies()).find((c) => c.name === LOGIN_COOKIE); // Path=/login: not sent to /
       assert.ok(pre && pre.httpOnly && pre.path === '/login' && pre.sameSite === 'Lax', 'pre-login cookie is HttpOnly, Lax, only for /login');
       assert.ok(setCookies.some((c) => /^sb_session=[^;]+; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax$/.test(c)), setCookies.join(' | '));
 
@@ -259,7 +263,7 @@ describe('sign-in in a browser', () => {
     }
   });
 
-  test("a state carried to another browser is refused there, and still works in the browser that started it", TEST_TIMEOUT, async () => {
+  test('a state carried to another browser is refused there (also beside a planted pre-login cookie), and still works in the browser that started it', TEST_TIMEOUT, async () => {
     const victim = await browser.newContext();
     const attacker = await browser.newContext();
     try {
@@ -272,6 +276,14 @@ describe('sign-in in a browser', () => {
       assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Sign-in refused');
       assert.match(await page.locator('main').innerText(), /started in a different browser/);
       assert.equal((await whoami(victim, login.base)).signedIn, false, 'the victim is not signed in as mallory');
+
+      // Cookie tossing: the attacker's own pre-login cookie, planted beside the victim's with a
+      // longer Path (sent first), binds nothing either: two of them are none.
+      const planted = (await attacker.cookies(`${login.base}/login`)).find((c) => c.name === LOGIN_COOKIE)!;
+      await startSignIn(victim, login.base, 'alice');
+      await victim.addCookies([{ name: LOGIN_COOKIE, value: planted.value, domain: new URL(login.base).hostname, path: '/login/callback' }]);
+      assert.equal((await page.goto(callback))!.status(), 403);
+      assert.equal((await whoami(victim, login.base)).signedIn, false, 'nor with the planted pre-login cookie');
 
       const own = await attacker.newPage();
       await own.goto(callback);
@@ -300,6 +312,35 @@ describe('sign-in in a browser', () => {
       assert.equal((await whoami(context, login.base)).sub, 'alice', 'the untouched cookie still works');
     } finally {
       await context.close();
+    }
+  });
+
+  test('a second session cookie planted with a longer Path (cookie tossing) signs the browser out, though validly signed', TEST_TIMEOUT, async () => {
+    const victim = await browser.newPage();
+    const attacker = await browser.newPage();
+    const context = victim.context();
+    try {
+      await signIn(victim, login.base, 'alice');
+      await signIn(attacker, login.base, 'mallory');
+      const mallory = (await attacker.context().cookies(login.base)).find((c) => c.name === SESSION_COOKIE)!;
+      // What a sibling host can do without __Host-: its own live session, on longer paths, so
+      // the browser sends it before the victim's (RFC 6265 §5.4 step 2).
+      const domain = new URL(login.base).hostname;
+      await context.addCookies(['/whoami', '/account'].map((path) => ({ name: SESSION_COOKIE, value: mallory.value, domain, path })));
+      const sent = await context.request.get(`${login.base}/whoami`);
+      assert.equal(sent.status(), 200);
+      assert.equal((await sent.json() as WhoAmI).signedIn, false, 'neither mallory nor alice');
+      const account = await context.request.get(`${login.base}/account`, { maxRedirects: 0 });
+      assert.equal(account.status(), 303, 'a page that needs a session sends the browser to sign in');
+      assert.equal(account.headers().location, '/login?returnTo=%2Faccount');
+      assert.equal((await whoami(attacker.context(), login.base)).sub, 'mallory', 'one cookie: the session is valid');
+
+      await context.clearCookies({ name: SESSION_COOKIE, path: '/whoami' });
+      await context.clearCookies({ name: SESSION_COOKIE, path: '/account' });
+      assert.equal((await whoami(context, login.base)).sub, 'alice', 'only its own cookie again: still alice');
+    } finally {
+      await context.close();
+      await attacker.context().close();
     }
   });
 
@@ -348,10 +389,42 @@ describe('sign-in in a browser', () => {
 
   test('hostile returnTo targets are not followed: the browser lands on /connections of this origin', TEST_TIMEOUT, async () => {
     const page = await browser.newPage();
+    const locations: string[] = [];
+    page.on('response', (r) => {
+      if (r.url().startsWith(`${login.base}/login/callback`)) locations.push(r.headers().location ?? '');
+    });
     try {
-      for (const target of ['//evil.example', 'https://evil.example', '/\\evil.example', '/\t/evil.example', 'javascript:alert(1)', 'whoami']) {
-        await page.goto(`${login.base}/login?returnTo=${encodeURIComponent(target)}&login_hint=alice`);
+      const targets = [
+        '//evil.example',
+        'https://evil.example',
+        '/\\evil.example',
+        '/\t/evil.example',
+        '/\n/evil.example',
+        'javascript:alert(1)',
+        'whoami',
+        // Harmless as given, `//evil.example/x` once dot segments are removed:
+        '/.//evil.example/x',
+        '/%2e%2e//evil.example/x',
+        '/%2E%2e//evil.example/x',
+        '/.%2e//evil.example/x',
+        '/whoami/../..//evil.example/x',
+        '/./\\evil.example/x',
+        '/.//\tevil.example/x',
+      ];
+      for (const target of targets) {
+        locations.length = 0;
+        // Were a redirect to escape, navigation would fail on DNS: the Location says where to.
+        const failed = await page.goto(`${login.base}/login?returnTo=${encodeURIComponent(target)}&login_hint=alice`).then(() => '', (err: Error) => err.message);
+        assert.deepEqual(locations, ['/connections'], JSON.stringify(target));
+        assert.equal(failed, '');
         assert.equal(page.url(), `${login.base}/connections`, JSON.stringify(target));
+      }
+      // Encoded slashes and backslashes stay encoded: a path on this origin, not another host.
+      for (const target of ['/%2F%2Fevil.example/x', '/.%2F/evil.example', '/%5C%5Cevil.example']) {
+        locations.length = 0;
+        await page.goto(`${login.base}/login?returnTo=${encodeURIComponent(target)}&login_hint=alice`);
+        assert.equal(page.url(), `${login.base}${target}`, target);
+        assert.deepEqual(locations, [target]);
       }
       await page.goto(`${login.base}/login?returnTo=${encodeURIComponent('/whoami?x=1')}&login_hint=alice`);
       assert.equal(page.url(), `${login.base}/whoami?x=1`, 'a same-origin path with a query is kept');
@@ -402,31 +475,82 @@ describe('sign-in configuration and failures', () => {
     }
   });
 
-  test('cookies are Secure when publicUrl is https (and only plain-http loopback omits it)', TEST_TIMEOUT, async () => {
+  test('https publicUrl: __Host-sb_login and __Host-sb_session (Secure, Path=/, no Domain); one of each name or no session', TEST_TIMEOUT, async () => {
     const app = await startLoginApp({ issuer: oauth.issuer, publicUrl: 'https://mcp.example.com', listen: false });
     try {
-      const res = await app.app.inject({ method: 'GET', url: '/login?returnTo=/connect%3FelicitationId%3Dabc' });
-      assert.equal(res.statusCode, 303);
-      assert.match(String(res.headers['set-cookie']), /^sb_login=[^;]+; Max-Age=600; Path=\/login; HttpOnly; SameSite=Lax; Secure$/);
-      assert.equal(new URL(res.headers.location as string).searchParams.get('redirect_uri'), 'https://mcp.example.com/login/callback');
-      assert.equal(cookieSecure(app.config), true);
-      for (const [url, secure] of [
-        ['http://localhost:8080', false],
-        ['http://127.0.0.1', false],
-        ['http://mcp.internal', true],
-        ['https://localhost', true],
-      ] as const) {
-        assert.equal(cookieSecure({ ...app.config, publicUrl: url }), secure, url);
+      const start = await app.app.inject({ method: 'GET', url: '/login?returnTo=/whoami&login_hint=alice' });
+      assert.equal(start.statusCode, 303);
+      const setLogin = String(start.headers['set-cookie']);
+      assert.match(setLogin, /^__Host-sb_login=[^;]+; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
+      const authorize = new URL(start.headers.location as string);
+      assert.equal(authorize.searchParams.get('redirect_uri'), 'https://mcp.example.com/login/callback');
+      const atIssuer = await fetch(authorize, { redirect: 'manual', signal: AbortSignal.timeout(5_000) });
+      const back = new URL(atIssuer.headers.get('location')!);
+      assert.equal(`${back.origin}${back.pathname}`, 'https://mcp.example.com/login/callback');
+      const callback = back.pathname + back.search;
+      const preLogin = setLogin.slice(0, setLogin.indexOf(';'));
+
+      for (const cookie of [`${preLogin}; ${preLogin}`, preLogin.replace('__Host-', '')]) {
+        const refused = await app.app.inject({ method: 'GET', url: callback, headers: { cookie } });
+        assert.equal(refused.statusCode, 403, `${cookie.length} bytes of pre-login cookies`);
       }
+      const done = await app.app.inject({ method: 'GET', url: callback, headers: { cookie: preLogin } });
+      assert.equal(done.statusCode, 303);
+      assert.equal(done.headers.location, '/whoami');
+      const setSession = String(done.headers['set-cookie']);
+      assert.match(setSession, /^__Host-sb_session=[^;]+; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
+
+      const session = setSession.slice(0, setSession.indexOf(';'));
+      const who = async (cookie: string) => (await app.app.inject({ method: 'GET', url: '/whoami', headers: { cookie } })).json<WhoAmI>();
+      assert.equal((await who(session)).sub, 'alice');
+      assert.equal((await who(`other=1; ${session}; ${preLogin}`)).sub, 'alice', 'other cookies do not matter');
+      assert.equal((await who(session.replace('__Host-', ''))).signedIn, false, 'the unprefixed name is not read');
+      assert.equal((await who(`${session}; ${session}`)).signedIn, false, 'the same name twice');
+
+      const out = await app.app.inject({ method: 'POST', url: '/logout' });
+      assert.equal(out.headers['set-cookie'], '__Host-sb_session=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax; Secure');
+      for (const header of [setLogin, setSession]) assert.doesNotMatch(header, /domain/i);
     } finally {
       await app.close();
     }
   });
 
-  test('returnTo accepts same-origin paths only', () => {
+  test('cookie names and attributes per publicUrl: __Host- exactly when https; Secure except on plain-http loopback', () => {
+    const config = parseConfig({ publicUrl: 'http://127.0.0.1:8080', auth: { issuer: 'http://127.0.0.1:9', audience: 'a' }, backends: [{ name: 'demo', url: 'http://127.0.0.1:9/mcp' }] });
+    const hostOnly = { session: '__Host-sb_session', login: '__Host-sb_login', loginPath: '/', secure: true };
+    for (const [url, policy] of [
+      ['http://localhost:8080', { session: 'sb_session', login: 'sb_login', loginPath: '/login', secure: false }],
+      ['http://127.0.0.1', { session: 'sb_session', login: 'sb_login', loginPath: '/login', secure: false }],
+      ['http://[::1]:3000', { session: 'sb_session', login: 'sb_login', loginPath: '/login', secure: false }],
+      ['http://mcp.internal', { session: 'sb_session', login: 'sb_login', loginPath: '/login', secure: true }],
+      ['https://localhost', hostOnly],
+      ['https://mcp.example.com', hostOnly],
+    ] as const) {
+      assert.deepEqual(cookiePolicy({ ...config, publicUrl: url }), policy, url);
+      assert.equal(cookieSecure({ ...config, publicUrl: url }), policy.secure, url);
+    }
+  });
+
+  test('returnTo accepts same-origin paths only, judged after normalization', () => {
     assert.equal(safeReturnTo('/connect?elicitationId=abc'), '/connect?elicitationId=abc');
     for (const bad of [undefined, 42, '', '//evil.example', '/\\evil', '/\t/evil', 'https://evil.example/', 'evil', '/x\u0000y', `/${'a'.repeat(3000)}`]) {
       assert.equal(safeReturnTo(bad), '/connections', JSON.stringify(bad));
+    }
+    const dotSegments = ['/.//evil.example/x', '/%2e%2e//evil.example/x', '/%2E%2E//evil.example/x', '/.%2e//evil.example/x', '/%2e/%2e//evil', '/a/../..//evil.example', '/./../.././/evil', '/./\\evil.example', '/.//\tevil', '/\r/evil'];
+    for (const bad of dotSegments) assert.equal(safeReturnTo(bad), '/connections', JSON.stringify(bad));
+    assert.equal(safeReturnTo('/.//evil.example/x', '/account'), '/account', 'the given fallback');
+    // 1001 characters given, 6001 once percent-encoded: the bound holds for what is returned.
+    assert.equal(safeReturnTo(`/${'é'.repeat(1000)}`), '/connections');
+    assert.equal(safeReturnTo(`/${'é'.repeat(300)}`), `/${'%C3%A9'.repeat(300)}`);
+    // Normalized, and still on this origin:
+    for (const [given, kept] of [
+      ['/', '/'],
+      ['/a/./b/../c?x=//y', '/a/c?x=//y'],
+      ['/whoami#fragment', '/whoami'],
+      ['/%2F%2Fevil.example', '/%2F%2Fevil.example'],
+      ['/%5C%5Cevil.example', '/%5C%5Cevil.example'],
+    ] as const) {
+      assert.equal(safeReturnTo(given), kept, given);
     }
     assert.equal(loginUrl('//evil.example'), '/login?returnTo=%2Fconnections');
     assert.equal(loginUrl('/connect?elicitationId=a&b=c'), '/login?returnTo=%2Fconnect%3FelicitationId%3Da%26b%3Dc');
