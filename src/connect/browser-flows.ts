@@ -1,7 +1,9 @@
 /**
  * Wiring of the URL-mode elicitation flow (SPEC §4): token vault, elicitation records,
  * browser sign-in, the connect/callback/connections pages, and the upstream authorization
- * the MCP layer consults for backends with `upstreamAuth`.
+ * the MCP layer consults for backends with `upstreamAuth`. `hooks.afterLink` runs after a
+ * user's tokens are stored (from an elicitation, after its completion notification, or from
+ * Connect on /connections): the MCP layer can bring sessions waiting for the link to life.
  *
  * Without configured secrets (the development default, or a single replica that links no
  * accounts) random keys are made at start: links and sessions then end with the process.
@@ -16,12 +18,13 @@ import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
 import { ElicitationStore } from './elicitations.js';
 import { registerLoginRoutes } from './login-routes.js';
+import { registerCallbackRoutes, type LinkHooks } from './oauth-callback.js';
 import { createEndpointResolver } from './provider-endpoints.js';
 import { createTokenCipher } from './secrets.js';
 import { TokenVault } from './token-vault.js';
 import { UpstreamAuth } from './upstream-auth.js';
 
-export function registerBrowserFlows(app: FastifyInstance, mcp: McpContext): UpstreamAuth {
+export function registerBrowserFlows(app: FastifyInstance, mcp: McpContext, hooks?: LinkHooks): UpstreamAuth {
   const config = withSecrets(mcp.config, app);
   const { store } = mcp;
   const vault = new TokenVault(store, createTokenCipher(config.secrets.tokenKey!), { log: app.log });
@@ -29,8 +32,10 @@ export function registerBrowserFlows(app: FastifyInstance, mcp: McpContext): Ups
   const sessions = createBrowserSessions(store, config);
   const endpoints = createEndpointResolver(config, store);
   registerLoginRoutes(app, { config, store, sessions });
-  registerConnectRoutes(app, { config, store, mcp, sessions, elicitations, vault, endpoints });
-  registerConnectionsRoutes(app, { config, sessions, vault, endpoints });
+  const flow = { config, store, mcp, sessions, elicitations, vault, endpoints, ...(hooks ? { hooks } : {}) };
+  registerConnectRoutes(app, flow);
+  registerCallbackRoutes(app, flow);
+  registerConnectionsRoutes(app, flow);
   return new UpstreamAuth({ store, vault, elicitations, metrics: mcp.metrics, endpoints, log: app.log });
 }
 

@@ -4,52 +4,27 @@
  *
  * - `GET /connect?elicitationId=…`: needs a browser session (else sign-in and back); refuses,
  *   changing nothing, when the signed-in user is not the one the link was made for; else a
- *   consent page naming the server, provider and scopes.
+ *   consent page naming the server, provider and the scopes the authorization request will
+ *   carry (configured, or with `discover` the ones found there).
  * - `POST /connect`: CSRF-checked. Cancel declines the elicitation; Continue redirects to the
  *   provider with PKCE S256 and a single-use `state` bound to this elicitation and this
- *   browser session.
- * - `GET /oauth/callback`: checks `state`, browser session and user again, exchanges the code,
- *   stores the tokens encrypted, completes the elicitation and tells the MCP session that
- *   asked — on whichever replica holds its stream — and no other.
+ *   browser session (pending-authorization.ts).
+ *
+ * The provider's answer comes back to oauth-callback.ts.
  */
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BackendConfig, Config } from '../config/schema.js';
-import type { McpContext } from '../mcp/context.js';
-import { notifySession } from '../mcp/session-notifier.js';
-import type { StateStore } from '../state/store.js';
-import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from './browser-sessions.js';
-import type { Elicitation, ElicitationStore } from './elicitations.js';
-import { connectedPage, consentPage, declinedPage, errorPage, refusalPage, sendPage, setPageErrorHandler } from './pages.js';
-import { authorizationRequestUrl, createPkce, exchangeCode, ProviderError } from './provider-client.js';
+import type { BackendConfig } from '../config/schema.js';
+import { loginUrl, registerFormParser, type BrowserUser } from './browser-sessions.js';
+import type { Elicitation } from './elicitations.js';
+import type { CallbackDeps } from './oauth-callback.js';
+import { consentPage, declinedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from './pages.js';
+import { beginAuthorization } from './pending-authorization.js';
 import type { ResolvedProvider } from './provider-endpoints.js';
-import type { TokenVault } from './token-vault.js';
 
-export interface ConnectDeps {
-  config: Config;
-  store: StateStore;
-  mcp: McpContext;
-  sessions: BrowserSessions;
-  elicitations: ElicitationStore;
-  vault: TokenVault;
-  endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
-}
-
-interface PendingAuthorization {
-  elicitationId: string;
-  browserSessionId: string;
-  userKey: string;
-  codeVerifier: string;
-}
-
-const STATE_TTL_MS = 10 * 60_000;
-/** Redirects of the flow are not cached and carry no referrer to other sites. */
-export const REDIRECT_HEADERS = { 'cache-control': 'no-store', 'referrer-policy': 'same-origin' } as const;
-const stateKey = (state: string) => `oauth-state:${state}`;
+/** The connect pages need what the callback needs: both ends of one flow. */
+export type ConnectDeps = CallbackDeps;
 
 export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): void {
-  const redirectUri = `${deps.config.publicUrl}/oauth/callback`;
-
   app.register(async (scope) => {
     registerFormParser(scope);
     setPageErrorHandler(scope);
@@ -59,14 +34,16 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
       const checked = await signedInOwner(deps, request, reply, id);
       if (!checked) return reply;
       const { user, elicitation, backend } = checked;
-      const endpoints = await providerOrPage(deps, request, reply, backend, elicitation);
+      const endpoints = await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`);
       if (!endpoints) return reply;
       return sendPage(
         reply,
         consentPage({
           serverName: backend.name,
           provider: elicitation.provider,
-          scopes: backend.upstreamAuth?.scopes ?? [],
+          // What the authorization request will ask for (with `discover` and no configured
+          // scopes, the discovered ones), never just what the config lists.
+          scopes: endpoints.scopes.filter((s) => s !== ''),
           accountLabel: user.label,
           elicitationId: elicitation.id,
           csrfToken: user.csrfToken,
@@ -91,68 +68,31 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
         return sendPage(reply, declinedPage({ provider: elicitation.provider }));
       }
       if (form.action !== 'continue') return sendPage(reply, errorPage({ status: 400, title: 'Unknown action', detail: 'Choose Continue or Cancel.' }));
-      const endpoints = await providerOrPage(deps, request, reply, backend, elicitation);
+      const endpoints = await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`);
       if (!endpoints) return reply;
-      const pkce = createPkce();
-      const state = randomBytes(32).toString('base64url');
-      const pending: PendingAuthorization = { elicitationId: elicitation.id, browserSessionId: user.sessionId, userKey: user.userKey, codeVerifier: pkce.verifier };
-      await deps.store.putValue(stateKey(state), JSON.stringify(pending), STATE_TTL_MS);
-      return reply.headers(REDIRECT_HEADERS).redirect(authorizationRequestUrl(endpoints, { redirectUri, state, codeChallenge: pkce.challenge }), 303);
-    });
-
-    scope.get<{ Querystring: Record<string, string | undefined> }>('/oauth/callback', async (request, reply) => {
-      const { state, code, error } = request.query;
-      // Single use: taken, not read. A replayed or forged state finds nothing.
-      const pendingText = state ? await deps.store.takeValue(stateKey(state)) : undefined;
-      if (!pendingText) {
-        return sendPage(reply, errorPage({ status: 400, title: 'This sign-in link is no longer valid', detail: 'It has expired or was already used. Start again from your client.' }));
-      }
-      const pending = JSON.parse(pendingText) as PendingAuthorization;
-      const user = await deps.sessions.current(request);
-      if (!user || user.sessionId !== pending.browserSessionId || user.userKey !== pending.userKey) {
-        return sendPage(reply, refusalPage({ title: 'Request refused', reason: 'This authorization was started in another browser session or by another account.' }));
-      }
-      const elicitation = await deps.elicitations.get(pending.elicitationId);
-      if (!elicitation || elicitation.userKey !== user.userKey || elicitation.status !== 'pending') {
-        return sendPage(reply, errorPage({ status: 410, title: 'This link is no longer valid', detail: 'It has expired or was already used. Start again from your client.' }));
-      }
-      const retryUrl = `/connect?elicitationId=${elicitation.id}`;
-      if (error || !code) {
-        // The elicitation stays pending: the user may try again with the same link.
-        const denied = error === 'access_denied';
-        return sendPage(
-          reply,
-          errorPage({
-            status: denied ? 403 : 400,
-            title: denied ? `You declined at ${elicitation.provider}` : `${elicitation.provider} did not complete the sign-in`,
-            detail: denied ? 'Nothing was connected. You can try again.' : `The provider answered: ${String(error ?? 'no code')}. Nothing was connected.`,
-            retryUrl,
-          }),
-        );
-      }
-      const backend = deps.config.backends.find((b) => b.name === elicitation.backend)!;
-      try {
-        const endpoints = await deps.endpoints(backend);
-        const tokens = await exchangeCode(endpoints, { code, redirectUri, codeVerifier: pending.codeVerifier }, endpoints.request);
-        await deps.vault.put(user.userKey, elicitation.provider, tokens);
-      } catch (err) {
-        const detail = err instanceof ProviderError && err.kind === 'oauth' ? `The provider refused the exchange (${err.oauthError ?? 'error'}).` : 'The provider could not be reached.';
-        request.log.warn({ provider: elicitation.provider, kind: (err as ProviderError).kind }, 'code exchange failed');
-        return sendPage(reply, errorPage({ status: 502, title: `Could not connect ${elicitation.provider}`, detail: `${detail} Nothing was stored; you can try again.`, retryUrl }));
-      }
-      await complete(deps, request, elicitation);
-      return sendPage(reply, connectedPage({ provider: elicitation.provider, serverName: elicitation.backend }));
+      const location = await beginAuthorization(deps.store, { publicUrl: deps.config.publicUrl, endpoints, user, provider: elicitation.provider, backend: backend.name, elicitationId: elicitation.id });
+      return reply.headers(REDIRECT_HEADERS).redirect(location, 303);
     });
   });
 }
 
-/** The provider's endpoints, or undefined after answering with an error page (discovery failed). */
-async function providerOrPage(deps: ConnectDeps, request: FastifyRequest, reply: FastifyReply, backend: BackendConfig, elicitation: Elicitation): Promise<ResolvedProvider | undefined> {
+/**
+ * The provider's endpoints, or undefined after answering with an error page (discovery
+ * failed); `retryUrl` is where the page's "Try again" leads.
+ */
+export async function providerOrPage(
+  deps: Pick<ConnectDeps, 'endpoints'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  backend: BackendConfig,
+  retryUrl: string,
+): Promise<ResolvedProvider | undefined> {
+  const provider = backend.upstreamAuth!.provider;
   try {
     return await deps.endpoints(backend);
   } catch (err) {
-    request.log.warn({ err: (err as Error).message, provider: elicitation.provider }, 'provider endpoints unavailable');
-    await sendPage(reply, errorPage({ status: 502, title: `Cannot reach ${elicitation.provider}`, detail: 'The account provider could not be reached. Try again in a moment.', retryUrl: `/connect?elicitationId=${elicitation.id}` }));
+    request.log.warn({ err: (err as Error).message, provider }, 'provider endpoints unavailable');
+    await sendPage(reply, errorPage({ status: 502, title: `Cannot reach ${provider}`, detail: 'The account provider could not be reached. Try again in a moment.', retryUrl }));
     return undefined;
   }
 }
@@ -187,17 +127,4 @@ async function signedInOwner(deps: ConnectDeps, request: FastifyRequest, reply: 
     return undefined;
   }
   return { user, elicitation, backend };
-}
-
-/** Marks the elicitation complete and tells the MCP session that asked (MCP "Completion Notifications"). */
-async function complete(deps: ConnectDeps, request: FastifyRequest, elicitation: Elicitation): Promise<void> {
-  await deps.elicitations.setStatus(elicitation, 'complete');
-  deps.mcp.metrics.elicitations.inc({ provider: elicitation.provider, event: 'completed' });
-  if (!elicitation.mcpSessionId) return;
-  const notification = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: elicitation.id } });
-  const how = await notifySession(deps.mcp, elicitation.userKey, elicitation.mcpSessionId, notification).catch((err: Error) => {
-    request.log.warn({ err: err.message }, 'could not notify the MCP session');
-    return 'failed';
-  });
-  request.log.info({ provider: elicitation.provider, delivery: how }, 'account linked');
 }

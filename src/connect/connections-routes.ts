@@ -1,29 +1,61 @@
 /**
  * `/connections` (SPEC §2): the signed-in user's linked accounts, one row per provider the
- * configured backends use, with status and expiry; `POST /connections/{provider}/disconnect`
- * (CSRF-checked) revokes the tokens at the provider where it supports RFC 7009 and deletes
- * them here either way.
+ * configured backends use, with status and expiry.
+ *
+ * - `POST /connections/{provider}/connect` (CSRF-checked): links an account before any tool
+ *   needs it (issue 12): the provider's authorization with PKCE S256 and a single-use `state`
+ *   bound to this browser session and user, no elicitation; the callback stores the tokens
+ *   and comes back here (oauth-callback.ts).
+ * - `POST /connections/{provider}/disconnect` (CSRF-checked): revokes the tokens at the
+ *   provider where it supports RFC 7009 and deletes them here either way.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig, Config } from '../config/schema.js';
-import { loginUrl, registerFormParser, type BrowserSessions } from './browser-sessions.js';
-import { connectionsPage, errorPage, refusalPage, sendPage, setPageErrorHandler } from './pages.js';
-import { REDIRECT_HEADERS } from './connect-routes.js';
+import type { StateStore } from '../state/store.js';
+import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from './browser-sessions.js';
+import { providerOrPage } from './connect-routes.js';
+import { connectionsPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type ConnectionEntry } from './pages.js';
+import { beginAuthorization } from './pending-authorization.js';
 import { revokeToken } from './provider-client.js';
 import type { ResolvedProvider } from './provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
 export interface ConnectionsDeps {
   config: Config;
+  store: StateStore;
   sessions: BrowserSessions;
   vault: TokenVault;
   endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
 }
 
+/** How long the page waits for a provider's endpoints (discovery) to name Connect's target. */
+const ENDPOINTS_WAIT_MS = 3_000;
+
+type ProviderForm = { Params: { provider: string }; Body: Record<string, string> };
+
 export function registerConnectionsRoutes(app: FastifyInstance, deps: ConnectionsDeps): void {
-  /** One backend per provider: the one whose endpoints revoke that provider's tokens. */
+  /** One backend per provider: the one whose endpoints link and revoke that provider's tokens. */
   const providers = new Map<string, BackendConfig>();
   for (const backend of deps.config.backends) if (backend.upstreamAuth && !providers.has(backend.upstreamAuth.provider)) providers.set(backend.upstreamAuth.provider, backend);
+
+  /** The signed-in user, the provider's backend, after the CSRF check; undefined after answering. */
+  async function checkedForm(request: FastifyRequest<ProviderForm>, reply: FastifyReply): Promise<{ user: BrowserUser; backend: BackendConfig } | undefined> {
+    const user = await deps.sessions.current(request);
+    if (!user) {
+      await reply.headers(REDIRECT_HEADERS).redirect(loginUrl('/connections'), 303);
+      return undefined;
+    }
+    if (!deps.sessions.csrfValid(user, request.body?.csrf)) {
+      await sendPage(reply, refusalPage({ title: 'Request refused', reason: 'This form has expired or did not come from this site.' }));
+      return undefined;
+    }
+    const backend = providers.get(request.params.provider);
+    if (!backend) {
+      await sendPage(reply, errorPage({ status: 404, title: 'Unknown provider', detail: 'No backend uses this provider.' }));
+      return undefined;
+    }
+    return { user, backend };
+  }
 
   app.register(async (scope) => {
     registerFormParser(scope);
@@ -32,26 +64,32 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
     scope.get('/connections', async (request, reply) => {
       const user = await deps.sessions.current(request);
       if (!user) return reply.headers(REDIRECT_HEADERS).redirect(loginUrl('/connections'), 303);
-      const connections = await Promise.all(
-        [...providers.keys()].map(async (provider) => {
-          const tokens = await deps.vault.get(user.userKey, provider);
-          if (!tokens) return { provider, status: 'not connected' as const };
-          const expired = tokens.expiresAt !== undefined && tokens.expiresAt <= Date.now() && !tokens.refreshToken;
-          return { provider, status: expired ? ('expired' as const) : ('connected' as const), ...(tokens.expiresAt ? { expiresAt: tokens.expiresAt } : {}) };
-        }),
+      const connections = await Promise.all([...providers.keys()].map((provider) => entry(deps.vault, user.userKey, provider)));
+      // Connect answers with a 303 to the provider: the page's CSP form-action must allow it.
+      const unlinked = connections.filter((c) => c.status !== 'connected').map((c) => providers.get(c.provider)!);
+      const formActions = await authorizationOrigins(deps, unlinked, (backend, err) =>
+        request.log.warn({ provider: backend.upstreamAuth!.provider, err: err.message }, 'provider endpoints unavailable for Connect'),
       );
-      return sendPage(reply, connectionsPage({ accountLabel: user.label, connections, csrfToken: user.csrfToken }));
+      return sendPage(reply, connectionsPage({ accountLabel: user.label, connections, csrfToken: user.csrfToken, formActions }));
     });
 
-    scope.post<{ Params: { provider: string }; Body: Record<string, string> }>('/connections/:provider/disconnect', async (request, reply) => {
-      const user = await deps.sessions.current(request);
-      if (!user) return reply.headers(REDIRECT_HEADERS).redirect(loginUrl('/connections'), 303);
-      if (!deps.sessions.csrfValid(user, request.body?.csrf)) {
-        return sendPage(reply, refusalPage({ title: 'Request refused', reason: 'This form has expired or did not come from this site.' }));
-      }
-      const backend = providers.get(request.params.provider);
-      if (!backend) return sendPage(reply, errorPage({ status: 404, title: 'Unknown provider', detail: 'No backend uses this provider.' }));
-      const tokens = await deps.vault.get(user.userKey, request.params.provider);
+    scope.post<ProviderForm>('/connections/:provider/connect', async (request, reply) => {
+      const checked = await checkedForm(request, reply);
+      if (!checked) return reply;
+      const { user, backend } = checked;
+      const endpoints = await providerOrPage(deps, request, reply, backend, '/connections');
+      if (!endpoints) return reply;
+      const provider = backend.upstreamAuth!.provider;
+      const location = await beginAuthorization(deps.store, { publicUrl: deps.config.publicUrl, endpoints, user, provider, backend: backend.name });
+      return reply.headers(REDIRECT_HEADERS).redirect(location, 303);
+    });
+
+    scope.post<ProviderForm>('/connections/:provider/disconnect', async (request, reply) => {
+      const checked = await checkedForm(request, reply);
+      if (!checked) return reply;
+      const { user, backend } = checked;
+      const provider = backend.upstreamAuth!.provider;
+      const tokens = await deps.vault.get(user.userKey, provider);
       if (tokens) {
         try {
           const endpoints = await deps.endpoints(backend);
@@ -59,11 +97,43 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
           await revokeToken(endpoints, tokens.accessToken, 'access_token', endpoints.request);
         } catch (err) {
           // Deleting here is what matters; the provider may not support revocation or be down.
-          request.log.warn({ provider: request.params.provider, err: (err as Error).message }, 'token revocation failed; deleting anyway');
+          request.log.warn({ provider, err: (err as Error).message }, 'token revocation failed; deleting anyway');
         }
-        await deps.vault.delete(user.userKey, request.params.provider);
+        await deps.vault.delete(user.userKey, provider);
       }
       return reply.headers(REDIRECT_HEADERS).redirect('/connections', 303);
     });
   });
+}
+
+async function entry(vault: TokenVault, userKey: string, provider: string): Promise<ConnectionEntry> {
+  const tokens = await vault.get(userKey, provider);
+  if (!tokens) return { provider, status: 'not connected' };
+  const expired = tokens.expiresAt !== undefined && tokens.expiresAt <= Date.now() && !tokens.refreshToken;
+  return { provider, status: expired ? 'expired' : 'connected', ...(tokens.expiresAt ? { expiresAt: tokens.expiresAt } : {}) };
+}
+
+/**
+ * Origins of the authorization endpoints of `backends`, waiting at most {@link ENDPOINTS_WAIT_MS}
+ * for discovery: a provider that cannot be reached now is left out (its Connect then answers
+ * with the "cannot reach" page, or is blocked by the browser until the page is reloaded).
+ */
+async function authorizationOrigins(deps: ConnectionsDeps, backends: BackendConfig[], onError: (backend: BackendConfig, err: Error) => void): Promise<string[]> {
+  const origins = await Promise.all(
+    backends.map(async (backend) => {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no endpoints within ${ENDPOINTS_WAIT_MS} ms`)), ENDPOINTS_WAIT_MS);
+      });
+      try {
+        return new URL((await Promise.race([deps.endpoints(backend), timeout])).authorizationUrl).origin;
+      } catch (err) {
+        onError(backend, err as Error);
+        return undefined;
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+  return origins.filter((o): o is string => o !== undefined);
 }

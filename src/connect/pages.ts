@@ -18,6 +18,9 @@ export interface Page {
 /** Name of the hidden form field that carries the browser session's CSRF token. */
 export const CSRF_FIELD = 'csrf';
 
+/** Redirects of the browser flows are not cached and carry no referrer to other sites. */
+export const REDIRECT_HEADERS = { 'cache-control': 'no-store', 'referrer-policy': 'same-origin' } as const;
+
 function page(status: number, title: string, body: SafeHtml, formActions: readonly string[] = []): Page {
   return {
     status,
@@ -129,30 +132,36 @@ export interface ConnectionEntry {
   expiresAt?: number;
 }
 
-export function connectionsPage(o: { accountLabel: string; connections: ConnectionEntry[]; csrfToken: string }): Page {
+/**
+ * The signed-in user's accounts: Connect where nothing usable is linked (not connected, or
+ * expired), Disconnect where something is stored. `formActions`: the authorization
+ * endpoints Connect redirects to (see {@link consentPage}).
+ */
+export function connectionsPage(o: { accountLabel: string; connections: ConnectionEntry[]; csrfToken: string; formActions?: string[] }): Page {
   const rows = o.connections.map((c) => {
     const statusText = c.status === 'connected' ? 'Connected' : c.status === 'expired' ? 'Expired' : 'Not connected';
     const expiry =
       c.expiresAt !== undefined && Number.isFinite(c.expiresAt)
         ? html` <span class="muted">· ${c.status === 'expired' ? 'expired' : 'valid until'} <time datetime="${new Date(c.expiresAt).toISOString()}">${formatTime(c.expiresAt)}</time></span>`
         : '';
-    const action =
-      c.status === 'not connected'
-        ? ''
-        : html`<form method="post" action="/connections/${encodeURIComponent(c.provider)}/disconnect">
-${csrfInput(o.csrfToken)}<button type="submit" class="danger" aria-label="Disconnect ${c.provider}">Disconnect</button>
+    const form = (action: 'connect' | 'disconnect', label: string, style: string) =>
+      html`<form method="post" action="/connections/${encodeURIComponent(c.provider)}/${action}">
+${csrfInput(o.csrfToken)}<button type="submit" class="${style}" aria-label="${label} ${c.provider}">${label}</button>
 </form>`;
-    return html`<li><div><strong>${c.provider}</strong><br><span class="status status-${c.status.replace(' ', '-')}">${statusText}</span>${expiry}</div>${action}</li>`;
+    const connect = c.status === 'connected' ? '' : form('connect', 'Connect', 'primary');
+    const disconnect = c.status === 'not connected' ? '' : form('disconnect', 'Disconnect', 'danger');
+    return html`<li><div><strong>${c.provider}</strong><br><span class="status status-${c.status.replace(' ', '-')}">${statusText}</span>${expiry}</div>${connect}${disconnect}</li>`;
   });
   return page(
     200,
     'Connected accounts',
     html`<p>Signed in as <strong>${o.accountLabel}</strong>.</p>
 ${rows.length ? html`<ul class="list">${rows}</ul>` : html`<p class="muted">No accounts are configured for connection.</p>`}
-<p class="muted">Accounts are connected from your MCP client when a server first needs them.</p>
+<p class="muted">Connect links an account now; your MCP client also asks you when a server first needs one.</p>
 <form method="post" action="/logout" class="actions">
 ${csrfInput(o.csrfToken)}<button type="submit" class="secondary">Sign out</button>
 </form>`,
+    o.formActions,
   );
 }
 

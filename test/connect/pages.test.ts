@@ -109,6 +109,12 @@ describe('page rendering', () => {
     for (const text of ['Acme MCP', 'github', 'alice', '<code>repo</code>', '<code>read:user</code>']) assert.ok(page.html.includes(text), text);
   });
 
+  test('connections: formActions (the providers Connect redirects to) go into form-action', () => {
+    const page = connectionsPage({ accountLabel: 'a', csrfToken: 't', connections: [{ provider: 'notion', status: 'not connected' }], formActions: ['https://api.notion.com/v1/oauth/authorize'] });
+    assert.match(page.headers['content-security-policy']!, /form-action 'self' https:\/\/api\.notion\.com;/);
+    assert.match(connectionsPage({ accountLabel: 'a', csrfToken: 't', connections: [] }).headers['content-security-policy']!, /form-action 'self';/);
+  });
+
   test('consent: formActions adds the provider origin to form-action (the 303 after Continue goes there); nothing else gets in', () => {
     const page = consentPage({
       serverName: 's',
@@ -123,7 +129,7 @@ describe('page rendering', () => {
     assert.ok(page.html.includes('No specific permissions are requested'));
   });
 
-  test('statuses; retry links only to this origin or http(s); connections lists forms for what can be disconnected', () => {
+  test('statuses; retry links only to this origin or http(s); connections: Connect for what is not usable, Disconnect for what is stored', () => {
     assert.equal(refusalPage({ title: 't', reason: 'r' }).status, 403);
     assert.ok(!refusalPage({ title: 't', reason: 'r' }).html.includes('<form'), 'no sign-out form unless asked');
     assert.match(refusalPage({ title: 't', reason: 'r', signOutCsrfToken: 'k' }).html, new RegExp(`<form method="post" action="/logout"[^>]*>\\s*<input type="hidden" name="${CSRF_FIELD}" value="k">`));
@@ -137,12 +143,14 @@ describe('page rendering', () => {
 
     const html = allPages('<b>').connections!.html;
     const forms = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)];
+    const linear = encodeURIComponent('linear<b>');
     assert.deepEqual(
       forms.map((f) => f[1]),
-      ['/connections/github/disconnect', `/connections/${encodeURIComponent('linear<b>')}/disconnect`, '/logout'],
-      'connected and expired accounts can be disconnected; sign-out; nothing for "not connected"',
+      ['/connections/github/disconnect', `/connections/${linear}/connect`, `/connections/${linear}/disconnect`, '/connections/notion/connect', '/logout'],
+      'connected: Disconnect; expired: Connect and Disconnect; not connected: Connect; sign-out',
     );
     for (const f of forms) assert.match(f[2]!, new RegExp(`name="${CSRF_FIELD}" value="tok-&lt;b&gt;"`));
+    assert.match(html, /<button type="submit" class="primary" aria-label="Connect notion">Connect<\/button>/);
     assert.match(html, /<time datetime="2030-01-01T00:00:00.000Z">2030-01-01 00:00 UTC<\/time>/);
   });
 });

@@ -144,11 +144,31 @@ async function continueToProvider(page: Page, link: string): Promise<void> {
   const consent = await page.goto(link);
   assert.equal(consent?.status(), 200, `consent page: ${await bodyText(page)}`);
   await Promise.all([
-    page.waitForURL(/\/oauth\/callback\?/).catch(async (err: Error) => {
+    page.waitForURL(/\/oauth\/callback\/acme\?/).catch(async (err: Error) => {
       throw new Error(`${err.message}\npage at ${page.url()} says: ${(await bodyText(page)).trim()}`);
     }),
     page.click('button[value="continue"]'),
   ]);
+}
+
+/**
+ * Walks the consent form and the provider's redirect by hand (with this page's cookies), to
+ * hold the callback URL (code and state) without following it.
+ */
+async function holdCallback(page: Page, elicitation: UrlElicitation): Promise<URL> {
+  assert.equal((await page.goto(elicitation.url))?.status(), 200);
+  const csrf = await page.inputValue('input[name="csrf"]');
+  const toProvider = await page.request.post(`${gateway.url}/connect`, { form: { elicitationId: elicitation.elicitationId, action: 'continue', csrf }, maxRedirects: 0 });
+  assert.equal(toProvider.status(), 303);
+  const authorize = new URL(toProvider.headers()['location']!);
+  assert.equal(authorize.origin + authorize.pathname, provider.authorizationEndpoint);
+  assert.equal(authorize.searchParams.get('redirect_uri'), `${gateway.url}/oauth/callback/acme`, "the provider's own redirect URI");
+  const fromProvider = await page.request.get(authorize.href, { maxRedirects: 0 });
+  assert.equal(fromProvider.status(), 302);
+  const callback = new URL(fromProvider.headers()['location']!);
+  assert.equal(callback.origin + callback.pathname, `${gateway.url}/oauth/callback/acme`);
+  assert.ok(callback.searchParams.get('state') && callback.searchParams.get('code'), 'the callback carries state and code');
+  return callback;
 }
 
 /** The whole happy path for one elicitation: consent, provider, callback, "Connected". */
@@ -180,21 +200,8 @@ test('callback state: tampered → 400 and the flow still completes; unknown →
   try {
     const elicitation = await expectElicitation(user.client);
     const page = await context.newPage();
-
-    // Walk the consent form and the provider's redirect by hand (with this browser's cookies),
-    // to hold the callback URL (code and state) without following it.
-    assert.equal((await page.goto(elicitation.url))?.status(), 200);
-    const csrf = await page.inputValue('input[name="csrf"]');
-    const toProvider = await page.request.post(`${gateway.url}/connect`, { form: { elicitationId: elicitation.elicitationId, action: 'continue', csrf }, maxRedirects: 0 });
-    assert.equal(toProvider.status(), 303);
-    const authorize = new URL(toProvider.headers()['location']!);
-    assert.equal(authorize.origin + authorize.pathname, provider.authorizationEndpoint);
-    const fromProvider = await page.request.get(authorize.href, { maxRedirects: 0 });
-    assert.equal(fromProvider.status(), 302);
-    const callback = new URL(fromProvider.headers()['location']!);
-    assert.equal(callback.origin + callback.pathname, `${gateway.url}/oauth/callback`);
+    const callback = await holdCallback(page, elicitation);
     const state = callback.searchParams.get('state')!;
-    assert.ok(state && callback.searchParams.get('code'), 'the callback carries state and code');
 
     // One character of state changed: refused, nothing stored, nothing completed.
     const tampered = new URL(callback);
@@ -227,6 +234,41 @@ test('callback state: tampered → 400 and the flow still completes; unknown →
     assert.match(await bodyText(page), /no longer valid/i);
   } finally {
     await context.close();
+    await user.close();
+  }
+});
+
+test('a leaked callback URL opened in another browser is refused and does not use the state up: the right browser still completes', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const userKey = userKeyOf(idp.issuer, 'kate');
+  const user = await connectClient('kate');
+  const context = await userContext('kate');
+  const mallory = await userContext('mallory');
+  const signedOut = await browser.newContext();
+  try {
+    const elicitation = await expectElicitation(user.client);
+    const page = await context.newPage();
+    const callback = await holdCallback(page, elicitation);
+    // Mallory is signed in to Switchboard (her own session), the other browser is not.
+    const malloryPage = await mallory.newPage();
+    assert.equal((await malloryPage.goto(`${gateway.url}/connections`))?.status(), 200);
+    for (const [who, foreign] of [['another user', malloryPage], ['a signed-out browser', await signedOut.newPage()]] as const) {
+      const refused = await foreign.goto(callback.href);
+      assert.equal(refused?.status(), 403, who);
+      assert.match(await bodyText(foreign), /another browser session or by another account/, who);
+    }
+    assert.equal(await vault.get(userKey, 'acme'), undefined, 'nothing stored for kate');
+    assert.equal(await vault.get(userKeyOf(idp.issuer, 'mallory'), 'acme'), undefined, 'nothing stored for mallory');
+    assert.deepEqual(user.completed, []);
+
+    // The browser that started the flow completes with the very same state and code.
+    const real = await page.goto(callback.href);
+    assert.equal(real?.status(), 200, await bodyText(page));
+    assert.match(await bodyText(page), /return to your client/i);
+    await eventually('notifications/elicitation/complete', () => user.completed.includes(elicitation.elicitationId));
+    assert.ok(await vault.get(userKey, 'acme'), 'kate is linked');
+    assert.equal(await vault.get(userKeyOf(idp.issuer, 'mallory'), 'acme'), undefined, 'mallory still is not');
+  } finally {
+    await Promise.all([context.close(), mallory.close(), signedOut.close()]);
     await user.close();
   }
 });
@@ -305,7 +347,7 @@ test('provider answers access_denied: 403 page with a retry link; the same link 
     const elicitation = await expectElicitation(user.client);
     const page = await context.newPage();
     assert.equal((await page.goto(elicitation.url))?.status(), 200);
-    const [callback] = await Promise.all([page.waitForResponse((r) => r.url().startsWith(`${gateway.url}/oauth/callback?`)), page.click('button[value="continue"]')]);
+    const [callback] = await Promise.all([page.waitForResponse((r) => r.url().startsWith(`${gateway.url}/oauth/callback/acme?`)), page.click('button[value="continue"]')]);
     assert.equal(callback.status(), 403);
     assert.equal(new URL(callback.url()).searchParams.get('error'), 'access_denied');
     await page.waitForLoadState();
@@ -318,7 +360,7 @@ test('provider answers access_denied: 403 page with a retry link; the same link 
     // Without the error cookie, the retry link goes through.
     await context.clearCookies({ name: errorCookie.name });
     await Promise.all([page.waitForURL(/\/connect\?elicitationId=/), retry.click()]);
-    await Promise.all([page.waitForURL(/\/oauth\/callback\?/), page.click('button[value="continue"]')]);
+    await Promise.all([page.waitForURL(/\/oauth\/callback\/acme\?/), page.click('button[value="continue"]')]);
     assert.match(await bodyText(page), /return to your client/i);
     await eventually('notifications/elicitation/complete', () => user.completed.includes(elicitation.elicitationId));
     const retried = await user.client.callTool({ name: 'whoami', arguments: {} });

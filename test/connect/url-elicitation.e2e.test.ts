@@ -131,7 +131,7 @@ test('link a third-party account through the browser, then the retried call succ
     assert.match(consentText, /acme/);
     assert.match(consentText, /repo/);
     await Promise.all([
-      page.waitForURL(/\/oauth\/callback\?/, { timeout: 15_000 }).catch(async (err: Error) => {
+      page.waitForURL(/\/oauth\/callback\/acme\?/, { timeout: 15_000 }).catch(async (err: Error) => {
         throw new Error(`${err.message}\npage at ${page.url()} says: ${(await page.textContent('body'))?.trim()}`);
       }),
       page.click('button[value="continue"]'),
