@@ -496,6 +496,28 @@ describe('parseConfig: account linking needs sign-in and shared secrets', () => 
     assert.equal(parseConfig({ ...base, backends: [{ name: 'linked', url: 'https://backend.example/mcp', upstreamAuth: { provider: 'acme', discover: true } }] }).backends[0]!.upstreamAuth!.discover, true);
   });
 
+  const withUpstream = (u: Record<string, unknown>) => ({ ...linked({ auth: login }), backends: [{ name: 'linked', url: 'https://backend.example/mcp', upstreamAuth: u }] });
+
+  test('a preset supplies the endpoints; clientId is still required; without a preset the message says so', () => {
+    const github = parseConfig(withUpstream({ provider: 'github', preset: 'github', clientId: 'gh', clientSecret: 's' })).backends[0]!.upstreamAuth!;
+    assert.equal(github.preset, 'github');
+    assert.equal(github.authorizationUrl, undefined, 'filled later from the preset, not copied into config');
+    assertConfigError(() => parseConfig(withUpstream({ provider: 'github', preset: 'github' })), 'backends[0].upstreamAuth.clientId', /required/);
+    assertConfigError(() => parseConfig(withUpstream({ provider: 'acme', clientId: 'x' })), 'backends[0].upstreamAuth.authorizationUrl', /preset/);
+    assertConfigError(() => parseConfig(withUpstream({ provider: 'gitlab', preset: 'gitlab', clientId: 'x' })), 'backends[0].upstreamAuth.preset', /github/);
+    assertConfigError(() => parseConfig(withUpstream({ provider: 'github', preset: 'github', discover: true })), 'backends[0].upstreamAuth.preset', /discover/);
+  });
+
+  test('microsoft: tenant only there and only a path segment; resource refused; an API scope required', () => {
+    const entra = (u: Record<string, unknown>) => withUpstream({ provider: 'entra', clientId: 'x', ...u });
+    const ok = parseConfig(entra({ preset: 'microsoft', tenant: '72f988bf-86f1-41af-91ab-2d7cd011db47', scopes: ['api://app/.default'] }));
+    assert.equal(ok.backends[0]!.upstreamAuth!.tenant, '72f988bf-86f1-41af-91ab-2d7cd011db47');
+    assertConfigError(() => parseConfig(entra({ preset: 'github', tenant: 'contoso.com' })), 'backends[0].upstreamAuth.tenant', /microsoft/);
+    assertConfigError(() => parseConfig(entra({ preset: 'microsoft', tenant: 'x/../evil', scopes: ['User.Read'] })), 'backends[0].upstreamAuth.tenant', /tenant id/);
+    assertConfigError(() => parseConfig(entra({ preset: 'microsoft', scopes: ['User.Read'], resource: 'https://mcp.example.com/mcp' })), 'backends[0].upstreamAuth.resource', /api:\/\/<app-id>\/\.default/);
+    assertConfigError(() => parseConfig(entra({ preset: 'microsoft', scopes: ['offline_access'] })), 'backends[0].upstreamAuth.scopes', /preset microsoft/);
+  });
+
   test('with redis, sign-in needs secrets.cookieKey and secrets.tokenKey (replicas share them)', () => {
     assertConfigError(() => parseConfig(linked({ auth: login, redis: { url: 'redis://redis:6379/0' } })), 'secrets.cookieKey', /redis/);
     const ok = parseConfig(linked({ auth: login, redis: { url: 'redis://redis:6379/0' }, secrets: { cookieKey: 'c'.repeat(32), tokenKey: 't'.repeat(32) } }));

@@ -176,6 +176,8 @@ describe('provider client against fixture endpoints', () => {
           return;
         case '/token-huge':
           return sendJson(res, 200, { access_token: 'x'.repeat(300_000), token_type: 'Bearer' });
+        case '/token-echo-secret':
+          return sendJson(res, 401, { error: 'invalid_client', error_description: `client ${req.form.get('client_id')} with secret ${req.form.get('client_secret')} is unknown` });
         case '/revoke':
           res.writeHead(200).end();
           return;
@@ -239,6 +241,19 @@ describe('provider client against fixture endpoints', () => {
     assert.equal(req.form.get('grant_type'), 'refresh_token');
     assert.equal(req.form.get('refresh_token'), REFRESH);
     assert.equal(req.form.has('scope'), false);
+  });
+
+  test('client_secret_post (a preset quirk): id and secret in the body, no Basic; a provider echoing the secret is redacted', async () => {
+    const secret = 'post-secret-value-1';
+    const p: ProviderEndpoints = { ...base, clientSecret: secret, quirks: { clientAuthentication: 'client_secret_post' } };
+    await refreshTokens(p, REFRESH);
+    const req = fx.hits('/token-echo').at(-1)!;
+    assert.equal(req.headers.authorization, undefined);
+    assert.equal(req.form.get('client_id'), 'public-client');
+    assert.equal(req.form.get('client_secret'), secret);
+    const err = await providerError(() => refreshTokens({ ...p, tokenUrl: `${fx.origin}/token-echo-secret` }, REFRESH), [secret, REFRESH]);
+    assert.equal(err.oauthError, 'invalid_client');
+    assert.match(err.message, /with secret \[redacted\] is unknown/);
   });
 
   test('token endpoint down (refused port) → network', async () => {
