@@ -9,6 +9,7 @@ import type { JWTVerifyGetKey } from 'jose';
 import { createAuthenticate } from './auth/authenticate.js';
 import { registerMetadataRoutes } from './auth/metadata-routes.js';
 import { registerBrowserFlows } from './connect/browser-flows.js';
+import { Linking } from './linking/linking.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
 import { StreamableHttpBackend } from './backends/streamable-http.js';
 import { AggregatedBackend } from './aggregate/aggregated-backend.js';
@@ -151,7 +152,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.addHook('onRoute', (route: RouteOptions) => {
     if (BROWSER_ROUTE.test(route.url)) route.onRequest = prependHook(route.onRequest, originGuard);
   });
-  ctx.upstream = registerBrowserFlows(app, ctx);
+  if (config.backends.some((b) => b.upstreamAuth)) ctx.linking = new Linking(ctx, app.log);
+  ctx.upstream = registerBrowserFlows(app, ctx, { afterLink: async (link) => ctx.linking?.linked(link) });
   ctx.aggregate = new AggregatedBackend(ctx);
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });

@@ -35,6 +35,7 @@ import { routeOf, type Request, type Route } from './request-routes.js';
 import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
 import { messageToClient, responseToBackend } from './rewrite.js';
 import { Rejoiner } from './rejoin.js';
+import { MemberLinker } from './member-link.js';
 import { decodeAggregateState, encodeAggregateState, type MemberSession } from './session-map.js';
 
 /** An opened member GET stream: its rewritten events, and how to let go of it unread. */
@@ -51,10 +52,12 @@ export class AggregatedBackend implements McpBackend {
   readonly config: BackendConfig;
   readonly #members: Members;
   readonly #rejoiner: Rejoiner;
+  readonly #linker: MemberLinker;
 
   constructor(ctx: McpContext) {
     this.#members = new Members(ctx);
     this.#rejoiner = new Rejoiner(ctx, this.#members, AGGREGATE_NAME);
+    this.#linker = new MemberLinker(ctx, this.#members, AGGREGATE_NAME);
     this.config = {
       name: AGGREGATE_NAME,
       transport: 'streamable-http',
@@ -130,7 +133,7 @@ export class AggregatedBackend implements McpBackend {
     if (message.method === undefined) return this.#answerToBackend(call, message);
     if (!isRequest(message)) return this.#broadcast(call, message);
     if (message.method === 'ping') return jsonResponse({ jsonrpc: '2.0', id: message.id, result: {} });
-    if (LIST_METHODS[message.method]) return listPage(this.#members, call, message);
+    if (LIST_METHODS[message.method]) return listPage(this.#members, this.#linker, call, message);
     if (message.method === 'logging/setLevel') return this.#setLevel(call, message);
     const route = routeOf(message);
     if (!route) {
@@ -145,15 +148,22 @@ export class AggregatedBackend implements McpBackend {
     if (!member || (route.visible && !route.visible(member.backend.config))) {
       return errorReply(request.id, ErrorCode.InvalidParams, `Unknown ${route.label}`);
     }
-    const { backend, session } = member;
+    const { backend } = member;
+    let { session } = member;
     let res: BackendResponse;
     try {
-      const auth = await this.#members.authorize(call.caller, backend);
-      if ('elicitation' in auth) return this.#elicit(call, request, auth.elicitation);
-      res = await this.#members.post(call, backend, session, route.message, auth.authorization);
+      const authorization = await this.#members.authorization(call.caller, backend);
+      if (backend.config.upstreamAuth && !authorization) return this.#elicit(call, request, await this.#members.elicit(call, backend));
+      if (session.pending) {
+        // The account got linked since the member was answered for: it joins now.
+        const opened = await this.#linker.open(call, backend.name, backend);
+        if (!opened) return this.#elicit(call, request, await this.#members.elicit(call, backend));
+        session = opened;
+      }
+      res = await this.#members.post(call, backend, session, route.message, authorization);
       if (res.status === 401 && backend.config.upstreamAuth) {
         await res.body.dump();
-        return this.#elicit(call, request, await this.#members.rejected(call.caller, backend));
+        return this.#elicit(call, request, await this.#members.rejected(call, backend));
       }
     } catch (err) {
       if (err instanceof BackendError) return backendFailureReply(request.id, err);

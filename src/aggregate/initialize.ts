@@ -10,6 +10,7 @@ import { collectMessages } from '../mcp/backend-body.js';
 import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../mcp/protocol.js';
 import type { AggregateCall, Members } from './members.js';
+import { provisionalInitializeResult } from '../linking/provisional.js';
 import { jsonResponse } from './responses.js';
 import { encodeAggregateState, type MemberSession, type SessionMap } from './session-map.js';
 
@@ -39,7 +40,7 @@ export async function initializeAggregate(members: Members, call: AggregateCall,
   const params = (message.params ?? {}) as { protocolVersion?: unknown; clientInfo?: unknown };
   const requested = String(params.protocolVersion ?? '');
   const capabilities = unionOfCapabilities(joined.map((j) => j.capabilities));
-  if (left.length) {
+  if (left.length || joined.some((j) => j.session.pending)) {
     // A backend that joins later (rejoin.ts) changes the lists: say that they can change.
     for (const name of LISTS) capabilities[name] = { ...((capabilities[name] as object | undefined) ?? {}), listChanged: true };
   }
@@ -67,6 +68,11 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
     // that backends admitting it can join (and the account can be linked later).
     const authorization = await members.tokenIfAny(call.caller, backend);
     const res = await members.post(call, backend, undefined, message, authorization, controller.signal);
+    if (res.status === 401 && backend.config.upstreamAuth && members.catalog) {
+      // It needs the user's account: a member all the same, answered for until linked.
+      await res.body.dump().catch(() => {});
+      return waitingMember(members, call, backend, message, authorization !== undefined);
+    }
     if (res.status !== 200) {
       await res.body.dump().catch(() => {});
       throw new Error(`answered initialize with HTTP ${res.status}`);
@@ -79,6 +85,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
     const version = String(result.protocolVersion);
     if (!isSupportedVersion(version)) throw new Error(`negotiated unsupported protocol version ${version}`);
     const capabilities = result.capabilities ?? {};
+    if (backend.config.upstreamAuth) await members.catalog?.rememberInitialize(backend.name, result);
     return {
       name: backend.name,
       session: { sessionId: Array.isArray(sessionId) ? sessionId[0] : sessionId, protocolVersion: version, capabilities: Object.keys(capabilities) },
@@ -90,6 +97,23 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * A member that refused to join without the user's token: no backend session, the catalog's
+ * capabilities and instructions (linking/provisional.ts), and a token it sent is forgotten.
+ */
+async function waitingMember(members: Members, call: AggregateCall, backend: McpBackend, message: JsonRpcMessage, sentToken: boolean): Promise<Joined> {
+  if (sentToken) await members.forgetToken(call, backend);
+  const requested = (message.params as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+  const result = provisionalInitializeResult(backend.config, await members.catalog!.initialize(backend.name), requested);
+  const capabilities = result.capabilities as Record<string, unknown>;
+  return {
+    name: backend.name,
+    session: { protocolVersion: String(result.protocolVersion), capabilities: Object.keys(capabilities), pending: true },
+    capabilities,
+    instructions: result.instructions as string,
+  };
 }
 
 /**

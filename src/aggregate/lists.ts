@@ -12,6 +12,9 @@ import { ErrorCode, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.j
 import { filterToolsResult } from '../policy/tool-policy.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { AggregateCall, Members } from './members.js';
+import type { MemberLinker } from './member-link.js';
+import type { McpBackend } from '../backends/backend.js';
+import { provisionalList } from '../linking/provisional.js';
 import { resultToClient } from './rewrite.js';
 import { errorReply, jsonResponse } from './responses.js';
 
@@ -23,7 +26,7 @@ export const LIST_METHODS: Record<string, { capability: string; key: string }> =
   'resources/templates/list': { capability: 'resources', key: 'resourceTemplates' },
 };
 
-export async function listPage(members: Members, call: AggregateCall, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<BackendResponse> {
+export async function listPage(members: Members, linker: MemberLinker, call: AggregateCall, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<BackendResponse> {
   const { capability, key } = LIST_METHODS[message.method]!;
   const params = (message.params ?? {}) as { cursor?: unknown };
   const order = Object.keys(call.map);
@@ -41,7 +44,7 @@ export async function listPage(members: Members, call: AggregateCall, message: J
 
   // Bounded: each turn moves to a later backend.
   for (let at: typeof position | undefined = position; at; ) {
-    const page = eligible(at.backend) ? await fetchPage(members, call, at, message) : undefined;
+    const page = eligible(at.backend) ? await fetchPage(members, linker, call, at, message) : undefined;
     const following = nextEligible(at.backend);
     if (page?.nextCursor !== undefined) {
       return pageReply(message.id, key, page.items, encodeCursor({ backend: at.backend, cursor: page.nextCursor }));
@@ -57,32 +60,38 @@ function pageReply(id: JsonRpcId, key: string, items: unknown[], nextCursor: str
 }
 
 /** One backend's page, rewritten for the client; undefined when the backend could not give it. */
-async function fetchPage(members: Members, call: AggregateCall, at: { backend: string; cursor?: string }, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<{ items: unknown[]; nextCursor?: string } | undefined> {
-  const { key } = LIST_METHODS[message.method]!;
+async function fetchPage(members: Members, linker: MemberLinker, call: AggregateCall, at: { backend: string; cursor?: string }, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<{ items: unknown[]; nextCursor?: string } | undefined> {
   const member = members.member(call, at.backend)!;
-  const params = { ...((message.params ?? {}) as Record<string, unknown>) };
-  if (at.cursor === undefined) delete params.cursor;
-  else params.cursor = at.cursor;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), members.fanoutTimeoutMs);
   try {
     // Without a linked account the list is asked for without a token, as initialize is:
-    // servers that let anyone see what they offer show their tools, and calling one is what
-    // asks the user to link the account (SPEC §4). A server that refuses (401) is skipped.
+    // servers that let anyone see what they offer show their tools. A server that refuses
+    // (401), or one still waiting for the link, is answered for from the catalog.
     const authorization = await members.tokenIfAny(call.caller, member.backend);
-    const res = await members.post(call, member.backend, member.session, { jsonrpc: '2.0', id: message.id, method: message.method, params }, authorization, controller.signal);
+    let session = member.session;
+    if (session.pending) {
+      const opened = authorization ? await linker.open(call, at.backend, member.backend) : undefined;
+      if (!opened) return await provisionalPage(members, call, member.backend, message.method);
+      session = opened;
+    }
+    const params = { ...((message.params ?? {}) as Record<string, unknown>) };
+    if (at.cursor === undefined) delete params.cursor;
+    else params.cursor = at.cursor;
+    const res = await members.post(call, member.backend, session, { jsonrpc: '2.0', id: message.id, method: message.method, params }, authorization, controller.signal);
+    if (res.status === 401 && member.backend.config.upstreamAuth && members.catalog) {
+      await res.body.dump().catch(() => {});
+      return await provisionalPage(members, call, member.backend, message.method);
+    }
     if (res.status !== 200) {
       await res.body.dump().catch(() => {});
       throw new BackendError(at.backend, 'bad_status', `answered ${message.method} with HTTP ${res.status}`, res.status);
     }
     const response = (await collectMessages(res)).messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
     if (!response?.result) throw new Error(response?.error ? `refused ${message.method}: ${response.error.message}` : `did not answer ${message.method}`);
-    let result: unknown = response.result;
-    if (message.method === 'tools/list') result = filterToolsResult(member.backend.config, result);
-    const rewritten = resultToClient(at.backend, message.method, result) as Record<string, unknown>;
-    const items = Array.isArray(rewritten[key]) ? (rewritten[key] as unknown[]) : [];
-    const nextCursor = typeof rewritten.nextCursor === 'string' && rewritten.nextCursor !== '' ? rewritten.nextCursor : undefined;
-    return { items, nextCursor };
+    if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog?.rememberList(at.backend, message.method, response.result);
+    const result = message.method === 'tools/list' ? filterToolsResult(member.backend.config, response.result) : response.result;
+    return pageOf(at.backend, message.method, result);
   } catch (err) {
     const reason = controller.signal.aborted ? `no answer within ${members.fanoutTimeoutMs} ms` : (err as Error).message;
     call.caller.log.warn({ backend: at.backend, method: message.method, err: reason }, 'backend left out of an aggregated list');
@@ -90,4 +99,20 @@ async function fetchPage(members: Members, call: AggregateCall, at: { backend: s
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A backend's list result as the client sees it: names rewritten, cursor kept. */
+function pageOf(backend: string, method: string, result: unknown): { items: unknown[]; nextCursor?: string } {
+  const { key } = LIST_METHODS[method]!;
+  const rewritten = resultToClient(backend, method, result) as Record<string, unknown>;
+  const items = Array.isArray(rewritten[key]) ? (rewritten[key] as unknown[]) : [];
+  const nextCursor = typeof rewritten.nextCursor === 'string' && rewritten.nextCursor !== '' ? rewritten.nextCursor : undefined;
+  return { items, nextCursor };
+}
+
+/** The catalog's page of a member whose account is not linked (linking/provisional.ts); the session waits for the link. */
+async function provisionalPage(members: Members, call: AggregateCall, backend: McpBackend, method: string): Promise<{ items: unknown[] }> {
+  await members.waitForLink(call, backend);
+  const { items } = pageOf(backend.name, method, await provisionalList(backend.config, members.catalog!, method));
+  return { items };
 }

@@ -7,6 +7,8 @@
 import type { BackendCaller, BackendResponse, McpBackend } from '../backends/backend.js';
 import type { Elicitation } from '../connect/elicitations.js';
 import type { McpContext } from '../mcp/context.js';
+import type { BackendCatalog } from '../linking/catalog.js';
+import { LIST_CAPABILITIES } from '../linking/provisional.js';
 import { backendAccessDenial } from '../policy/backend-access.js';
 import type { AggregateState, MemberSession, SessionMap } from './session-map.js';
 
@@ -18,8 +20,6 @@ export interface AggregateCall {
   traceparent?: string;
   tracestate?: string;
 }
-
-export type Authorization = { authorization?: string } | { elicitation: Elicitation };
 
 export class Members {
   constructor(private readonly ctx: McpContext) {}
@@ -39,39 +39,67 @@ export class Members {
     return { backend, session };
   }
 
-  /** Joined members the user may still use, in session order. */
+  /** Joined members the user may still use, in session order; members waiting for the user's link have no backend session and are left out. */
   members(call: AggregateCall): Array<{ name: string; backend: McpBackend; session: MemberSession }> {
     return Object.keys(call.map).flatMap((name) => {
       const m = this.member(call, name);
-      return m ? [{ name, ...m }] : [];
+      return m && !m.session.pending ? [{ name, ...m }] : [];
     });
   }
 
-  /** `{}` for a backend without third-party auth; the token, or the elicitation that must come first. */
-  async authorize(caller: BackendCaller, backend: McpBackend): Promise<Authorization> {
-    if (!backend.config.upstreamAuth || !this.ctx.upstream) return {};
-    return this.ctx.upstream.authorize(caller.principal, backend.config, caller.sessionId);
+  /**
+   * The user's Authorization header for a backend with `upstreamAuth` (undefined when none
+   * is linked, and for other backends); throws when a due refresh cannot be done now.
+   */
+  async authorization(caller: BackendCaller, backend: McpBackend): Promise<string | undefined> {
+    if (!backend.config.upstreamAuth || !this.ctx.upstream) return undefined;
+    return this.ctx.upstream.linkedAuthorization(caller.principal, backend.config);
   }
 
   /**
-   * The token when the user has one, else undefined: for messages that owe the client no
-   * answer (notifications, responses, DELETE, the GET stream), where asking the user to link
-   * an account would help nobody. An elicitation started on the way is discarded.
+   * The user's token for a backend with `upstreamAuth`, else undefined (none linked, or it
+   * cannot be refreshed right now): the one rule of upstream-auth.ts. Starts nothing.
    */
   async tokenIfAny(caller: BackendCaller, backend: McpBackend): Promise<string | undefined> {
-    const auth = await this.authorize(caller, backend).catch(() => undefined);
-    if (auth && 'elicitation' in auth) await this.discard(auth.elicitation).catch(() => {});
-    return auth && 'authorization' in auth ? auth.authorization : undefined;
+    return this.authorization(caller, backend).catch(() => undefined);
+  }
+
+  /** Starts the elicitation a client is about to be shown, and remembers the session as waiting for the link. */
+  async elicit(call: AggregateCall, backend: McpBackend): Promise<Elicitation> {
+    await this.waitForLink(call, backend);
+    return this.ctx.upstream!.elicit(call.caller.principal, backend.config, call.caller.sessionId);
+  }
+
+  /** Remembers the session as waiting for the user's link to this backend's provider (linking/waiters.ts). */
+  async waitForLink(call: AggregateCall, backend: McpBackend): Promise<void> {
+    const { sessionId, principal } = call.caller;
+    if (!sessionId || !backend.config.upstreamAuth || !this.ctx.linking) return;
+    const lists = call.state.announced.filter((name) => (LIST_CAPABILITIES as readonly string[]).includes(name));
+    await this.ctx.linking.waiters.add(principal.userKey, backend.config.upstreamAuth.provider, { sessionId, lists }).catch(() => {});
+  }
+
+  /** The backend refused the token: forget it, so that the next message asks for the link again. */
+  async forgetToken(call: AggregateCall, backend: McpBackend): Promise<void> {
+    await this.ctx.upstream!.forget(call.caller.principal, backend.config);
   }
 
   /** The backend refused the token: forget it and start a new elicitation. */
-  rejected(caller: BackendCaller, backend: McpBackend): Promise<Elicitation> {
-    return this.ctx.upstream!.rejected(caller.principal, backend.config, caller.sessionId);
+  async rejected(call: AggregateCall, backend: McpBackend): Promise<Elicitation> {
+    await this.forgetToken(call, backend);
+    return this.elicit(call, backend);
   }
 
-  /** Discards an elicitation nobody will be shown (a call that went on without a token). */
-  async discard(elicitation: Elicitation): Promise<void> {
-    await this.ctx.upstream?.discard(elicitation);
+  /** Catalog of backends that need the user's account (absent when none has `upstreamAuth`). */
+  get catalog(): BackendCatalog | undefined {
+    return this.ctx.linking?.catalog;
+  }
+
+  /** `notifications/initialized` to a member that just joined (MCP 2025-11-25 "Lifecycle"); best effort. */
+  async sendInitialized(call: AggregateCall, backend: McpBackend, session: MemberSession): Promise<void> {
+    const authorization = await this.tokenIfAny(call.caller, backend);
+    await this.post(call, backend, session, { jsonrpc: '2.0', method: 'notifications/initialized' }, authorization)
+      .then((res) => res.body.dump())
+      .catch(() => {});
   }
 
   post(call: AggregateCall, backend: McpBackend, session: MemberSession | undefined, message: unknown, authorization: string | undefined, signal?: AbortSignal): Promise<BackendResponse> {

@@ -15,12 +15,11 @@
  * Two replicas adding two different backends at the same moment may overwrite each other's
  * update; the backend that lost stays on the missing list and joins again at the next attempt.
  */
-import type { McpBackend } from '../backends/backend.js';
 import type { McpContext } from '../mcp/context.js';
 import { notifySession } from '../mcp/session-notifier.js';
 import { joinMember } from './initialize.js';
 import type { AggregateCall, Members } from './members.js';
-import { decodeAggregateState, encodeAggregateState } from './session-map.js';
+import { abandonMemberSession, updateAggregateState } from './member-link.js';
 
 const LISTS = ['tools', 'prompts', 'resources'] as const;
 
@@ -68,19 +67,12 @@ export class Rejoiner {
         log.info({ backend: name, err: (err as Error).message }, 'backend still cannot join the aggregated session');
         continue;
       }
-      const authorization = await this.members.tokenIfAny(call.caller, backend);
-      await this.members
-        .post(call, backend, joined.session, { jsonrpc: '2.0', method: 'notifications/initialized' }, authorization)
-        .then((res) => res.body.dump())
-        .catch(() => {});
-      const record = await this.ctx.sessions.find(principal, sessionId, this.aggregateName);
-      const state = record && decodeAggregateState(record.backendSessionId);
-      if (!record || !state) return this.#abandon(call, backend, joined.session.sessionId, joined.session.protocolVersion);
-      state.members[name] = joined.session;
-      state.left = state.left.filter((n) => n !== name);
-      if (!(await this.ctx.sessions.update(principal, sessionId, { ...record, backendSessionId: encodeAggregateState(state) }))) {
-        return this.#abandon(call, backend, joined.session.sessionId, joined.session.protocolVersion);
-      }
+      if (!joined.session.pending) await this.members.sendInitialized(call, backend, joined.session);
+      const state = await updateAggregateState(this.ctx, principal, sessionId, this.aggregateName, (s) => {
+        s.members[name] = joined.session;
+        s.left = s.left.filter((n) => n !== name);
+      });
+      if (!state) return abandonMemberSession(this.members, call, backend, joined.session);
       log.info({ backend: name }, 'backend joined the aggregated session late');
       for (const list of LISTS) {
         if (state.announced.includes(list) && joined.capabilities[list]) {
@@ -88,15 +80,5 @@ export class Rejoiner {
         }
       }
     }
-  }
-
-  /** The session ended while the backend joined: end the backend's session too. */
-  async #abandon(call: AggregateCall, backend: McpBackend, sessionId: string | undefined, protocolVersion: string): Promise<void> {
-    if (!sessionId) return;
-    const authorization = await this.members.tokenIfAny(call.caller, backend);
-    await backend
-      .delete({ sessionId, protocolVersion, authorization })
-      .then((res) => res.body.dump())
-      .catch(() => {});
   }
 }

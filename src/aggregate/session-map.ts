@@ -14,6 +14,12 @@ export interface MemberSession {
   protocolVersion: string;
   /** Names of the server capabilities the backend declared (tools, prompts, resources, …). */
   capabilities: string[];
+  /**
+   * The backend refused to join without the user's token (SPEC §8 "Linking"): it has no
+   * session yet, the gateway answers for it from its catalog, and it joins for real once the
+   * account is linked. Its capabilities are the catalog's.
+   */
+  pending?: boolean;
 }
 
 export type SessionMap = Record<string, MemberSession>;
@@ -25,10 +31,10 @@ export interface AggregateState {
   announced: string[];
 }
 
-type CompactMember = { s?: string; v: string; c: string[] };
+type CompactMember = { s?: string; v: string; c: string[]; p?: 1 };
 
 export function encodeAggregateState(state: AggregateState): string {
-  const m = Object.fromEntries(Object.entries(state.members).map(([name, x]) => [name, { s: x.sessionId, v: x.protocolVersion, c: x.capabilities }]));
+  const m = Object.fromEntries(Object.entries(state.members).map(([name, x]) => [name, { s: x.sessionId, v: x.protocolVersion, c: x.capabilities, ...(x.pending ? { p: 1 as const } : {}) }]));
   return Buffer.from(JSON.stringify({ m, l: state.left, i: state.clientInfo, a: state.announced })).toString('base64url');
 }
 
@@ -43,5 +49,5 @@ export function decodeAggregateState(value: string | undefined): AggregateState 
 }
 
 function toMembers(compact: Record<string, CompactMember>): SessionMap {
-  return Object.fromEntries(Object.entries(compact).map(([name, x]) => [name, { sessionId: x.s, protocolVersion: x.v, capabilities: x.c }]));
+  return Object.fromEntries(Object.entries(compact).map(([name, x]) => [name, { sessionId: x.s, protocolVersion: x.v, capabilities: x.c, ...(x.p ? { pending: true } : {}) }]));
 }

@@ -32,8 +32,14 @@ export interface UpstreamAuthDeps {
 export class UpstreamAuth {
   constructor(private readonly deps: UpstreamAuthDeps) {}
 
-  /** The Authorization header for this user at this backend, or the elicitation that must happen first. */
-  async authorize(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<UpstreamDecision> {
+  /**
+   * The one rule for "does this user have a token for this backend": the Authorization
+   * header to send, or undefined when no usable token is stored. Starts nothing: an
+   * elicitation is made only where a client is about to be shown it ({@link elicit}), so
+   * that messages owing the client no answer (notifications, the GET stream, DELETE) leave
+   * no orphan records behind. Throws a ProviderError when a due refresh cannot be done now.
+   */
+  async linkedAuthorization(principal: Pick<Principal, 'userKey'>, backend: BackendConfig): Promise<string | undefined> {
     const upstream = backend.upstreamAuth!;
     const endpoints = await this.deps.endpoints(backend);
     const tokens = await usableToken(
@@ -48,26 +54,32 @@ export class UpstreamAuth {
       endpoints,
       { request: endpoints.request },
     );
-    if (tokens) return { authorization: `Bearer ${tokens.accessToken}` };
-    return { elicitation: await this.#start(principal, backend, mcpSessionId) };
+    return tokens ? `Bearer ${tokens.accessToken}` : undefined;
   }
 
-  /** Drops an elicitation that turned out not to be needed (nothing was shown to anyone). */
-  async discard(elicitation: Elicitation): Promise<void> {
-    await this.deps.elicitations.remove(elicitation.id);
+  /** The Authorization header for this user at this backend, or the elicitation that must happen first. */
+  async authorize(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<UpstreamDecision> {
+    const authorization = await this.linkedAuthorization(principal, backend);
+    if (authorization) return { authorization };
+    return { elicitation: await this.elicit(principal, backend, mcpSessionId) };
   }
 
-  /** The backend refused our token (401): forget it, and ask the user to link the account again. */
-  async rejected(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
-    await this.deps.vault.delete(principal.userKey, backend.upstreamAuth!.provider);
-    return this.#start(principal, backend, mcpSessionId);
-  }
-
-  async #start(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
+  /** Starts the elicitation a client is about to be shown (SPEC §4 step 2). */
+  async elicit(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
     const provider = backend.upstreamAuth!.provider;
     const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider });
     this.deps.metrics.elicitations.inc({ provider, event: 'started' });
     return elicitation;
   }
-}
 
+  /** The backend refused our token (401): forget it, so that the next message asks again. */
+  async forget(principal: Pick<Principal, 'userKey'>, backend: BackendConfig): Promise<void> {
+    await this.deps.vault.delete(principal.userKey, backend.upstreamAuth!.provider);
+  }
+
+  /** The backend refused our token (401): forget it, and ask the user to link the account again. */
+  async rejected(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
+    await this.forget(principal, backend);
+    return this.elicit(principal, backend, mcpSessionId);
+  }
+}

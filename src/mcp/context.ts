@@ -6,6 +6,7 @@ import type { McpBackend } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UpstreamAuth } from '../connect/upstream-auth.js';
+import type { Linking } from '../linking/linking.js';
 import type { Coordinator } from '../state/coordinator.js';
 import type { StateStore } from '../state/store.js';
 import type { SessionService } from './session-service.js';
@@ -23,4 +24,6 @@ export interface McpContext {
   aggregate?: McpBackend;
   /** Third-party authorization for backends with `upstreamAuth` (absent when none has it). */
   upstream?: UpstreamAuth;
+  /** Catalog and waiting sessions of backends that need the user's account (present with `upstream`). */
+  linking?: Linking;
 }

@@ -15,21 +15,23 @@ import { HEADER, isSupportedVersion } from './protocol.js';
 import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from './replies.js';
 import { newSessionId, StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
-import { backendRefusedToken, hasUpstreamAuth, upstreamAuthorization, type GateInput } from './upstream-gate.js';
+import { hasUpstreamAuth, linkedAuthorization } from './upstream-gate.js';
+import { initializeUnlinked } from '../linking/unlinked-initialize.js';
 
 export async function handleInitialize(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: McpBackend, message: JsonRpcMessage & { id: string | number }, body: string): Promise<FastifyReply | void> {
-  const principal = request.principal!;
   let collected;
   let backendSessionId: string | undefined;
   const params = (message.params ?? {}) as { capabilities?: Record<string, unknown> };
-  const gate: GateInput = { backend: backend.config, sessionId: undefined, requests: [message], capabilities: params.capabilities, batch: false, tryWithoutToken: true };
-  const upstream = await upstreamAuthorization(ctx, request, reply, gate);
+  // A user with no linked account initializes without a token: servers that admit that
+  // give a real session; those that answer 401 get one answered by the gateway (below).
+  const upstream = await linkedAuthorization(ctx, request, reply, backend.config, [message.id], false);
   if (!upstream) return reply;
   try {
     const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request), caller: callerOf(request, undefined, params.capabilities) });
     if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
       await res.body.dump();
-      return backendRefusedToken(ctx, request, reply, gate);
+      if (upstream.authorization) await ctx.upstream!.forget(request.principal!, backend.config);
+      return initializeUnlinked(ctx, request, reply, backend, message);
     }
     if (res.status !== 200) {
       const text = await res.body.text().catch(() => '');
@@ -58,9 +60,10 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
     if (!isSupportedVersion(version)) {
       return sendJsonRpcError(reply, 200, ErrorCode.InternalError, `backend "${backend.name}" negotiated protocol version ${version}, which the gateway does not support`, message.id);
     }
+    if (hasUpstreamAuth(ctx, backend.config)) await ctx.linking!.catalog.rememberInitialize(backend.name, result);
     const sessionId = newSessionId();
     try {
-      await ctx.sessions.create(principal, sessionId, {
+      await ctx.sessions.create(request.principal!, sessionId, {
         backend: backend.name,
         backendSessionId,
         protocolVersion: version,
@@ -76,12 +79,18 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
     ctx.metrics.sessionsStarted.inc({ backend: backend.name });
   }
 
-  // A lone response is answered as JSON; anything the backend sent along with it (log
-  // notifications, say) keeps its order as SSE events.
-  if (collected.texts.length === 1) return reply.code(200).type('application/json').send(collected.texts[0]);
+  return sendCollected(ctx, reply, collected.texts);
+}
+
+/**
+ * Sends what was collected from a backend answer: a lone response as JSON; anything the
+ * backend sent along with it (log notifications, say) keeps its order as SSE events.
+ */
+export function sendCollected(ctx: McpContext, reply: FastifyReply, texts: readonly string[]): FastifyReply | void {
+  if (texts.length === 1) return reply.code(200).type('application/json').send(texts[0]);
   reply.hijack();
   const writer = new SseWriter(reply.raw, { keepAliveMs: ctx.config.streams.keepAlive, headers: sessionHeader(reply) });
-  for (const text of collected.texts) writer.message(text);
+  for (const text of texts) writer.message(text);
   writer.end();
 }
 

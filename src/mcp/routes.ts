@@ -16,7 +16,8 @@ import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, 
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from './protocol.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from './replies.js';
 import { StateUnavailableError } from './session-service.js';
-import { backendRefusedToken, hasUpstreamAuth, upstreamAuthorization, type GateInput } from './upstream-gate.js';
+import { backendRefused, hasUpstreamAuth, passUpstreamGate } from './upstream-gate.js';
+import { firstPageList, relayRememberingList } from '../linking/remembered-lists.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from './stream-relay.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
@@ -96,21 +97,28 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   }
   const screened = screenToolCalls(ctx.metrics, request, backend.config, messages, body);
   if (screened.refusal) return reply.code(200).type('application/json').header(HEADER.sessionId, target.sessionId).send(screened.refusal);
-  const gate: GateInput = { backend: backend.config, sessionId: target.sessionId, requests: messages.filter(isRequest), capabilities: target.session.clientCapabilities, batch };
-  const upstream = await upstreamAuthorization(ctx, request, reply, gate);
-  if (!upstream) return reply;
+  let t = target;
+  let authorization: string | undefined;
+  const linkable = hasUpstreamAuth(ctx, backend.config);
+  if (linkable) {
+    const passed = await passUpstreamGate(target, messages, batch);
+    if (!passed) return reply;
+    ({ target: t, authorization } = passed);
+  }
   let res;
   try {
-    res = await backend.post(screened.body, { sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization: upstream.authorization, ...traceHeaders(request), caller: callerOf(request, target.sessionId, target.session.clientCapabilities) });
+    res = await backend.post(screened.body, { sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, authorization, ...traceHeaders(request), caller: callerOf(request, t.sessionId, t.session.clientCapabilities) });
     res = applyToolPolicy(backend.config, messages, res);
   } catch (err) {
     if (err instanceof BackendError) return sendBackendError(reply, err, requestIds, batch);
     throw err;
   }
-  if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
+  if (res.status === 401 && linkable) {
     await res.body.dump();
-    return backendRefusedToken(ctx, request, reply, gate);
+    return backendRefused(t, messages, batch, authorization !== undefined);
   }
+  const listMethod = linkable && res.status === 200 ? firstPageList(messages) : undefined;
+  if (listMethod) return relayRememberingList(t, res, listMethod, requestIds);
 
   if (res.status === 202) {
     await res.body.dump();
@@ -121,7 +129,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
     return endLostBackendSession(ctx, request, reply, backend.name, target.sessionId);
   }
   if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') {
-    await relayPostStream(target, res, requestIds);
+    await relayPostStream(t, res, requestIds);
     return;
   }
   if (res.status >= 200 && res.status < 300 && res.contentType === 'application/json') {
@@ -162,8 +170,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
   ctx.metrics.sessionsEnded.inc({ backend: backend.name, reason: 'deleted' });
   if (target.session.backendSessionId) {
     try {
-      const upstream = hasUpstreamAuth(ctx, backend.config) ? await ctx.upstream!.authorize(principal, backend.config, target.sessionId).catch(() => undefined) : undefined;
-      const authorization = upstream && 'authorization' in upstream ? upstream.authorization : undefined;
+      const authorization = hasUpstreamAuth(ctx, backend.config) ? await ctx.upstream!.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;
       const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization, caller: callerOf(request, target.sessionId) });
       await res.body.dump();
       if (res.status >= 400 && res.status !== 404 && res.status !== 405) request.log.warn({ status: res.status }, 'backend refused to end its session');

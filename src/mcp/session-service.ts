@@ -44,7 +44,7 @@ export class SessionService {
   }
 
   /** The session when it exists for this user and this backend; undefined otherwise. */
-  async find(principal: Principal, sessionId: string, backend: string): Promise<SessionRecord | undefined> {
+  async find(principal: Pick<Principal, 'userKey'>, sessionId: string, backend: string): Promise<SessionRecord | undefined> {
     if (!SESSION_ID.test(sessionId)) return undefined;
     let record = this.#cache.get(principal.userKey, sessionId);
     if (!record) {
@@ -61,7 +61,7 @@ export class SessionService {
   }
 
   /** Replaces the record of a live session (false when it has ended meanwhile). */
-  async update(principal: Principal, sessionId: string, record: SessionRecord): Promise<boolean> {
+  async update(principal: Pick<Principal, 'userKey'>, sessionId: string, record: SessionRecord): Promise<boolean> {
     const replaced = await this.#guard('replaceSession', () => this.store.replaceSession(principal.userKey, sessionId, record, this.idleTtlMs));
     if (!replaced) {
       this.#cache.forget(principal.userKey, sessionId);

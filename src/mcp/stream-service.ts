@@ -170,11 +170,12 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   // A backend with third-party auth needs the user's token on its GET stream too. Without
   // one the stream is the gateway's own (as for a 405), which is where the client hears
   // that the account got linked.
+  // A session whose backend session waits for the link has no backend stream to join yet.
   let authorization: string | undefined;
   if (hasUpstreamAuth(t.ctx, t.backend.config)) {
-    const decision = await t.ctx.upstream!.authorize(t.request.principal!, t.backend.config, t.sessionId).catch(() => undefined);
-    if (!decision || !('authorization' in decision)) return gatewayOnlyStream(t, relay, writer, mailbox);
-    authorization = decision.authorization;
+    if (t.session.link) return gatewayOnlyStream(t, relay, writer, mailbox);
+    authorization = await t.ctx.upstream!.linkedAuthorization(t.request.principal!, t.backend.config).catch(() => undefined);
+    if (!authorization) return gatewayOnlyStream(t, relay, writer, mailbox);
   }
   let res: BackendResponse;
   try {
@@ -195,7 +196,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   }
   if (res.status === 401 && authorization) {
     // The token was refused; the next request will start an elicitation. Keep the stream ours.
-    await t.ctx.upstream!.rejected(t.request.principal!, t.backend.config, t.sessionId).catch(() => undefined);
+    await t.ctx.upstream!.forget(t.request.principal!, t.backend.config).catch(() => undefined);
     return gatewayOnlyStream(t, relay, writer, mailbox);
   }
   if (!streaming && res.status !== 405) {

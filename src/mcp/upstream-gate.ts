@@ -1,80 +1,125 @@
 /**
- * Where the MCP layer meets third-party authorization (SPEC §4): for a backend with
- * `upstreamAuth`, find the Authorization header to send it, or answer the client with the
- * elicitation it must complete first. Backends without `upstreamAuth` pass straight through.
+ * Where the MCP layer meets third-party authorization (SPEC §4, §8 "Linking") on
+ * `/mcp/{backend}`: for a backend with `upstreamAuth`, find the user's token, open a backend
+ * session that waited for it, or answer for the backend while the account is not linked
+ * (linking/provisional.ts): lists from the catalog, calls with the elicitation that leads to
+ * the link. Backends without `upstreamAuth` pass straight through.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
-import type { Elicitation } from '../connect/elicitations.js';
-import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
-import type { McpContext } from './context.js';
-import type { JsonRpcId, JsonRpcMessage } from './jsonrpc.js';
-import { BackendError } from '../backends/errors.js';
+import { supportsUrlElicitation } from '../connect/elicitation-replies.js';
 import { ProviderError } from '../connect/provider-client.js';
+import { BackendError } from '../backends/errors.js';
+import { openBackendSession } from '../linking/backend-session.js';
+import { answeredProvisionally, answerUnlinked } from '../linking/provisional.js';
+import { callerOf } from './caller.js';
+import { traceHeaders } from './initialize.js';
+import type { McpContext } from './context.js';
+import { isRequest, type JsonRpcId, type JsonRpcMessage } from './jsonrpc.js';
 import { sendBackendError, sendStateUnavailable } from './replies.js';
+import { StateUnavailableError } from './session-service.js';
+import type { StreamTarget } from './stream-service.js';
+import { notifyListsChanged } from '../linking/linking.js';
 
-export type OpenRequest = JsonRpcMessage & { id: JsonRpcId };
-
-export interface GateInput {
-  backend: BackendConfig;
-  /**
-   * With no linked account, let the message through without a token instead of asking at
-   * once; the backend's 401, if it needs one, starts the elicitation. Used for `initialize`,
-   * so that a session can exist (and later hear `notifications/elicitation/complete`) on
-   * backends that admit unauthenticated initialization.
-   */
-  tryWithoutToken?: boolean;
-  /** The gateway session to notify on completion (none during initialize). */
-  sessionId: string | undefined;
-  requests: readonly OpenRequest[];
-  capabilities: Record<string, unknown> | undefined;
-  batch: boolean;
-}
-
-/**
- * The header to send, `{}` for backends without third-party auth, or undefined when the
- * client has been answered already (an elicitation is needed, or state is unavailable).
- */
-export async function upstreamAuthorization(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, input: GateInput): Promise<{ authorization?: string } | undefined> {
-  const config = input.backend;
-  if (!config.upstreamAuth || !ctx.upstream) return {};
-  let decision;
-  try {
-    decision = await ctx.upstream.authorize(request.principal!, config, input.sessionId);
-  } catch (err) {
-    request.log.warn({ err: (err as Error).message, provider: config.upstreamAuth.provider }, 'third-party token unavailable');
-    if (err instanceof ProviderError) {
-      // The provider could not refresh the token: the backend side is unavailable, not us.
-      sendBackendError(reply, new BackendError(config.name, err.kind === 'timeout' ? 'timeout' : 'unreachable', `the ${config.upstreamAuth.provider} account could not be refreshed right now`), input.requests.map((r) => r.id), input.batch);
-    } else {
-      sendStateUnavailable(reply);
-    }
-    return undefined;
-  }
-  if ('authorization' in decision) return decision;
-  if (input.tryWithoutToken) {
-    await ctx.upstream.discard(decision.elicitation);
-    return {};
-  }
-  replyWithElicitation(ctx, reply, input, decision.elicitation);
-  return undefined;
-}
-
-/** The backend refused the third-party token (401): forget it and elicit again. */
-export async function backendRefusedToken(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, input: GateInput): Promise<FastifyReply> {
-  const config = input.backend;
-  request.log.info({ provider: config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
-  const elicitation = await ctx.upstream!.rejected(request.principal!, config, input.sessionId);
-  return replyWithElicitation(ctx, reply, input, elicitation);
-}
+export type OpenRequest = JsonRpcMessage & { id: JsonRpcId; method: string };
 
 export function hasUpstreamAuth(ctx: McpContext, backend: BackendConfig): boolean {
   return Boolean(ctx.upstream && backend.upstreamAuth);
 }
 
-function replyWithElicitation(ctx: McpContext, reply: FastifyReply, input: GateInput, elicitation: Elicitation): FastifyReply {
-  // Notifications and responses carry nothing to answer: they wait with the user.
-  if (!input.requests.length) return reply.code(202).send();
-  const messages = elicitationRequiredMessages(input.requests, elicitation, ctx.config.publicUrl, supportsUrlElicitation(input.capabilities));
-  return reply.code(200).type('application/json').send(input.batch ? messages : messages[0]);
+/**
+ * The user's Authorization header for the backend (`undefined` inside when none is linked),
+ * or undefined after answering the client: the provider could not refresh the token now (a
+ * backend failure, not the client's), or the state store is away.
+ */
+export async function linkedAuthorization(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: BackendConfig, requestIds: readonly JsonRpcId[], batch: boolean): Promise<{ authorization?: string } | undefined> {
+  if (!hasUpstreamAuth(ctx, backend)) return {};
+  try {
+    return { authorization: await ctx.upstream!.linkedAuthorization(request.principal!, backend) };
+  } catch (err) {
+    request.log.warn({ err: (err as Error).message, provider: backend.upstreamAuth!.provider }, 'third-party token unavailable');
+    if (err instanceof ProviderError) {
+      sendBackendError(reply, new BackendError(backend.name, err.kind === 'timeout' ? 'timeout' : 'unreachable', `the ${backend.upstreamAuth!.provider} account could not be refreshed right now`), requestIds, batch);
+    } else {
+      sendStateUnavailable(reply);
+    }
+    return undefined;
+  }
+}
+
+/** How a message for a backend with `upstreamAuth` goes on: to the backend (with this session and token), or answered here. */
+export type GateOutcome = { target: StreamTarget; authorization?: string } | undefined;
+
+/**
+ * Before forwarding to a backend with `upstreamAuth`: a session waiting for the link gets
+ * its backend session opened when a token now exists; without a token, requests that need
+ * the account are answered here (the elicitation), while lists and notifications of a real
+ * session still go to the backend without a token (servers that let anyone list answer).
+ */
+export async function passUpstreamGate(t: StreamTarget, messages: JsonRpcMessage[], batch: boolean): Promise<GateOutcome> {
+  const { ctx, request, reply, backend } = t;
+  const requests = messages.filter(isRequest) as OpenRequest[];
+  const auth = await linkedAuthorization(ctx, request, reply, backend.config, requests.map((r) => r.id), batch);
+  if (!auth) return undefined;
+  let target = t;
+  if (t.session.link && auth.authorization) {
+    const opened = await openWaitingSession(t, auth.authorization, requests, batch);
+    if (opened === 'answered') return undefined;
+    if (opened) target = opened;
+    else auth.authorization = undefined;
+  }
+  if (auth.authorization) return { target, authorization: auth.authorization };
+  if (!target.session.link && requests.every((r) => answeredProvisionally(r.method))) return { target };
+  await answerForUnlinked(target, requests, batch);
+  return undefined;
+}
+
+/** The backend refused (401) what was sent: a rejected token is forgotten, and the client answered as unlinked. */
+export async function backendRefused(t: StreamTarget, messages: JsonRpcMessage[], batch: boolean, sentToken: boolean): Promise<FastifyReply> {
+  if (sentToken) {
+    t.request.log.info({ provider: t.backend.config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
+    await t.ctx.upstream!.forget(t.request.principal!, t.backend.config);
+  }
+  return answerForUnlinked(t, messages.filter(isRequest) as OpenRequest[], batch);
+}
+
+/** Answers requests for a backend whose account is not linked (notifications and responses: 202). */
+export async function answerForUnlinked(t: StreamTarget, requests: OpenRequest[], batch: boolean): Promise<FastifyReply> {
+  const { ctx, request, reply, backend } = t;
+  if (!requests.length) return reply.code(202).send();
+  const answers = await answerUnlinked({
+    backend: backend.config,
+    catalog: ctx.linking!.catalog,
+    requests,
+    elicit: () => ctx.upstream!.elicit(request.principal!, backend.config, t.sessionId),
+    publicUrl: ctx.config.publicUrl,
+    urlMode: supportsUrlElicitation(t.session.clientCapabilities),
+  });
+  request.mcpOutcome = 'answered_by_gateway';
+  return reply.code(200).type('application/json').header('mcp-session-id', t.sessionId).send(batch ? answers : answers[0]);
+}
+
+/** Opens the backend session that waited for a link; the new target, undefined when the token was refused, or 'answered'. */
+async function openWaitingSession(t: StreamTarget, authorization: string, requests: OpenRequest[], batch: boolean): Promise<StreamTarget | undefined | 'answered'> {
+  const announced = t.session.link!.announced;
+  try {
+    const record = await openBackendSession({
+      ctx: t.ctx,
+      catalog: t.ctx.linking!.catalog,
+      backend: t.backend,
+      caller: { ...callerOf(t.request, t.sessionId, t.session.clientCapabilities), sessionId: t.sessionId },
+      record: t.session,
+      authorization,
+      trace: traceHeaders(t.request),
+    });
+    if (!record) return undefined;
+    // A client that is not re-listing right now learns that the lists are real at last.
+    if (!requests.some((r) => r.method.endsWith('/list'))) await notifyListsChanged(t.ctx, t.request.principal!.userKey, t.sessionId, announced);
+    return { ...t, session: record };
+  } catch (err) {
+    if (err instanceof BackendError) sendBackendError(t.reply, err, requests.map((r) => r.id), batch);
+    else if (err instanceof StateUnavailableError) sendStateUnavailable(t.reply);
+    else throw err;
+    return 'answered';
+  }
 }

@@ -21,7 +21,8 @@ export function methodLabel(method: string | undefined): string {
   return KNOWN_METHODS.has(method) ? method : 'other';
 }
 
-export type McpOutcome = 'relayed' | 'backend_error' | 'rejected' | 'state_unavailable';
+/** How the gateway answered an MCP POST; `answered_by_gateway`: for a backend whose account the user has not linked (SPEC §8). */
+export type McpOutcome = 'relayed' | 'backend_error' | 'rejected' | 'state_unavailable' | 'answered_by_gateway';
 
 export interface GaugeSources {
   openStreams(): number;

@@ -18,6 +18,20 @@ export interface SessionRecord {
   /** The client's declared capabilities (e.g. whether it handles URL-mode elicitation). */
   clientCapabilities: Record<string, unknown>;
   createdAt: number;
+  /**
+   * Set while the backend session waits for the user to link their account (SPEC §8
+   * "Linking"): the backend refused `initialize` without the user's token, so the gateway
+   * answered it and opens the backend session once a token exists.
+   */
+  link?: PendingLink;
+}
+
+/** What opening the backend session later needs, besides the record's revision and capabilities. */
+export interface PendingLink {
+  /** The client's `clientInfo`, repeated to the backend (bounded in size). */
+  clientInfo?: unknown;
+  /** The lists the gateway's answer announced, whose `list_changed` the client expects. */
+  announced: string[];
 }
 
 /** Identifies one SSE stream of one session of one user. */

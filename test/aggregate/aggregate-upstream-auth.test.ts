@@ -29,7 +29,7 @@ let gateway: GatewayHandle;
 
 before(async () => {
   [idp, provider, open, browser] = await Promise.all([startOAuthServer(), startOAuthServer(), startPagingBackend({ tools: 2, resources: 1, pageSize: 10, json: true }), launchBrowser()]);
-  crm = await startProtectedBackend(provider.issuer);
+  crm = await startProtectedBackend(provider.issuer, { openListing: true });
   const port = await freePort();
   gateway = await startGateway({
     issuer: idp.issuer,
@@ -82,7 +82,7 @@ test('a tool of a backend with upstreamAuth asks for the account through /mcp, a
     await context.addCookies([idp.subjectCookie('erin'), provider.subjectCookie('erin-at-acme')]);
     const page = await context.newPage();
     assert.equal((await page.goto(elicitation!.url))?.status(), 200);
-    await Promise.all([page.waitForURL(/\/oauth\/callback\?/), page.click('button[value="continue"]')]);
+    await Promise.all([page.waitForURL(/\/oauth\/callback(\/[a-z0-9-]+)?\?/), page.click('button[value="continue"]')]);
     assert.match((await page.textContent('body')) ?? '', /return to your client/i);
     await context.close();
 

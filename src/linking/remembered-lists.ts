@@ -1,0 +1,40 @@
+/**
+ * Keeping the catalog (catalog.ts) current from the traffic of `/mcp/{backend}`: the first
+ * page of a list that a backend with `upstreamAuth` answered is read whole, remembered for
+ * users who have not linked their account yet, and sent on as it came (a lone response as
+ * JSON, anything sent along with it as SSE events in order). Only lists are read this way,
+ * never calls: they are small, bounded (backend-body.ts) and owe no resumption.
+ */
+import type { FastifyReply } from 'fastify';
+import type { BackendResponse } from '../backends/backend.js';
+import { BackendError } from '../backends/errors.js';
+import { collectMessages } from '../mcp/backend-body.js';
+import { sendCollected } from '../mcp/initialize.js';
+import { isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { HEADER } from '../mcp/protocol.js';
+import { sendBackendError } from '../mcp/replies.js';
+import type { StreamTarget } from '../mcp/stream-service.js';
+import { CATALOG_LISTS } from './catalog.js';
+
+/** The list method when the message is one first-page list request (no cursor). */
+export function firstPageList(messages: readonly JsonRpcMessage[]): string | undefined {
+  if (messages.length !== 1) return undefined;
+  const [message] = messages;
+  if (!isRequest(message!) || !(message.method in CATALOG_LISTS)) return undefined;
+  const cursor = (message.params as { cursor?: unknown } | undefined)?.cursor;
+  return cursor === undefined ? message.method : undefined;
+}
+
+export async function relayRememberingList(t: StreamTarget, res: BackendResponse, method: string, requestIds: readonly JsonRpcId[]): Promise<FastifyReply | void> {
+  let collected;
+  try {
+    collected = await collectMessages(res);
+  } catch (err) {
+    await res.body.dump().catch(() => {});
+    return sendBackendError(t.reply, new BackendError(t.backend.name, 'protocol', `backend "${t.backend.name}" sent an unreadable ${method} answer (${(err as Error).message})`), requestIds, false);
+  }
+  const result = collected.messages.find((m) => m.method === undefined && m.result !== undefined)?.result;
+  if (result !== undefined) await t.ctx.linking!.catalog.rememberList(t.backend.name, method, result);
+  t.reply.header(HEADER.sessionId, t.sessionId);
+  return sendCollected(t.ctx, t.reply, collected.texts);
+}

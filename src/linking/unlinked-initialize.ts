@@ -1,0 +1,54 @@
+/**
+ * `initialize` on `/mcp/{backend}` when the backend refused it for want of the user's token
+ * (SPEC §8 "Linking"; MCP 2025-11-25 "Lifecycle"). Connecting must never need the
+ * third-party account, or the client would never hold a session that can hear
+ * `notifications/elicitation/complete`: the gateway opens the client's session itself,
+ * answers from the backend's last known result (provisional.ts), and remembers what it
+ * needs to open the backend session once the account is linked (backend-session.ts).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { McpBackend } from '../backends/backend.js';
+import type { McpContext } from '../mcp/context.js';
+import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { HEADER } from '../mcp/protocol.js';
+import { sendStateUnavailable } from '../mcp/replies.js';
+import { newSessionId, StateUnavailableError } from '../mcp/session-service.js';
+import { announcedLists, provisionalInitializeResult } from './provisional.js';
+
+/** `clientInfo` is repeated to the backend later; a client must not make the store keep much of it. */
+const MAX_CLIENT_INFO_BYTES = 2048;
+
+export async function initializeUnlinked(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: McpBackend, message: JsonRpcMessage & { id: JsonRpcId }): Promise<FastifyReply> {
+  const principal = request.principal!;
+  const params = (message.params ?? {}) as { protocolVersion?: unknown; capabilities?: Record<string, unknown>; clientInfo?: unknown };
+  const linking = ctx.linking!;
+  const result = provisionalInitializeResult(backend.config, await linking.catalog.initialize(backend.name), params.protocolVersion);
+  const announced = announcedLists(result);
+  const sessionId = newSessionId();
+  try {
+    await ctx.sessions.create(principal, sessionId, {
+      backend: backend.name,
+      protocolVersion: String(result.protocolVersion),
+      clientCapabilities: params.capabilities ?? {},
+      createdAt: Date.now(),
+      link: { clientInfo: boundedClientInfo(params.clientInfo), announced },
+    });
+  } catch (err) {
+    if (err instanceof StateUnavailableError) return sendStateUnavailable(reply);
+    throw err;
+  }
+  const provider = backend.config.upstreamAuth!.provider;
+  await linking.waiters.add(principal.userKey, provider, { sessionId, lists: announced }).catch((err: Error) => request.log.warn({ err: err.message }, 'could not remember a session waiting for a link'));
+  request.log.info({ backend: backend.name, provider, protocolVersion: result.protocolVersion }, 'session initialized; the backend waits for the account to be linked');
+  ctx.metrics.sessionsStarted.inc({ backend: backend.name });
+  request.mcpOutcome = 'answered_by_gateway';
+  return reply.code(200).type('application/json').header(HEADER.sessionId, sessionId).send({ jsonrpc: '2.0', id: message.id, result });
+}
+
+function boundedClientInfo(clientInfo: unknown): unknown {
+  if (clientInfo === undefined) return undefined;
+  const text = JSON.stringify(clientInfo);
+  if (text.length <= MAX_CLIENT_INFO_BYTES) return clientInfo;
+  const { name, version } = (clientInfo ?? {}) as { name?: unknown; version?: unknown };
+  return { name: String(name ?? 'client').slice(0, 200), version: String(version ?? '0').slice(0, 100) };
+}
