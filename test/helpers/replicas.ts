@@ -43,7 +43,10 @@ export interface ReplicaOptions {
   count: number;
   redisUrl: string;
   issuer: string;
-  backends: Array<{ name: string; url: string; timeout?: string }>;
+  /** Backends as in the config file (`upstreamAuth` and the rest pass through). */
+  backends: Array<{ name: string; url: string; timeout?: string } & Record<string, unknown>>;
+  /** Extra `auth` keys (e.g. `login` for the browser pages). */
+  auth?: Record<string, unknown>;
   /** Extra top-level config. */
   extra?: Record<string, unknown>;
 }
@@ -62,7 +65,7 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
         listen: { host: '127.0.0.1', port },
         allowedHosts: hosts,
         redis: { url: options.redisUrl, keyPrefix: `sbrep-${ports[0]}:` },
-        auth: { issuer: options.issuer, audience, algorithms: ['RS256', 'ES256'] },
+        auth: { issuer: options.issuer, audience, algorithms: ['RS256', 'ES256'], ...options.auth },
         shutdown: { drainTimeout: '10s' },
         log: { level: process.env.SB_DEBUG_REPLICAS ? 'debug' : 'warn' },
         backends: options.backends,

@@ -1,0 +1,179 @@
+/**
+ * Linking an account at a backend that refuses everything without the user's token, as
+ * hosted MCP servers do (issue 12; SPEC §8 "Linking"), end to end with real parts: two
+ * gateway replicas on one real Redis with every MCP request alternating between them, two
+ * real OAuth servers (the MCP authorization server and the third-party provider), the strict
+ * protected backend, the official SDK client and Chromium.
+ *
+ * Journey on `/mcp/{backend}` and on `/mcp`: connect → list (the gateway's `connect` tool
+ * while nothing is known) → call → -32042 → sign in → consent → provider → complete →
+ * `tools/list_changed` → the real list → the retry reaches the backend with the user's own
+ * third-party identity. A second user who has not linked sees the tools the gateway last
+ * saw, and is asked to link on a call.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitationCompleteNotificationSchema, McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
+import { withDeadline } from '../helpers/deadline.js';
+import { allToolNames } from '../helpers/pages.js';
+import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+
+let redis: RedisHandle;
+let idp: OAuthHandle;
+let provider: OAuthHandle;
+let backend: ProtectedBackend;
+let browser: BrowserHandle;
+let replicas: ReplicaSet;
+
+before(async () => {
+  [redis, idp, provider, browser] = await Promise.all([startRedis(), startOAuthServer(), startOAuthServer(), launchBrowser()]);
+  backend = await startProtectedBackend(provider.issuer);
+  const upstreamAuth = { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] };
+  replicas = await startReplicas({
+    count: 2,
+    redisUrl: redis.url,
+    issuer: idp.issuer,
+    // Two names for one server: each has a catalog of its own, so /mcp meets a backend the gateway knows nothing of yet.
+    backends: [
+      { name: 'protected', url: backend.url, upstreamAuth },
+      { name: 'crm', url: backend.url, upstreamAuth },
+    ],
+    auth: { login: { clientId: 'switchboard-web', scopes: ['openid'] } },
+    extra: { secrets: { cookieKey: 'journey-cookie-key-0123456789abcdef0123456789', tokenKey: 'journey-token-key-0123456789abcdef012345678' } },
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await replicas?.stop();
+  await Promise.allSettled([backend?.stop(), provider?.stop(), idp?.stop(), redis?.stop()]);
+});
+
+interface Watched {
+  client: Client;
+  completed: string[];
+  toolListChanges: number;
+}
+
+/** An SDK client declaring URL-mode elicitation, its requests spread over both replicas. */
+async function connect(path: string, sub: string): Promise<Watched> {
+  const token = await idp.token({ sub, aud: replicas.audience });
+  const client = new Client({ name: 'journey-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+  const watched: Watched = { client, completed: [], toolListChanges: 0 };
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void watched.completed.push(n.params.elicitationId));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void watched.toolListChanges++);
+  const url = new URL(path, replicas.replicas[0]!.url);
+  await client.connect(new StreamableHTTPClientTransport(url, { fetch: replicas.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return watched;
+}
+
+/** Every tool name over all pages (on /mcp each backend is a page of its own). */
+async function toolNames(client: Client): Promise<string[]> {
+  return (await allToolNames(client)).items.sort();
+}
+
+/** The -32042 a call gets, with its connect link. */
+async function linkRequired(client: Client, name: string): Promise<{ elicitationId: string; url: string }> {
+  const refused = await client.callTool({ name, arguments: {} }).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  assert.ok(refused instanceof McpError, `expected -32042 for ${name}, got ${String(refused)}`);
+  assert.equal(refused.code, -32042);
+  const [elicitation] = (refused.data as { elicitations: Array<{ mode: string; elicitationId: string; url: string }> }).elicitations;
+  assert.equal(elicitation!.mode, 'url');
+  return elicitation!;
+}
+
+/** Sign-in at the MCP authorization server, consent, the provider, back: in Chromium. */
+async function linkInBrowser(link: string, sub: string, providerSub: string): Promise<void> {
+  const context = await browser.newContext();
+  try {
+    await context.addCookies([idp.subjectCookie(sub), provider.subjectCookie(providerSub)]);
+    const page = await context.newPage();
+    const consent = await page.goto(link);
+    assert.equal(consent?.status(), 200, (await page.textContent('body')) ?? '');
+    assert.match((await page.textContent('body')) ?? '', /acme/);
+    await Promise.all([page.waitForURL(/\/oauth\/callback(\/[a-z0-9-]+)?\?/, { timeout: 15_000 }), page.click('button[value="continue"]')]);
+    assert.match((await page.textContent('body')) ?? '', /return to your client/i);
+  } finally {
+    await context.close();
+  }
+}
+
+async function eventually(what: string, check: () => boolean): Promise<void> {
+  await withDeadline(
+    (async () => {
+      while (!check()) await new Promise((resolve) => setTimeout(resolve, 100));
+    })(),
+    15_000,
+    `waiting for ${what}`,
+  );
+}
+
+test('/mcp/{backend}: connect and list before linking, link through the browser, then the real tools with the user\'s own identity', { timeout: 120_000 }, async () => {
+  const alice = await connect('/mcp/protected', 'alice');
+  try {
+    // Connecting needed no account; nothing is known of the backend yet: the gateway's tool.
+    assert.deepEqual(await toolNames(alice.client), ['connect']);
+    assert.equal(await backend.sessionsOpened(), 0);
+    const link = await linkRequired(alice.client, 'connect');
+
+    await linkInBrowser(link.url, 'alice', 'alice-at-acme');
+    await eventually('notifications/elicitation/complete', () => alice.completed.includes(link.elicitationId));
+    await eventually('notifications/tools/list_changed', () => alice.toolListChanges > 0);
+
+    // The re-list opens the backend session behind the client's back, on whichever replica.
+    assert.deepEqual(await toolNames(alice.client), ['whoami']);
+    const whoami = (await alice.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult;
+    assert.match(JSON.stringify(whoami.content), /third-party user: alice-at-acme/);
+    const again = (await alice.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult;
+    assert.match(JSON.stringify(again.content), /alice-at-acme/);
+    assert.deepEqual((await alice.client.listPrompts()).prompts.map((p) => p.name), ['greeting']);
+    assert.equal(await backend.sessionsOpened(), 1, 'one backend session for one client session, whichever replica opened it');
+  } finally {
+    await alice.client.close();
+  }
+
+  // Bob has not linked: he sees what the gateway last saw of the backend, and a call asks for the link.
+  const bob = await connect('/mcp/protected', 'bob');
+  try {
+    assert.equal(bob.client.getServerVersion()?.name, 'protected-backend');
+    assert.deepEqual(await toolNames(bob.client), ['whoami']);
+    assert.deepEqual((await bob.client.listPrompts()).prompts.map((p) => p.name), ['greeting']);
+    await linkRequired(bob.client, 'whoami');
+  } finally {
+    await bob.client.close();
+  }
+  // The client's own tokens never reached the backend: it saw only acme's.
+  for (const header of await backend.seenAuthorizations()) assert.doesNotMatch(header, new RegExp(idp.issuer.replace(/[.:/]/g, '.')));
+});
+
+test('/mcp: the backend stays a member waiting for the link; {backend}__connect leads to it, then it joins for real', { timeout: 120_000 }, async () => {
+  const carol = await connect('/mcp', 'carol');
+  try {
+    const before = await toolNames(carol.client);
+    // `crm` was never seen: its gateway tool; `protected` was: its last known tools.
+    assert.deepEqual(before, ['crm__connect', 'protected__whoami']);
+    const link = await linkRequired(carol.client, 'crm__connect');
+    await linkRequired(carol.client, 'protected__whoami');
+
+    await linkInBrowser(link.url, 'carol', 'carol-at-acme');
+    await eventually('notifications/elicitation/complete', () => carol.completed.includes(link.elicitationId));
+    await eventually('notifications/tools/list_changed', () => carol.toolListChanges > 0);
+
+    assert.deepEqual(await toolNames(carol.client), ['crm__whoami', 'protected__whoami']);
+    for (const name of ['crm__whoami', 'protected__whoami']) {
+      const result = (await carol.client.callTool({ name, arguments: {} })) as CallToolResult;
+      assert.match(JSON.stringify(result.content), /third-party user: carol-at-acme/, name);
+    }
+  } finally {
+    await carol.client.close();
+  }
+});
