@@ -165,9 +165,10 @@ export async function exchangeCode(
 
 /**
  * Refreshes (OAuth 2.1 §4.3). No `scope` parameter is sent, which asks for the scope
- * originally granted (unless the provider wants it: {@link ProviderQuirks.scopeOnRefresh}). A provider that does not rotate refresh tokens omits
- * `refresh_token` from the response: the old one is kept. `scope` is returned only when
- * the response has it (the caller knows the previously granted scope).
+ * originally granted (unless the provider wants it: {@link ProviderQuirks.scopeOnRefresh}).
+ * A provider that does not rotate refresh tokens (Google) omits `refresh_token` from the
+ * response: the old one is kept. `scope` is returned only when the response has it (the
+ * caller knows the previously granted scope).
  */
 export async function refreshTokens(p: ProviderEndpoints, refreshToken: string, options: ProviderRequestOptions = {}): Promise<ProviderTokens> {
   const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken });
