@@ -16,15 +16,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitationCompleteNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { userKeyOf } from '../../src/auth/principal.js';
-import { createTokenCipher } from '../../src/connect/secrets.js';
-import { TokenVault } from '../../src/connect/token-vault.js';
-import { RedisStore } from '../../src/state/redis-store.js';
 import { startHttpFixture, sendJson, type HttpFixture } from '../fixtures/provider-http-fixture.js';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type BrowserCookie, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { openSharedVault, type SharedVault } from '../helpers/vault.js';
 
 const AUDIENCE = 'https://switchboard.test/mcp';
 const PREFIX = 'edges:';
@@ -38,8 +36,8 @@ let backend: ProtectedBackend;
 let deadProvider: HttpFixture;
 let gateway: GatewayHandle;
 let browser: BrowserHandle;
-let store: RedisStore;
-let vault: TokenVault;
+let vault: SharedVault['vault'];
+let shared: SharedVault;
 
 before(async () => {
   [redis, idp, provider, browser, deadProvider] = await Promise.all([
@@ -73,14 +71,14 @@ before(async () => {
     },
   });
   // The same vault the app uses: same Redis prefix, same token key.
-  store = new RedisStore({ url: redis.url, keyPrefix: PREFIX });
-  vault = new TokenVault(store, createTokenCipher(TOKEN_KEY));
+  shared = openSharedVault(redis.url, PREFIX, TOKEN_KEY);
+  vault = shared.vault;
 });
 
 after(async () => {
   await browser?.close();
   await gateway?.close();
-  store?.redis.disconnect();
+  shared?.close();
   await Promise.allSettled([backend?.stop(), provider?.stop(), idp?.stop(), redis?.stop(), deadProvider?.close()]);
 });
 
