@@ -149,6 +149,16 @@ describe('discovery', () => {
     );
   });
 
+  test('RFC 9207: authorization_response_iss_parameter_supported is reported when true, and only then', async () => {
+    routes['/.well-known/oauth-protected-resource/mcp'] = () => ({ status: 200, body: { resource: `${origin()}/mcp`, authorization_servers: [origin()] } });
+    for (const [advertised, expected] of [[true, true], [false, undefined], ['true', undefined], [undefined, undefined]] as const) {
+      routes['/.well-known/oauth-authorization-server'] = () => ({ status: 200, body: asMetadata(origin(), { authorization_response_iss_parameter_supported: advertised }) });
+      const found = await discoverUpstreamAuth(`${origin()}/mcp`, undefined, { allowLoopback: true });
+      assert.equal(found.issParameterSupported, expected, `advertised ${JSON.stringify(advertised)}`);
+      assert.equal(found.authorizationServer, origin(), 'the issuer the callback compares iss with');
+    }
+  });
+
   test('AS metadata whose issuer differs is refused', async () => {
     routes['/.well-known/oauth-protected-resource/mcp'] = () => ({ status: 200, body: { resource: `${origin()}/mcp`, authorization_servers: [origin()] } });
     routes['/.well-known/oauth-authorization-server'] = () => ({ status: 200, body: asMetadata('https://evil.example') });
@@ -300,7 +310,7 @@ describe('dynamic client registration (RFC 7591)', () => {
     await assert.rejects(registerClient(`${origin()}/register`, { redirectUri: 'x', clientName: 'y' }, { allowLoopback: true }), /invalid_redirect_uri/);
   });
 
-  test('registeredClient caches per provider in the store and reuses it; a new redirect URI registers again', async () => {
+  test('registeredClient caches per provider in the store and reuses it; a new redirect URI (the per-provider one) registers again', async () => {
     let n = 0;
     routes['/register'] = () => ({ status: 201, body: { client_id: `dyn-${++n}` } });
     const store = new MemoryStore();
@@ -312,9 +322,11 @@ describe('dynamic client registration (RFC 7591)', () => {
       assert.deepEqual(second, first);
       assert.equal(fx.hits('/register').length, 1, 'the second call used the cached client');
       assert.ok(await store.getValue('client:mcp-upstream'));
-      const moved = await registeredClient(store, 'mcp-upstream', url, 'https://sb2.example/oauth/callback', { allowLoopback: true });
+      // A client registered with the shared redirect URI before per-provider ones is replaced.
+      const moved = await registeredClient(store, 'mcp-upstream', url, 'https://sb.example/oauth/callback/mcp-upstream', { allowLoopback: true });
       assert.deepEqual(moved, { clientId: 'dyn-2' });
       assert.equal(fx.hits('/register').length, 2);
+      assert.deepEqual((JSON.parse(fx.hits('/register')[1]!.body) as { redirect_uris: string[] }).redirect_uris, ['https://sb.example/oauth/callback/mcp-upstream']);
     } finally {
       await store.close();
     }
