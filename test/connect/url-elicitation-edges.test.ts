@@ -435,16 +435,18 @@ test('a form-only client gets the link as text: isError tool result, and a JSON-
     assert.match(text, /retry/i);
     assert.match(text, /acme/);
 
-    // tools/list also needs the token at this backend (every request after initialize is gated).
-    const listed = await user.client.listTools().then(
+    // Lists are answered by the gateway while unlinked (issue 12); any other request that
+    // needs the account gets the link in a JSON-RPC error.
+    assert.ok((await user.client.listTools()).tools.length > 0);
+    const prompted = await user.client.getPrompt({ name: 'greeting' }).then(
       () => undefined,
       (err: unknown) => err,
     );
-    assert.ok(listed instanceof McpError, `expected an McpError, got ${String(listed)}`);
-    assert.equal(listed.code, -32014);
-    assert.match(listed.message, /\/connect\?elicitationId=[A-Za-z0-9_-]{32}/);
-    assert.match(listed.message, /retry/i);
-    const data = listed.data as { url: string; elicitationId: string };
+    assert.ok(prompted instanceof McpError, `expected an McpError, got ${String(prompted)}`);
+    assert.equal(prompted.code, -32014);
+    assert.match(prompted.message, /\/connect\?elicitationId=[A-Za-z0-9_-]{32}/);
+    assert.match(prompted.message, /retry/i);
+    const data = prompted.data as { url: string; elicitationId: string };
     assert.equal(data.url, `${gateway.url}/connect?elicitationId=${data.elicitationId}`);
   } finally {
     await user.close();
