@@ -16,6 +16,7 @@ import type { Elicitation, ElicitationStore } from './elicitations.js';
 import type { ResolvedProvider } from './provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 import { usableToken } from './usable-token.js';
+import { ProviderError } from './provider-client.js';
 
 export type UpstreamDecision = { authorization: string } | { elicitation: Elicitation };
 
@@ -41,7 +42,11 @@ export class UpstreamAuth {
    */
   async linkedAuthorization(principal: Pick<Principal, 'userKey'>, backend: BackendConfig): Promise<string | undefined> {
     const upstream = backend.upstreamAuth!;
-    const endpoints = await this.deps.endpoints(backend);
+    const endpoints = await this.deps.endpoints(backend).catch((err: Error) => {
+      // Discovery failed (the backend or its authorization server is away): the provider
+      // side is unavailable, which is a backend failure, not the gateway's state.
+      throw new ProviderError('network', `the ${upstream.provider} authorization server could not be discovered (${err.message})`);
+    });
     const tokens = await usableToken(
       {
         vault: this.deps.vault,

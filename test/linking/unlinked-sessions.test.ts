@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
@@ -25,9 +26,13 @@ let gateway: GatewayHandle;
 before(async () => {
   [redis, idp, provider] = await Promise.all([startRedis(), startOAuthServer(), startOAuthServer()]);
   backend = await startProtectedBackend(provider.issuer);
+  const nobodyListens = await freePort();
   gateway = await startGateway({
     issuer: idp.issuer,
-    backends: [{ name: 'strict', url: backend.url, upstreamAuth: { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', scopes: ['repo'] } }],
+    backends: [
+      { name: 'strict', url: backend.url, upstreamAuth: { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', scopes: ['repo'] } },
+      { name: 'gone', url: `http://127.0.0.1:${nobodyListens}/mcp`, upstreamAuth: { provider: 'gone', discover: true } },
+    ],
     overrides: { redis: { url: redis.url, keyPrefix: PREFIX }, secrets: { cookieKey: 'unlinked-cookie-key-0123456789abcdef01234567', tokenKey: 'unlinked-token-key-0123456789abcdef012345678' }, auth: { issuer: idp.issuer, audience: AUDIENCE, algorithms: ['RS256'], login: { clientId: 'switchboard-web', scopes: ['openid'] } } },
   });
 });
@@ -125,4 +130,18 @@ test('a form-only client gets the link as a tool result; another user cannot use
     body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
   });
   assert.equal(foreign.status, 404);
+});
+
+test('with discover, a provider whose metadata cannot be fetched is a backend failure (-32010), not unavailable state', { timeout: 60_000 }, async () => {
+  const token = await idp.token({ sub: 'gina', aud: AUDIENCE });
+  const res = await fetch(gateway.endpoint('gone'), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+  });
+  assert.equal(res.status, 200);
+  const body = (await res.json()) as { id: number; error: { code: number; data: { backend: string } } };
+  assert.equal(body.id, 1);
+  assert.equal(body.error.code, -32010);
+  assert.equal(body.error.data.backend, 'gone');
 });
