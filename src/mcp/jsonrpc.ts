@@ -2,6 +2,8 @@
  * Just enough JSON-RPC 2.0 to route MCP messages. Messages are otherwise opaque: unknown
  * methods and fields pass through untouched (SPEC §1, forward compatibility).
  */
+import { jsonShapeProblem, MAX_JSON_DEPTH } from './json-guard.js';
+
 export type JsonRpcId = string | number;
 
 export interface JsonRpcMessage {
@@ -85,16 +87,32 @@ export class InvalidMessageError extends Error {
   }
 }
 
+/** Longest member name quoted back in a duplicate-key error. */
+const QUOTED_NAME_MAX = 64;
+
 /**
  * Parses a POST body into messages. Batches are accepted only where the client's protocol
  * revision allows them (2025-03-26); later revisions removed JSON-RPC batching.
+ *
+ * Refused as well (json-guard.ts): nesting deeper than {@link MAX_JSON_DEPTH} (-32700, before
+ * the text is parsed) and an object with two members of the same name anywhere in the
+ * message (-32600): the gateway decides on the parsed message but forwards the text, and
+ * parsers differ on which of two equal names wins.
  */
 export function parseMessages(body: string, allowBatch: boolean): JsonRpcMessage[] {
+  const problem = jsonShapeProblem(body);
+  if (problem?.kind === 'depth') {
+    throw new InvalidMessageError(ErrorCode.ParseError, `Parse error: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(body);
   } catch {
     throw new InvalidMessageError(ErrorCode.ParseError, 'Parse error: body is not valid JSON');
+  }
+  if (problem) {
+    const name = problem.name.length > QUOTED_NAME_MAX ? `${problem.name.slice(0, QUOTED_NAME_MAX)}…` : problem.name;
+    throw new InvalidMessageError(ErrorCode.InvalidRequest, `Invalid Request: duplicate key ${JSON.stringify(name)} in one object`);
   }
   if (Array.isArray(value)) {
     if (!allowBatch) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
