@@ -26,6 +26,7 @@ import { registerHealthRoutes, type Readiness } from './ops/health.js';
 import { loggerOptions } from './ops/logger.js';
 import { Metrics } from './ops/metrics.js';
 import { registerMetricsRoute } from './ops/metrics-route.js';
+import { bodyTimeoutOptions } from './ops/body-timeout.js';
 import { registerOpenApiRoute } from './ops/openapi-route.js';
 import { MemoryStore } from './state/memory-store.js';
 import { RedisStore } from './state/redis-store.js';
@@ -74,8 +75,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : `${REPLICA_PREFIX}-${(requestCounter++).toString(36)}`;
     },
-    // SSE responses are long-lived; the server's own timeouts must not cut them.
-    requestTimeout: 0,
+    // The body read timeout (`limits.bodyTimeout`, issue 13): Node's requestTimeout bounds the
+    // time until the whole request has *arrived* (then 408 and the socket closed); it never
+    // applies to the response, so long SSE answers are not cut (see body-timeout.ts).
+    ...bodyTimeoutOptions(config.limits.bodyTimeout),
     return503OnClosing: true,
   });
 

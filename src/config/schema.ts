@@ -179,6 +179,12 @@ export const configSchema = z
         replayTtl: duration('10m'),
         /** Most SSE streams one replica keeps open; further GETs get 503 (memory stays bounded). */
         maxOpen: wholeNumber().pipe(z.number().min(1)).default(20_000),
+        /**
+         * Bytes an SSE stream may have waiting in the gateway for a client that does not read;
+         * past it the stream is ended (the client resumes with Last-Event-ID). As the
+         * WebSocket path's 16 MiB (src/transport/websocket-bridge.ts).
+         */
+        maxBufferedBytes: wholeNumber().pipe(z.number().min(64 * 1024, 'must be at least 65536 (64 KiB)')).default(16 * 1024 * 1024),
       })
       .strict()
       .default({}),
@@ -186,6 +192,8 @@ export const configSchema = z
       .object({
         /** Largest accepted request body; larger → 413. */
         maxBodyBytes: wholeNumber().pipe(z.number().min(1024)).default(4 * 1024 * 1024),
+        /** Time for a request to arrive whole (headers and body); slower → 408, socket closed. */
+        bodyTimeout: duration('30s').refine((ms) => ms >= 1_000, 'must be at least 1s'),
         /**
          * Per-user request rate on the MCP endpoints (`/mcp…`, `/ws/mcp…`), counted in Redis
          * when configured: at most `max` requests per `window`; more → 429 with Retry-After.
@@ -224,6 +232,15 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    metrics: z
+      .object({
+        /** Serve `/metrics` on its own listener (e.g. a port only Prometheus reaches) instead of the main port. */
+        listen: z.object({ host: z.string().min(1).default('0.0.0.0'), port: wholeNumber().pipe(z.number().min(0).max(65535)) }).strict().optional(),
+        /** When set, `/metrics` requires `Authorization: Bearer <it>` (use `${VAR}`). */
+        bearerToken: z.string().min(16, 'must be at least 16 characters').optional(),
+      })
+      .strict()
+      .default({}),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
   })
@@ -239,6 +256,9 @@ export const configSchema = z
       for (const key of ['cookieKey', 'tokenKey'] as const) {
         if (!c.secrets[key]) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['secrets', key], message: 'is required with redis when browser sign-in or upstreamAuth is configured (replicas must share it)' });
       }
+    }
+    if (c.metrics.listen && c.metrics.listen.port !== 0 && c.metrics.listen.port === c.listen.port) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['metrics', 'listen', 'port'], message: 'must differ from listen.port (leave metrics.listen out to serve /metrics on the main port)' });
     }
     const seen = new Set<string>();
     c.backends.forEach((b, i) => {

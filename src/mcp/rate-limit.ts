@@ -4,13 +4,17 @@
  * per user per window, counted across every MCP route and every backend together. Allowed
  * answers carry `x-ratelimit-limit/-remaining/-reset`; over the limit → HTTP 429 with
  * `Retry-After` (seconds), the same headers and a JSON-RPC error body
- * ({@link ErrorCode.RateLimited}) carrying the request's id.
+ * ({@link ErrorCode.RateLimited}) with a null id (JSON-RPC 2.0 §5: the request was refused
+ * before its body, and so its id, was read).
  *
- * Keyed by the verified principal's `userKey` (iss+sub digest), so it runs as a preHandler,
- * after the `authenticate` onRequest hook (unauthenticated requests were answered 401
- * already and are never counted). It is attached by URL, in an `onRoute` hook, to every
- * route under `/mcp` or `/ws/mcp` registered after {@link registerRateLimit}, whichever
- * module declares it; health, metrics, OpenAPI, metadata and browser pages are untouched.
+ * Keyed by the verified principal's `userKey` (iss+sub digest). It runs as the route's last
+ * `onRequest` hook, after `authenticate` (unauthenticated requests were answered 401 already
+ * and are never counted) and before the body is read (issue 13): a request is counted when
+ * its headers arrive, so bodies that are slow or never finish count against the user like
+ * any other request, and a user over the limit costs no upload. It is attached by URL, in an
+ * `onRoute` hook, to every route under `/mcp` or `/ws/mcp` registered after
+ * {@link registerRateLimit}, whichever module declares it; health, metrics, OpenAPI,
+ * metadata and browser pages are untouched.
  *
  * State: with a Redis state store the counters live in that same Redis, on the store's own
  * connection (no second connection), under `<redis.keyPrefix>rl:<userKey>`, so all replicas
@@ -33,13 +37,13 @@
  * `switchboard_rate_limit_errors_total`; a warning is logged at most every
  * {@link WARN_EVERY_MS}.
  */
-import type { FastifyInstance, preHandlerHookHandler, RouteOptions } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RedisStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
 import { BatchedRateLimitStore } from './batched-rate-limit-store.js';
-import { ErrorCode, errorResponse, idOfJsonText } from './jsonrpc.js';
+import { ErrorCode, errorResponse } from './jsonrpc.js';
 import { LocalRateLimitStore, type RateLimitCount, type RateLimitStore } from './rate-limit-store.js';
 import { appendHook } from '../ops/route-hooks.js';
 
@@ -91,7 +95,7 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
     counts = new LocalRateLimitStore(MEMORY_USERS);
   }
 
-  const limitHook: preHandlerHookHandler = function (request, reply, done) {
+  const limitHook: onRequestHookHandler = function (request, reply, done) {
     const key = request.principal?.userKey;
     // Only authenticated requests reach the hook; anything else is not ours to count.
     if (!key) return done();
@@ -115,10 +119,10 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
     void reply
       .code(429)
       .type('application/json')
-      .send(errorResponse(idOfJsonText(request.body), ErrorCode.RateLimited, `Rate limit exceeded: retry in ${retryAfter} s`, { retryAfter }));
+      .send(errorResponse(null, ErrorCode.RateLimited, `Rate limit exceeded: retry in ${retryAfter} s`, { retryAfter }));
   };
   app.addHook('onRoute', (route: RouteOptions) => {
     if (!isRateLimitedRoute(route.url)) return;
-    route.preHandler = appendHook(route.preHandler, limitHook);
+    route.onRequest = appendHook(route.onRequest, limitHook);
   });
 }

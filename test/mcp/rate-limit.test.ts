@@ -2,13 +2,15 @@
  * Per-user rate limit on the MCP endpoints (`limits.rateLimit`), end to end with real parts:
  * a real Redis, a real OAuth server issuing real JWTs, server-everything as the backend and
  * the gateway in-process. Shows: 429 with Retry-After, x-ratelimit-* headers (on JSON and SSE answers too) and
- * a JSON-RPC error carrying the request's id; per-user keys; one budget shared by two
+ * a JSON-RPC error (id null: refused before the body is read); requests counted when their
+ * headers arrive, so bodies that never finish count too (issue 13); per-user keys; one budget shared by two
  * gateways on the same Redis (each sees the other's requests once they have been flushed,
  * within about one flush interval); the in-memory store limiting too; the window resetting;
  * health, metrics and OpenAPI routes never limited; and, when Redis is gone or stalls, the
  * limiter still answering at once from the replica's own counts (metric counted).
  */
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { WebSocket } from 'ws';
@@ -73,7 +75,8 @@ async function post(g: GatewayHandle, token: string, id: number, session?: strin
   return { status: res.status, headers: res.headers, text: await res.text(), session: res.headers.get('mcp-session-id') ?? session };
 }
 
-function assertLimited(answer: Answer, id: number | string | null, max: number, window: number): void {
+/** A 429 refusal. Its JSON-RPC id is null: requests are counted and refused before their body (and id) is read. */
+function assertLimited(answer: Answer, max: number, window: number): void {
   assert.equal(answer.status, 429, answer.text);
   const retryAfter = Number(answer.headers.get('retry-after'));
   assert.ok(retryAfter >= 1 && retryAfter <= window, `Retry-After ${answer.headers.get('retry-after')} within the window`);
@@ -83,7 +86,7 @@ function assertLimited(answer: Answer, id: number | string | null, max: number, 
   assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
   const body = JSON.parse(answer.text) as { jsonrpc: string; id: unknown; error: { code: number; message: string; data: { retryAfter: number } } };
   assert.equal(body.jsonrpc, '2.0');
-  assert.equal(body.id, id);
+  assert.equal(body.id, null);
   assert.equal(body.error.code, RATE_LIMITED);
   assert.equal(body.error.data.retryAfter, retryAfter);
 }
@@ -168,14 +171,14 @@ describe('Redis store', () => {
       assert.equal((await post(b, aliceB, 4, init.session)).status, 200);
       await flushedTo(inspect, aliceKey, '4');
       // b's flush read a's 2 back: the fifth is refused.
-      assertLimited(await post(b, aliceB, 5, init.session), 5, 4, 60);
+      assertLimited(await post(b, aliceB, 5, init.session), 4, 60);
       // a last read 2 (before b's requests): it lets one more through, the documented lag
       // (at most what reaches a replica within one flush interval after its last read)...
       assert.equal((await post(a, aliceA, 6, init.session)).status, 200);
       // ...and once that request's flush has read the shared count back, a refuses too.
       await flushedTo(inspect, aliceKey, '6');
-      assertLimited(await post(a, aliceA, 7, init.session), 7, 4, 60);
-      assertLimited(await post(b, aliceB, 8, init.session), 8, 4, 60);
+      assertLimited(await post(a, aliceA, 7, init.session), 4, 60);
+      assertLimited(await post(b, aliceB, 8, init.session), 4, 60);
 
       // Bob, in the same window, on the same gateway: not limited.
       const bobInit = await post(b, bobB, 1);
@@ -221,7 +224,7 @@ describe('Redis store', () => {
     }
     // Dave's one request of the window is still his...
     assert.equal((await post(g, token, 1)).status, 200);
-    assertLimited(await post(g, token, 2), 2, 1, 60);
+    assertLimited(await post(g, token, 2), 1, 60);
     // ...and the same counter covers the aggregated endpoint and the WebSocket handshakes.
     const aggregated = await fetch(`${g.url}/mcp`, {
       method: 'POST',
@@ -229,14 +232,57 @@ describe('Redis store', () => {
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 'agg-1', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-limit-test', version: '1' } } }),
     });
-    assertLimited({ status: aggregated.status, headers: aggregated.headers, text: await aggregated.text() }, 'agg-1', 1, 60);
+    assertLimited({ status: aggregated.status, headers: aggregated.headers, text: await aggregated.text() }, 1, 60);
     for (const path of ['/ws/mcp', `/ws/mcp/${BACKEND}`]) {
       const handshake = await wsHandshake(`${g.url.replace('http', 'ws')}${path}`, token);
-      assertLimited(handshake, null, 1, 60);
+      assertLimited(handshake, 1, 60);
     }
     const text = await metricsText(g);
     assert.equal(sample(text, /^switchboard_rate_limited_total\{route="\/mcp"\} (\d+)$/m), 1);
     assert.equal(sample(text, /^switchboard_rate_limited_total\{route="\/ws\/mcp\/:backend"\} (\d+)$/m), 1);
+  });
+});
+
+/**
+ * Sends an authenticated MCP POST whose headers announce `content-length: 200` but whose body
+ * stops after a few bytes, and never reads the answer. Resolves with the socket and whether
+ * anything came back yet.
+ */
+async function stalledPost(g: GatewayHandle, token: string): Promise<{ socket: net.Socket; answer: () => string; closed: () => boolean }> {
+  const { hostname, port } = new URL(g.url);
+  const socket = net.connect(Number(port), hostname);
+  let answer = '';
+  let closed = false;
+  socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+  socket.on('close', () => (closed = true));
+  socket.on('error', () => {});
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  socket.write(
+    `POST /mcp/${BACKEND} HTTP/1.1\r\nhost: ${hostname}:${port}\r\nauthorization: Bearer ${token}\r\n` +
+      'content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 200\r\n\r\n{"jsonrpc":"2.0",',
+  );
+  return { socket, answer: () => answer, closed: () => closed };
+}
+
+describe('Redis store, bodies that never finish', () => {
+  test('are counted when their headers arrive: with max stalled POSTs open, the next request is 429', async () => {
+    const keyPrefix = 'rlstalled:';
+    const g = await gateway({ max: 3, window: '1m' }, { url: redis.url, keyPrefix });
+    const token = await oauth.token({ sub: 'judy', aud: g.audience });
+    const inspect = new Redis(redis.url);
+    const stalled = await Promise.all([1, 2, 3].map(() => stalledPost(g, token)));
+    try {
+      // Counted (and synced to Redis) although no body has arrived.
+      await flushedTo(inspect, `${keyPrefix}rl:${userKeyOf(oauth.issuer, 'judy')}`, '3');
+      assertLimited(await post(g, token, 4), 3, 60);
+      for (const s of stalled) {
+        assert.equal(s.closed(), false, 'the stalled requests are still open');
+        assert.equal(s.answer(), '', 'and unanswered');
+      }
+    } finally {
+      inspect.disconnect();
+      for (const s of stalled) s.socket.destroy();
+    }
   });
 });
 
@@ -266,7 +312,7 @@ async function expectWindowReset(g: GatewayHandle, sub: string, whileLimited?: (
   assert.equal(init.status, 200, init.text);
   assert.equal((await post(g, token, 2, init.session)).status, 200);
   const limited = await post(g, token, 3, init.session);
-  assertLimited(limited, 3, 2, 2);
+  assertLimited(limited, 2, 2);
   await whileLimited?.();
   const waitMs = Number(limited.headers.get('retry-after')) * 1000 + 100;
   assert.ok(waitMs <= 2_100, 'bounded wait');
@@ -275,7 +321,7 @@ async function expectWindowReset(g: GatewayHandle, sub: string, whileLimited?: (
   const again = await post(g, token, 4, init.session);
   assert.equal(again.status, 200, again.text);
   assert.equal((await post(g, token, 5, init.session)).status, 200);
-  assertLimited(await post(g, token, 6, init.session), 6, 2, 2);
+  assertLimited(await post(g, token, 6, init.session), 2, 2);
 }
 
 describe('Redis failing', () => {
@@ -293,7 +339,7 @@ describe('Redis failing', () => {
     const init = await post(g, token, 1);
     assert.equal(init.status, 200, init.text);
     assert.equal((await post(g, token, 2, init.session)).status, 200);
-    assertLimited(await post(g, token, 3, init.session), 3, 2, 60);
+    assertLimited(await post(g, token, 3, init.session), 2, 60);
 
     // A Redis that stalls (CLIENT PAUSE): the limiter never waits for it; Heidi is still over
     // her limit by this replica's own count. The stalled sync is reported as a timeout.
@@ -304,7 +350,7 @@ describe('Redis failing', () => {
       admin.disconnect();
     }
     const started = Date.now();
-    assertLimited(await post(g, token, 4, init.session), 4, 2, 60);
+    assertLimited(await post(g, token, 4, init.session), 2, 60);
     assert.ok(Date.now() - started < 1_000, 'answered without waiting for Redis');
     await waitForSample(g, /^switchboard_rate_limit_errors_total\{reason="timeout"\} (\d+)$/m, 1);
 
@@ -312,7 +358,7 @@ describe('Redis failing', () => {
     await outage.pause();
     for (let id = 5; id < 8; id++) {
       const t0 = Date.now();
-      assertLimited(await post(g, token, id, init.session), id, 2, 60);
+      assertLimited(await post(g, token, id, init.session), 2, 60);
       assert.ok(Date.now() - t0 < 1_000, 'fails fast');
     }
     // ...while a user this replica has no count for is let through to the handler (the
