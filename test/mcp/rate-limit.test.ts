@@ -10,7 +10,6 @@
  * limiter still answering at once from the replica's own counts (metric counted).
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { WebSocket } from 'ws';
@@ -20,6 +19,7 @@ import { waitUntil } from '../helpers/child.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { mcpPostHead, rawConnect, type RawConnection } from '../helpers/raw-http.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 const BACKEND = 'everything';
@@ -243,25 +243,11 @@ describe('Redis store', () => {
   });
 });
 
-/**
- * Sends an authenticated MCP POST whose headers announce `content-length: 200` but whose body
- * stops after a few bytes, and never reads the answer. Resolves with the socket and whether
- * anything came back yet.
- */
-async function stalledPost(g: GatewayHandle, token: string): Promise<{ socket: net.Socket; answer: () => string; closed: () => boolean }> {
-  const { hostname, port } = new URL(g.url);
-  const socket = net.connect(Number(port), hostname);
-  let answer = '';
-  let closed = false;
-  socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
-  socket.on('close', () => (closed = true));
-  socket.on('error', () => {});
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  socket.write(
-    `POST /mcp/${BACKEND} HTTP/1.1\r\nhost: ${hostname}:${port}\r\nauthorization: Bearer ${token}\r\n` +
-      'content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 200\r\n\r\n{"jsonrpc":"2.0",',
-  );
-  return { socket, answer: () => answer, closed: () => closed };
+/** An authenticated MCP POST announcing 200 bytes of body and sending a few; its answer is never read. */
+async function stalledPost(g: GatewayHandle, token: string): Promise<RawConnection> {
+  const c = await rawConnect(g.url);
+  c.socket.write(`${mcpPostHead(g.url, `/mcp/${BACKEND}`, token, 200)}{"jsonrpc":"2.0",`);
+  return c;
 }
 
 describe('Redis store, bodies that never finish', () => {

@@ -8,12 +8,13 @@
  * beyond "happened before a generous deadline".
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
+import type net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startFirstWinsBackend, type FirstWinsBackend } from '../fixtures/first-wins-backend.js';
 import { waitUntil } from '../helpers/child.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { mcpPostHead, rawConnect, type RawConnection } from '../helpers/raw-http.js';
 
 const BACKEND = 'files';
 const DEADLINE_MS = 10_000;
@@ -40,34 +41,12 @@ after(async () => {
   await Promise.allSettled([oauth?.stop(), backend?.close()]);
 });
 
-interface RawExchange {
-  socket: net.Socket;
-  answer(): string;
-  closed(): boolean;
-}
-
-/** A raw HTTP/1.1 connection to the gateway that records what comes back. */
-async function connect(): Promise<RawExchange> {
-  const { hostname, port } = new URL(gateway!.url);
-  const socket = net.connect(Number(port), hostname);
-  sockets.push(socket);
-  let answer = '';
-  let closed = false;
-  socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
-  socket.on('close', () => (closed = true));
-  socket.on('error', () => {});
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return { socket, answer: () => answer, closed: () => closed };
-}
-
-function postHead(bodyLength: number, sessionId?: string): string {
-  const { host } = new URL(gateway!.url);
-  const session = sessionId ? `mcp-session-id: ${sessionId}\r\nmcp-protocol-version: 2025-11-25\r\n` : '';
-  return (
-    `POST /mcp/${BACKEND} HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${token}\r\n${session}` +
-    `content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: ${bodyLength}\r\n\r\n`
-  );
-}
+const connect = (): Promise<RawConnection> =>
+  rawConnect(gateway!.url).then((c) => {
+    sockets.push(c.socket);
+    return c;
+  });
+const postHead = (bodyLength: number) => mcpPostHead(gateway!.url, `/mcp/${BACKEND}`, token, bodyLength);
 
 const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
 
