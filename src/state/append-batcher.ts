@@ -15,32 +15,29 @@
  * {@link MAX_ENTRIES_PER_CALL} entries, so a script never blocks Redis for long.
  */
 
+/** What the batcher needs to know of one stream's append: the entries it carries. */
 export interface AppendItem {
-  key: string;
-  channel: string;
-  maxEvents: number;
-  ttlMs: number;
-  entries: string[];
+  entries: readonly string[];
 }
 
 export const MAX_STREAMS_PER_CALL = 64;
 export const MAX_ENTRIES_PER_CALL = 2_000;
 
-interface Waiting {
-  item: AppendItem;
+interface Waiting<T> {
+  item: T;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
-export class AppendBatcher {
-  #queue: Waiting[] = [];
+export class AppendBatcher<T extends AppendItem> {
+  #queue: Waiting<T>[] = [];
   #scheduled = false;
 
   /** @param send writes one group of appends (one Redis call). */
-  constructor(private readonly send: (items: AppendItem[]) => Promise<unknown>) {}
+  constructor(private readonly send: (items: T[]) => Promise<unknown>) {}
 
   /** Resolves once the item is stored; rejects with the error of the call that carried it. */
-  append(item: AppendItem): Promise<void> {
+  append(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, resolve, reject });
       if (this.#scheduled) return;

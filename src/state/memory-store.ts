@@ -2,7 +2,8 @@
  * In-process implementation of the state contract for the embedded development default
  * and unit tests. One replica only: nothing here is shared between processes.
  */
-import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
+import { MemoryReplayLogs } from './memory-replay-logs.js';
+import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
 interface Entry<T> {
   value: T;
@@ -12,17 +13,35 @@ interface Entry<T> {
 export class MemoryStore implements StateStore {
   readonly kind = 'memory' as const;
   readonly #sessions = new Map<string, Entry<SessionRecord>>();
-  readonly #streams = new Map<string, Entry<StoredEvent[]>>();
+  /** Each user's session ids, oldest first (Map order): the index `sessions.maxPerUser` counts. */
+  readonly #userSessions = new Map<string, Map<string, true>>();
+  readonly #streams: MemoryReplayLogs;
   readonly #values = new Map<string, Entry<string>>();
   readonly #sweeper: NodeJS.Timeout;
 
-  constructor(sweepIntervalMs = 60_000) {
+  constructor(sweepIntervalMs = 60_000, replayBudget: ReplayBudget = DEFAULT_REPLAY_BUDGET) {
+    this.#streams = new MemoryReplayLogs(replayBudget);
     this.#sweeper = setInterval(() => this.#sweep(), sweepIntervalMs);
     this.#sweeper.unref();
   }
 
-  async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void> {
+  async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
     this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
+    const index = this.#userSessions.get(userKey) ?? new Map<string, true>();
+    this.#userSessions.set(userKey, index);
+    index.delete(sessionId);
+    index.set(sessionId, true);
+    if (maxPerUser === undefined || index.size <= maxPerUser) return [];
+    for (const id of index.keys()) if (!live(this.#sessions, sessionKey(userKey, id))) index.delete(id);
+    const evicted: EvictedSession[] = [];
+    for (const id of index.keys()) {
+      if (index.size <= maxPerUser || id === sessionId) break;
+      const key = sessionKey(userKey, id);
+      evicted.push({ sessionId: id, record: this.#sessions.get(key)!.value });
+      this.#sessions.delete(key);
+      index.delete(id);
+    }
+    return evicted;
   }
 
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
@@ -39,20 +58,16 @@ export class MemoryStore implements StateStore {
   }
 
   async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
+    this.#userSessions.get(userKey)?.delete(sessionId);
     return this.#sessions.delete(sessionKey(userKey, sessionId));
   }
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
-    const id = streamKey(key);
-    const entry = live(this.#streams, id) ?? { value: [], expiresAt: 0 };
-    entry.value.push(...events.map((e) => structuredClone(e)));
-    if (entry.value.length > limits.maxEvents) entry.value.splice(0, entry.value.length - limits.maxEvents);
-    entry.expiresAt = Date.now() + limits.ttlMs;
-    this.#streams.set(id, entry);
+    if (events.length) this.#streams.append(key, events, limits);
   }
 
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
-    return structuredClone(live(this.#streams, streamKey(key))?.value ?? []);
+    return this.#streams.read(key);
   }
 
   async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
@@ -95,15 +110,21 @@ export class MemoryStore implements StateStore {
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
     this.#sessions.clear();
+    this.#userSessions.clear();
     this.#streams.clear();
     this.#values.clear();
   }
 
   #sweep(): void {
     const now = Date.now();
-    for (const map of [this.#sessions, this.#streams, this.#values] as Map<string, Entry<unknown>>[]) {
+    for (const map of [this.#sessions, this.#values] as Map<string, Entry<unknown>>[]) {
       for (const [k, e] of map) if (e.expiresAt <= now) map.delete(k);
     }
+    for (const [userKey, index] of this.#userSessions) {
+      for (const id of index.keys()) if (!this.#sessions.has(sessionKey(userKey, id))) index.delete(id);
+      if (index.size === 0) this.#userSessions.delete(userKey);
+    }
+    this.#streams.sweep(now);
   }
 }
 
@@ -118,4 +139,3 @@ function live<T>(map: Map<string, Entry<T>>, key: string): Entry<T> | undefined 
 }
 
 const sessionKey = (userKey: string, sessionId: string) => `${userKey}:${sessionId}`;
-const streamKey = (k: StreamKey) => `${k.userKey}:${k.sessionId}:${k.streamId}`;

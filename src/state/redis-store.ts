@@ -1,39 +1,30 @@
 /**
  * Redis implementation of the state contract. Each operation is one round trip: session
- * reads slide the idle TTL with GETEX, and appending to a replay log (push, trim, expire)
- * is one Lua script so that a log is never left unbounded or without a TTL; the appends of
- * all streams in one turn of the event loop share that script call (append-batcher.ts).
+ * reads slide the idle TTL (GETEX, in a script that also keeps the user's session index
+ * alive), and creating a session (with the per-user cap) or appending to a replay log (push,
+ * trim by count and bytes, expire) is one Lua script (redis-scripts.ts) so that nothing is
+ * left unbounded or without a TTL; the appends of all streams in one turn of the event loop
+ * share that script call (append-batcher.ts).
  *
- * Keys (under the configured prefix): `s:<user>:<session>` and `e:<user>:<session>:<stream>`.
+ * Keys (under the configured prefix): `s:<user>:<session>`, `si:<user>` (the user's sessions
+ * by creation), `e:<user>:<session>:<stream>`, `eb:<user>` (sizes of the user's logs) and
+ * `eo:<user>` (the user's logs by last append).
  */
 import { Redis, type RedisOptions } from 'ioredis';
 import { AppendBatcher } from './append-batcher.js';
 import { streamChannel } from './redis-coordinator.js';
-import type { ReplayLimits, SessionRecord, StateStore, StoredEvent, StreamKey } from './store.js';
+import { APPEND_EVENTS, CREATE_SESSION, DELETE_IF, DELETE_SESSION, TOUCH_SESSION } from './redis-scripts.js';
+import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
-// For each stream (KEYS[i]; in ARGV: max events, TTL ms, channel, entry count, entries):
-// appends, bounds and expires the log, and publishes the new entries for a replica that
-// follows the stream from elsewhere (RedisCoordinator.watchStream). Several streams' appends
-// go in one call (append-batcher.ts).
-const APPEND_EVENTS = `
-local a = 1
-for _, key in ipairs(KEYS) do
-  local first = a + 4
-  local last = a + 3 + tonumber(ARGV[a + 3])
-  -- unpack() is limited to a few thousand values: push in slices.
-  for i = first, last, 1000 do
-    redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, last)))
-  end
-  redis.call('LTRIM', key, -tonumber(ARGV[a]), -1)
-  redis.call('PEXPIRE', key, ARGV[a + 1])
-  redis.call('PUBLISH', ARGV[a + 2], '[' .. table.concat(ARGV, ',', first, last) .. ']')
-  a = last + 1
-end
-return #KEYS`;
-
-const DELETE_IF = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
+/** One stream's share of an append script call. */
+interface RedisAppend {
+  keys: [log: string, sizes: string, order: string];
+  field: string;
+  channel: string;
+  maxEvents: number;
+  ttlMs: number;
+  entries: string[];
+}
 
 const SESSION_COUNT_TTL_MS = 15_000;
 const MAX_SCAN_ROUNDS = 1_000;
@@ -41,6 +32,9 @@ const MAX_SCAN_ROUNDS = 1_000;
 interface ScriptedRedis extends Redis {
   sbDeleteIf(key: string, expected: string): Promise<number>;
   sbAppendEvents(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
+  sbCreateSession(key: string, index: string, record: string, ttlMs: number, sessionId: string, maxPerUser: number): Promise<string[]>;
+  sbTouchSession(key: string, index: string, ttlMs: number): Promise<string | null>;
+  sbDeleteSession(key: string, index: string, sessionId: string): Promise<number>;
 }
 
 export interface RedisStoreOptions {
@@ -50,6 +44,8 @@ export interface RedisStoreOptions {
   redisOptions?: RedisOptions;
   /** How long a session count is reused (default 15 s; every replica's scrape asks). */
   sessionCountCacheMs?: number;
+  /** `streams.replayBytes` and `streams.replayBytesPerUser`. */
+  replayBudget?: ReplayBudget;
 }
 
 export class RedisStore implements StateStore {
@@ -58,14 +54,17 @@ export class RedisStore implements StateStore {
   readonly keyPrefix: string;
   readonly #sessionCountCacheMs: number;
   #sessionCount: { value: number; at: number } | undefined;
-  readonly #appends = new AppendBatcher((items) => {
-    const args: (string | number)[] = items.map((item) => item.key);
-    for (const item of items) args.push(item.maxEvents, item.ttlMs, item.channel, item.entries.length, ...item.entries);
-    return this.redis.sbAppendEvents(items.length, ...args);
+  readonly #budget: ReplayBudget;
+  readonly #appends = new AppendBatcher<RedisAppend>((items) => {
+    const args: (string | number)[] = items.flatMap((item) => item.keys);
+    const { maxBytes, maxBytesPerUser } = this.#budget;
+    for (const item of items) args.push(item.field, item.maxEvents, maxBytes, maxBytesPerUser, item.ttlMs, item.channel, item.entries.length, ...item.entries);
+    return this.redis.sbAppendEvents(items.length * 3, ...args);
   });
 
   constructor(options: RedisStoreOptions) {
     this.keyPrefix = options.keyPrefix;
+    this.#budget = options.replayBudget ?? DEFAULT_REPLAY_BUDGET;
     this.#sessionCountCacheMs = options.sessionCountCacheMs ?? SESSION_COUNT_TTL_MS;
     this.redis = new Redis(options.url, {
       keyPrefix: options.keyPrefix,
@@ -80,6 +79,9 @@ export class RedisStore implements StateStore {
     }) as ScriptedRedis;
     this.redis.defineCommand('sbAppendEvents', { lua: APPEND_EVENTS });
     this.redis.defineCommand('sbDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
+    this.redis.defineCommand('sbCreateSession', { numberOfKeys: 2, lua: CREATE_SESSION });
+    this.redis.defineCommand('sbTouchSession', { numberOfKeys: 2, lua: TOUCH_SESSION });
+    this.redis.defineCommand('sbDeleteSession', { numberOfKeys: 2, lua: DELETE_SESSION });
     // Connection errors surface through the commands that fail; without a listener ioredis
     // would print them as unhandled.
     this.redis.on('error', () => {});
@@ -105,8 +107,11 @@ export class RedisStore implements StateStore {
     });
   }
 
-  async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void> {
-    await this.redis.set(sessionKey(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs);
+  async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
+    const flat = await this.redis.sbCreateSession(sessionKey(userKey, sessionId), indexKey(userKey), JSON.stringify(record), ttlMs, sessionId, maxPerUser ?? 0);
+    const evicted: EvictedSession[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) evicted.push({ sessionId: flat[i]!, record: JSON.parse(flat[i + 1]!) as SessionRecord });
+    return evicted;
   }
 
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
@@ -114,22 +119,23 @@ export class RedisStore implements StateStore {
   }
 
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
-    const text = await this.redis.getex(sessionKey(userKey, sessionId), 'PX', ttlMs);
+    const text = await this.redis.sbTouchSession(sessionKey(userKey, sessionId), indexKey(userKey), ttlMs);
     return text ? (JSON.parse(text) as SessionRecord) : undefined;
   }
 
   async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
-    return (await this.redis.del(sessionKey(userKey, sessionId))) > 0;
+    return (await this.redis.sbDeleteSession(sessionKey(userKey, sessionId), indexKey(userKey), sessionId)) > 0;
   }
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
     if (!events.length) return;
     await this.#appends.append({
-      key: streamKey(key),
+      keys: [streamKey(key), `eb:${key.userKey}`, `eo:${key.userKey}`],
+      field: `${key.sessionId}:${key.streamId}`,
       channel: streamChannel(this.keyPrefix, key),
       maxEvents: limits.maxEvents,
       ttlMs: limits.ttlMs,
-      entries: events.map((e) => JSON.stringify(e)),
+      entries: events.map(serializeEvent),
     });
   }
 
@@ -192,5 +198,13 @@ export class RedisStore implements StateStore {
 }
 
 const sessionKey = (userKey: string, sessionId: string) => `s:${userKey}:${sessionId}`;
+const indexKey = (userKey: string) => `si:${userKey}`;
 const valueKey = (key: string) => `v:${key}`;
 const streamKey = (k: StreamKey) => `e:${k.userKey}:${k.sessionId}:${k.streamId}`;
+
+/** An entry's JSON; a meta entry starts `{"seq":…,"meta":`, which the append script recognises. */
+function serializeEvent(event: StoredEvent): string {
+  if (!event.meta) return JSON.stringify(event);
+  const { seq, meta, ...rest } = event;
+  return JSON.stringify({ seq, meta, ...rest });
+}

@@ -67,9 +67,38 @@ export interface ReplayLimits {
   ttlMs: number;
 }
 
+/**
+ * Byte budgets of the replay logs (issue 13; config `streams.replayBytes`,
+ * `streams.replayBytesPerUser`), fixed when the store is made: the per-user total spans all
+ * of a user's streams, so it cannot vary from call to call. Past a budget the oldest events
+ * go — the relay still delivers live; only resuming very old events is lost. A stream keeps
+ * its meta entry and its newest entry whatever their size (resumption needs the kind of
+ * stream and the last sequence number); a user's other streams are dropped whole, least
+ * recently appended first, before the stream being appended loses more.
+ */
+export interface ReplayBudget {
+  /** Bytes of serialized entries one stream's log keeps. */
+  maxBytes: number;
+  /** Bytes all of one user's stream logs keep together. */
+  maxBytesPerUser: number;
+}
+
+export const DEFAULT_REPLAY_BUDGET: ReplayBudget = { maxBytes: 1024 * 1024, maxBytesPerUser: 8 * 1024 * 1024 };
+
+/** A session ended to make room under `sessions.maxPerUser`, with the record it had. */
+export interface EvictedSession {
+  sessionId: string;
+  record: SessionRecord;
+}
+
 export interface StateStore {
   readonly kind: 'memory' | 'redis';
-  createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void>;
+  /**
+   * Stores a new session and adds it to the user's index. With `maxPerUser`, the user's
+   * oldest live sessions (by creation) beyond that many are deleted in the same atomic step
+   * and returned, so the caller can end their streams and backend sessions (issue 13).
+   */
+  createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]>;
   /** Reads a session and slides its idle TTL, in one round trip. */
   touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined>;
   /**
@@ -79,7 +108,10 @@ export interface StateStore {
   replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean>;
   /** Returns whether the session existed. */
   deleteSession(userKey: string, sessionId: string): Promise<boolean>;
-  /** Appends to a stream's bounded replay log, refreshing its TTL, atomically. */
+  /**
+   * Appends to a stream's bounded replay log (at most `limits.maxEvents` events besides its
+   * meta entry, and the store's {@link ReplayBudget}), refreshing its TTL, atomically.
+   */
   appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void>;
   /** The stream's retained log, oldest first (empty when unknown or expired). */
   readEvents(key: StreamKey): Promise<StoredEvent[]>;

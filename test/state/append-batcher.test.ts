@@ -8,12 +8,17 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { AppendBatcher, MAX_ENTRIES_PER_CALL, MAX_STREAMS_PER_CALL, type AppendItem } from '../../src/state/append-batcher.js';
 
-const item = (key: string, entries = 1): AppendItem => ({ key, channel: `ch:${key}`, maxEvents: 100, ttlMs: 1000, entries: Array.from({ length: entries }, (_, i) => `${key}-${i}`) });
+/** A stream's append as the batcher sees it (the Redis store adds its keys and bounds). */
+interface Item extends AppendItem {
+  key: string;
+}
+
+const item = (key: string, entries = 1): Item => ({ key, entries: Array.from({ length: entries }, (_, i) => `${key}-${i}`) });
 
 describe('AppendBatcher', () => {
   test('appends of one turn go out in one call, in order; the next turn makes another', async () => {
     const calls: string[][] = [];
-    const batcher = new AppendBatcher(async (items) => calls.push(items.map((i) => i.key)));
+    const batcher = new AppendBatcher<Item>(async (items) => calls.push(items.map((i) => i.key)));
     await Promise.all([batcher.append(item('a')), batcher.append(item('b')), batcher.append(item('c'))]);
     assert.deepEqual(calls, [['a', 'b', 'c']]);
     await batcher.append(item('d'));
@@ -21,8 +26,8 @@ describe('AppendBatcher', () => {
   });
 
   test('a call carries at most MAX_STREAMS_PER_CALL streams and MAX_ENTRIES_PER_CALL entries (a bigger single append goes alone)', async () => {
-    const calls: AppendItem[][] = [];
-    const batcher = new AppendBatcher(async (items) => calls.push(items));
+    const calls: Item[][] = [];
+    const batcher = new AppendBatcher<Item>(async (items) => calls.push(items));
     const many = Array.from({ length: MAX_STREAMS_PER_CALL + 1 }, (_, i) => batcher.append(item(`s${i}`)));
     await Promise.all(many);
     assert.deepEqual(calls.map((c) => c.length), [MAX_STREAMS_PER_CALL, 1]);
@@ -35,7 +40,7 @@ describe('AppendBatcher', () => {
 
   test('each append learns the outcome of its own call: a failed call rejects only its appends', async () => {
     let call = 0;
-    const batcher = new AppendBatcher(async (items) => {
+    const batcher = new AppendBatcher<Item>(async (items) => {
       call++;
       if (items.some((i) => i.key.startsWith('bad'))) throw new Error(`call ${call} failed`);
     });
@@ -47,7 +52,7 @@ describe('AppendBatcher', () => {
   });
 
   test('a send that throws at once rejects its appends instead of escaping', async () => {
-    const batcher = new AppendBatcher(() => {
+    const batcher = new AppendBatcher<Item>(() => {
       throw new Error('not connected');
     });
     await assert.rejects(batcher.append(item('a')), /not connected/);

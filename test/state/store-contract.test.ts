@@ -16,12 +16,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { RedisStore } from '../../src/state/redis-store.js';
-import type { SessionRecord, StateStore, StoredEvent, StreamKey } from '../../src/state/store.js';
+import type { ReplayBudget, SessionRecord, StateStore, StoredEvent, StreamKey } from '../../src/state/store.js';
 import { waitUntil } from '../helpers/child.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 /** Creates a fresh, empty store (or a fresh view on a shared server under a unique prefix). */
-type StoreFactory = () => Promise<StateStore>;
+type StoreFactory = (replayBudget?: ReplayBudget) => Promise<StateStore>;
 
 const LIMITS = { maxEvents: 100, ttlMs: 60_000 };
 
@@ -50,8 +50,8 @@ async function eventually(what: string, check: () => Promise<boolean>, timeoutMs
 /** The contract every StateStore implementation must meet. */
 function storeContract(name: string, factory: StoreFactory): void {
   describe(`StateStore contract: ${name}`, () => {
-    async function open(t: TestContext): Promise<StateStore> {
-      const store = await factory();
+    async function open(t: TestContext, replayBudget?: ReplayBudget): Promise<StateStore> {
+      const store = await factory(replayBudget);
       t.after(() => store.close());
       return store;
     }
@@ -152,6 +152,133 @@ function storeContract(name: string, factory: StoreFactory): void {
         // Left alone, it expires.
         await sleep(ttl + 400);
         assert.equal(await store.touchSession(user, 'sliding', ttl), undefined, 'the untouched session expired');
+      });
+    });
+
+    describe('sessions per user (sessions.maxPerUser)', () => {
+      test('past the cap the oldest sessions are deleted in the same step and returned with their records', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const other = `other-${randomUUID()}`;
+        await store.createSession(other, 'theirs', sessionRecord({ backend: 'theirs' }), 10_000, 2);
+        for (const n of [1, 2, 3]) assert.deepEqual(await store.createSession(user, `s${n}`, sessionRecord({ backend: `b${n}` }), 10_000, 3), [], `session ${n} fits`);
+        const evicted = await store.createSession(user, 's4', sessionRecord({ backend: 'b4' }), 10_000, 3);
+        assert.deepEqual(evicted, [{ sessionId: 's1', record: sessionRecord({ backend: 'b1' }) }]);
+        assert.equal(await store.touchSession(user, 's1', 10_000), undefined, 'the evicted session is gone');
+        for (const n of [2, 3, 4]) assert.equal((await store.touchSession(user, `s${n}`, 10_000))?.backend, `b${n}`);
+        assert.equal((await store.touchSession(other, 'theirs', 10_000))?.backend, 'theirs', "another user's session is not counted");
+
+        // A lower cap (configuration changed) evicts as many as needed, oldest first.
+        const more = await store.createSession(user, 's5', sessionRecord({ backend: 'b5' }), 10_000, 2);
+        assert.deepEqual(more.map((e) => e.sessionId), ['s2', 's3']);
+        assert.equal(await store.countSessions(), 3, 'theirs, s4 and s5');
+      });
+
+      test('deleted, expired and re-created sessions count once or not at all; without a cap nothing is evicted', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        await store.createSession(user, 'a', sessionRecord(), 10_000, 2);
+        await store.createSession(user, 'a', sessionRecord({ backend: 'again' }), 10_000, 2);
+        await store.createSession(user, 'b', sessionRecord(), 10_000, 2);
+        assert.equal((await store.touchSession(user, 'a', 10_000))?.backend, 'again', 'creating an id again counts it once');
+        await store.deleteSession(user, 'b');
+        assert.deepEqual(await store.createSession(user, 'c', sessionRecord(), 10_000, 2), [], 'a deleted session does not count');
+        await store.createSession(user, 'short', sessionRecord(), 200);
+        await sleep(500);
+        assert.deepEqual(await store.createSession(user, 'd', sessionRecord(), 10_000, 3), [], 'an expired session neither counts nor is returned');
+        assert.deepEqual((await store.createSession(user, 'e', sessionRecord(), 10_000, 3)).map((e) => e.sessionId), ['a']);
+        for (let n = 0; n < 5; n++) assert.deepEqual(await store.createSession(user, `free-${n}`, sessionRecord(), 10_000), []);
+      });
+
+      test('the index lives as long as its sessions: a session kept alive by touches still counts', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const ttl = 600;
+        await store.createSession(user, 'kept', sessionRecord(), ttl, 2);
+        const start = Date.now();
+        while (Date.now() - start < ttl * 2) {
+          await sleep(200);
+          assert.notEqual(await store.touchSession(user, 'kept', ttl), undefined);
+        }
+        await store.createSession(user, 'second', sessionRecord(), ttl, 2);
+        assert.deepEqual((await store.createSession(user, 'third', sessionRecord(), ttl, 2)).map((e) => e.sessionId), ['kept']);
+      });
+    });
+
+    describe('replay log budgets (streams.replayBytes, streams.replayBytesPerUser)', () => {
+      const sized = (seq: number, bytes: number): StoredEvent => {
+        const event = { seq, data: '' };
+        event.data = 'x'.repeat(bytes - size(event));
+        return event;
+      };
+      const size = (e: StoredEvent) => Buffer.byteLength(JSON.stringify(e));
+      const total = (events: StoredEvent[]) => events.reduce((n, e) => n + size(e), 0);
+      const meta: StoredEvent = { seq: 0, meta: { kind: 'post', requestIds: [1] } };
+
+      test('a log keeps at most maxBytes: the oldest entries go, its meta entry and newest entry stay', async (t) => {
+        const store = await open(t, { maxBytes: 1_000, maxBytesPerUser: 100_000 });
+        const key = streamKey();
+        await store.appendEvents(key, [meta], LIMITS);
+        for (let seq = 1; seq <= 20; seq++) await store.appendEvents(key, [sized(seq, 100)], LIMITS);
+        const kept = await store.readEvents(key);
+        assert.deepEqual(kept[0], meta, 'the meta entry stays first');
+        assert.ok(total(kept) <= 1_000, `${total(kept)} bytes kept`);
+        assert.deepEqual(kept.slice(1).map((e) => e.seq), [12, 13, 14, 15, 16, 17, 18, 19, 20], 'the newest entries, in order');
+
+        // An entry larger than the whole budget is not kept once something follows it.
+        const big = streamKey();
+        await store.appendEvents(big, [meta, sized(1, 5_000), { seq: 2, end: true }], LIMITS);
+        assert.deepEqual((await store.readEvents(big)).map((e) => e.seq), [0, 2]);
+        const newest = streamKey();
+        await store.appendEvents(newest, [meta, sized(1, 5_000)], LIMITS);
+        assert.deepEqual((await store.readEvents(newest)).map((e) => e.seq), [0, 1], 'the newest entry stays whatever its size');
+      });
+
+      test('maxEvents counts events besides the meta entry, which stays', async (t) => {
+        const store = await open(t);
+        const key = streamKey();
+        await store.appendEvents(key, [meta], { maxEvents: 5, ttlMs: 60_000 });
+        for (let seq = 1; seq <= 8; seq++) await store.appendEvents(key, [dataEvent(seq)], { maxEvents: 5, ttlMs: 60_000 });
+        assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [0, 4, 5, 6, 7, 8]);
+        await store.appendEvents(key, Array.from({ length: 12 }, (_, i) => dataEvent(100 + i)), { maxEvents: 5, ttlMs: 60_000 });
+        assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [0, 107, 108, 109, 110, 111]);
+      });
+
+      test("past a user's budget their least recently appended logs are dropped whole; other users are untouched", async (t) => {
+        const store = await open(t, { maxBytes: 2_000, maxBytesPerUser: 3_000 });
+        const user = `u-${randomUUID()}`;
+        const own = (streamId: string) => streamKey({ userKey: user, sessionId: 'sess', streamId });
+        const [a, b, c] = [own('a'), own('b'), own('c')];
+        const stranger = streamKey();
+        await store.appendEvents(stranger, [sized(1, 1_900)], LIMITS);
+        await store.appendEvents(a, [sized(1, 1_200)], LIMITS);
+        await store.appendEvents(b, [sized(1, 1_200)], LIMITS);
+        await store.appendEvents(a, [sized(2, 100)], LIMITS);
+        await store.appendEvents(c, [sized(1, 1_200)], LIMITS);
+        assert.deepEqual(await store.readEvents(b), [], 'b, appended least recently, went whole');
+        assert.deepEqual((await store.readEvents(a)).map((e) => e.seq), [1, 2]);
+        assert.deepEqual((await store.readEvents(c)).map((e) => e.seq), [1]);
+        assert.deepEqual((await store.readEvents(stranger)).map((e) => e.seq), [1], "another user's log is not theirs to pay for");
+
+        // 20 answers of 2 000 bytes, each on its own stream (issue 13): the user keeps 3 000 bytes.
+        const many = Array.from({ length: 20 }, (_, i) => own(`call-${i}`));
+        for (const key of many) await store.appendEvents(key, [meta, sized(1, 1_000), { seq: 2, end: true }], LIMITS);
+        let kept = 0;
+        for (const key of [a, b, c, ...many]) kept += total(await store.readEvents(key));
+        assert.ok(kept <= 3_000, `${kept} bytes kept for the user`);
+        assert.equal((await store.readEvents(many.at(-1)!)).length, 3, 'the newest call is whole');
+      });
+
+      test('a log that expired and starts again does not count its old bytes', async (t) => {
+        const store = await open(t, { maxBytes: 3_000, maxBytesPerUser: 3_000 });
+        const user = `u-${randomUUID()}`;
+        const x = streamKey({ userKey: user, sessionId: 'sess', streamId: 'x' });
+        const y = streamKey({ userKey: user, sessionId: 'sess', streamId: 'y' });
+        await store.appendEvents(x, [sized(1, 2_500)], { maxEvents: 10, ttlMs: 200 });
+        await eventually('the log to expire', async () => (await store.readEvents(x)).length === 0);
+        await store.appendEvents(x, [sized(2, 100)], LIMITS);
+        await store.appendEvents(y, [sized(1, 2_000)], LIMITS);
+        assert.deepEqual((await store.readEvents(x)).map((e) => e.seq), [2], 'x holds 100 bytes, not 2 600');
       });
     });
 
@@ -361,7 +488,7 @@ function storeContract(name: string, factory: StoreFactory): void {
 
 // ------------------------------------------------------------------ runs ---
 
-storeContract('MemoryStore', async () => new MemoryStore(50));
+storeContract('MemoryStore', async (budget) => new MemoryStore(50, budget));
 
 let redis: RedisHandle | undefined;
 
@@ -373,8 +500,8 @@ describe('Redis-backed', () => {
     await redis?.stop();
   });
 
-  storeContract('RedisStore', async () => {
-    const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-${randomUUID()}:`, sessionCountCacheMs: 0 });
+  storeContract('RedisStore', async (replayBudget) => {
+    const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-${randomUUID()}:`, sessionCountCacheMs: 0, replayBudget });
     await store.ready(10_000);
     return store;
   });

@@ -28,7 +28,7 @@ import {
   type LoggingMessageNotification,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { SessionRecord } from '../../src/state/store.js';
+import type { EvictedSession, SessionRecord } from '../../src/state/store.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
@@ -209,9 +209,9 @@ async function httpPing(gateway: GatewayHandle, path: string, token: string, ses
 /** A MemoryStore that remembers which sessions were created, so tests can name them. */
 class RecordingStore extends MemoryStore {
   readonly created: Array<{ userKey: string; sessionId: string; record: SessionRecord }> = [];
-  override async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<void> {
+  override async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
     this.created.push({ userKey, sessionId, record });
-    return super.createSession(userKey, sessionId, record, ttlMs);
+    return super.createSession(userKey, sessionId, record, ttlMs, maxPerUser);
   }
 }
 

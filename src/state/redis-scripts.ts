@@ -1,0 +1,150 @@
+/**
+ * The Lua scripts of the Redis store (redis-store.ts): each operation that must be atomic is
+ * one script, so a session index or a replay log is never left over its bound or without a
+ * TTL between two commands.
+ *
+ * Keys inside a script are built from the KEYS it was given (ioredis adds the key prefix to
+ * KEYS only): a session key `…s:<user>:<session>` minus the session id is the prefix of the
+ * user's other sessions, a log key `…e:<user>:<session>:<stream>` minus `<session>:<stream>`
+ * the prefix of the user's other logs.
+ */
+
+/**
+ * Creates a session and indexes it in the user's sorted set (score: creation order), then,
+ * with a cap (ARGV[4] > 0), forgets index entries whose session expired and deletes the
+ * oldest live sessions beyond the cap (issue 13, `sessions.maxPerUser`).
+ * KEYS: session, index. ARGV: record, ttl ms, session id, cap.
+ * Returns the evicted sessions as [id, record, id, record, …].
+ */
+export const CREATE_SESSION = `
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('ZADD', KEYS[2], (tonumber(top[2]) or 0) + 1, ARGV[3])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+local cap = tonumber(ARGV[4])
+local evicted = {}
+if cap < 1 or redis.call('ZCARD', KEYS[2]) <= cap then return evicted end
+local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[3])
+local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
+local live = #ids
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', prefix .. id) == 0 then
+    redis.call('ZREM', KEYS[2], id)
+    live = live - 1
+  end
+end
+for _, id in ipairs(ids) do
+  if live <= cap or id == ARGV[3] then break end
+  local record = redis.call('GET', prefix .. id)
+  if record then
+    redis.call('DEL', prefix .. id)
+    redis.call('ZREM', KEYS[2], id)
+    evicted[#evicted + 1] = id
+    evicted[#evicted + 1] = record
+    live = live - 1
+  end
+end
+return evicted`;
+
+/**
+ * Reads a session and slides its idle TTL; the user's index lives at least as long as any of
+ * their sessions. KEYS: session, index. ARGV: ttl ms.
+ */
+export const TOUCH_SESSION = `
+local record = redis.call('GETEX', KEYS[1], 'PX', ARGV[1])
+if record and redis.call('PTTL', KEYS[2]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+return record`;
+
+/** KEYS: session, index. ARGV: session id. Returns 1 when the session existed. */
+export const DELETE_SESSION = `
+redis.call('ZREM', KEYS[2], ARGV[1])
+return redis.call('DEL', KEYS[1])`;
+
+export const DELETE_IF = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/**
+ * Appends to the replay logs of several streams (append-batcher.ts), bounding each log and
+ * each user's logs together (store.ts ReplayBudget), and publishes the new entries for a
+ * replica that follows the stream from elsewhere (RedisCoordinator.watchStream).
+ *
+ * Per stream, KEYS: the log (a list), the user's log sizes (a hash: one field per stream,
+ * `total` for all of them), the user's logs by last append (a sorted set);
+ * ARGV: stream field (`<session>:<stream>`), max events, max bytes, max bytes per user,
+ * ttl ms, channel, entry count, entries.
+ *
+ * A log's first entry is its meta entry (redis-store.ts writes it as `{"seq":…,"meta":…`);
+ * trimming keeps it, and the newest entry, and drops the oldest of the rest. Over the user's
+ * budget, the user's least recently appended other logs are deleted whole. A size recorded
+ * for a log that has since expired is taken off the total when the log starts again.
+ */
+export const APPEND_EVENTS = `
+local function isMeta(entry)
+  return type(entry) == 'string' and string.find(entry, '^{"seq":%d+,"meta":') ~= nil
+end
+
+-- Drops the n oldest entries after the meta entry; returns their bytes.
+local function drop(log, pinned, n)
+  local meta = nil
+  if pinned then meta = redis.call('LPOP', log) end
+  local gone = redis.call('LPOP', log, n)
+  if meta then redis.call('LPUSH', log, meta) end
+  local bytes = 0
+  for _, e in ipairs(gone) do bytes = bytes + #e end
+  return bytes
+end
+
+local a = 1
+for k = 1, #KEYS, 3 do
+  local log, sizes, order = KEYS[k], KEYS[k + 1], KEYS[k + 2]
+  local field = ARGV[a]
+  local maxEvents, maxBytes, maxUserBytes = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local ttl, channel = ARGV[a + 4], ARGV[a + 5]
+  local first = a + 7
+  local last = a + 6 + tonumber(ARGV[a + 6])
+  local length = redis.call('LLEN', log)
+  local known = tonumber(redis.call('HGET', sizes, field)) or 0
+  local bytes = known
+  if length == 0 then bytes = 0 end
+  -- unpack() is limited to a few thousand values: push in slices.
+  for i = first, last, 1000 do
+    redis.call('RPUSH', log, unpack(ARGV, i, math.min(i + 999, last)))
+  end
+  for i = first, last do bytes = bytes + #ARGV[i] end
+  length = length + last - first + 1
+  if length > maxEvents or bytes > maxBytes then
+    local pinned = isMeta(redis.call('LINDEX', log, 0))
+    local data = length
+    if pinned then data = length - 1 end
+    if data > maxEvents then
+      bytes = bytes - drop(log, pinned, data - maxEvents)
+      data = maxEvents
+    end
+    while bytes > maxBytes and data > 1 do
+      bytes = bytes - drop(log, pinned, 1)
+      data = data - 1
+    end
+  end
+  redis.call('HSET', sizes, field, bytes)
+  local total = redis.call('HINCRBY', sizes, 'total', bytes - known)
+  local top = redis.call('ZRANGE', order, -1, -1, 'WITHSCORES')
+  if top[1] ~= field then redis.call('ZADD', order, (tonumber(top[2]) or 0) + 1, field) end
+  local prefix = string.sub(log, 1, #log - #field)
+  while total > maxUserBytes do
+    local oldest = redis.call('ZRANGE', order, 0, 0)[1]
+    if not oldest or oldest == field then break end
+    local size = tonumber(redis.call('HGET', sizes, oldest)) or 0
+    redis.call('DEL', prefix .. oldest)
+    redis.call('HDEL', sizes, oldest)
+    redis.call('ZREM', order, oldest)
+    total = redis.call('HINCRBY', sizes, 'total', -size)
+  end
+  redis.call('PEXPIRE', log, ttl)
+  redis.call('PEXPIRE', sizes, ttl)
+  redis.call('PEXPIRE', order, ttl)
+  redis.call('PUBLISH', channel, '[' .. table.concat(ARGV, ',', first, last) .. ']')
+  a = last + 1
+end
+return #KEYS / 3`;
