@@ -20,6 +20,7 @@ import { backendRefused, hasUpstreamAuth, passUpstreamGate } from './upstream-ga
 import { firstPageList, relayRememberingList } from '../linking/remembered-lists.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from './stream-relay.js';
+import { openStandaloneEarly } from './standalone-early.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
 import { applyToolPolicy, screenToolCalls } from '../policy/tool-traffic.js';
 
@@ -122,6 +123,10 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
 
   if (res.status === 202) {
     await res.body.dump();
+    // Server requests sent on the standalone stream must find it open from now on.
+    if (messages.some((m) => m.method === 'notifications/initialized')) {
+      await openStandaloneEarly(t).catch((err: Error) => request.log.warn({ err: err.message }, 'could not open the standalone stream ahead of the client'));
+    }
     return reply.code(202).send();
   }
   if (res.status === 404) {

@@ -36,6 +36,10 @@ export function handleReplicaMessage(ctx: McpContext, message: ReplicaMessage): 
     relay?.stop();
     return;
   }
+  if (message.type === 'followed') {
+    relay?.followedElsewhere();
+    return;
+  }
   if (relay && !relay.finished) {
     relay.inject(message.data);
     return;

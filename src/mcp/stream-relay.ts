@@ -79,6 +79,12 @@ export class StreamRelay {
    * numbers; those the client has are stored but not sent twice.
    */
   #clientHasThrough = 0;
+  /**
+   * A standalone stream the gateway opened before its client came (standalone-early.ts):
+   * true until a client attaches here or follows it from another replica.
+   */
+  #awaitingClient = false;
+  readonly #onClientCame: Array<() => void> = [];
   /** True while pump() reads the backend: finishing from inside it needs no abort. */
   #pumping = false;
 
@@ -110,6 +116,28 @@ export class StreamRelay {
     return this.#seq;
   }
 
+  /** Marks this relay as opened ahead of its client; `callback` runs when one comes (here or elsewhere). */
+  awaitClient(callback: () => void): void {
+    this.#awaitingClient = true;
+    this.#onClientCame.push(callback);
+  }
+
+  /** Opened ahead of its client, and no client has come yet. */
+  get awaitingClient(): boolean {
+    return this.#awaitingClient && !this.#finished;
+  }
+
+  /** A client follows this stream from another replica (it took the awaiting marker there). */
+  followedElsewhere(): void {
+    this.#clientCame();
+  }
+
+  #clientCame(): void {
+    if (!this.#awaitingClient) return;
+    this.#awaitingClient = false;
+    for (const callback of this.#onClientCame.splice(0)) callback();
+  }
+
   onFinish(callback: () => void): void {
     if (this.#finished) callback();
     else this.#onFinish.push(callback);
@@ -124,6 +152,7 @@ export class StreamRelay {
   attach(writer: SseWriter, afterSeq?: number, prime = false): void {
     const previous = this.#writer;
     this.#writer = writer;
+    this.#clientCame();
     if (previous && previous !== writer) previous.end();
     if (afterSeq === undefined && prime) writer.prime(eventId(this.key.streamId, this.#startSeq), this.#ctx.retryMs);
     const from = afterSeq ?? this.#startSeq;

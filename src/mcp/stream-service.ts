@@ -21,6 +21,7 @@ import { hasUpstreamAuth } from './upstream-gate.js';
 import { StateUnavailableError } from './session-service.js';
 import { SseWriter } from './sse-writer.js';
 import { eventId, StreamRelay, type RelayContext } from './stream-relay.js';
+import { attachAwaiting, followAwaiting } from './standalone-early.js';
 
 export interface StreamTarget {
   ctx: McpContext;
@@ -39,9 +40,9 @@ export interface StreamTarget {
  */
 const STREAM_ID_PREFIX = randomBytes(4).toString('hex');
 let streamCounter = 0;
-const newStreamId = () => STREAM_ID_PREFIX + ((streamCounter = (streamCounter + 1) >>> 0).toString(16).padStart(8, '0'));
+export const newStreamId = () => STREAM_ID_PREFIX + ((streamCounter = (streamCounter + 1) >>> 0).toString(16).padStart(8, '0'));
 
-function relayContext(t: StreamTarget): RelayContext {
+export function relayContext(t: StreamTarget): RelayContext {
   const { streams } = t.ctx.config;
   return {
     store: t.ctx.store,
@@ -57,13 +58,13 @@ function relayContext(t: StreamTarget): RelayContext {
  * Takes the response over from Fastify for an SSE stream. Headers the route's hooks already
  * set on the reply (the rate limiter's `x-ratelimit-*`) go out with the stream's own.
  */
-function openWriter(t: StreamTarget): SseWriter {
+export function openWriter(t: StreamTarget): SseWriter {
   const headers: OutgoingHttpHeaders = { ...(t.reply.getHeaders() as OutgoingHttpHeaders), [HEADER.sessionId]: t.sessionId };
   t.reply.hijack();
-  return new SseWriter(t.reply.raw, { keepAliveMs: t.ctx.config.streams.keepAlive, headers });
+  return new SseWriter(t.reply.raw, { keepAliveMs: t.ctx.config.streams.keepAlive, maxBufferedBytes: t.ctx.config.streams.maxBufferedBytes, headers });
 }
 
-function streamKey(t: StreamTarget, streamId: string): StreamKey {
+export function streamKey(t: StreamTarget, streamId: string): StreamKey {
   return { userKey: t.request.principal!.userKey, sessionId: t.sessionId, streamId };
 }
 
@@ -83,7 +84,8 @@ export async function relayPostStream(t: StreamTarget, res: BackendResponse, req
  */
 export async function openStandaloneStream(t: StreamTarget): Promise<FastifyReply | void> {
   const { principal } = t.request;
-  if (t.ctx.streams.standalone(principal!.userKey, t.sessionId)) return sendConflict(t.reply);
+  const local = t.ctx.streams.standalone(principal!.userKey, t.sessionId);
+  if (local) return local.awaitingClient ? attachAwaiting(t, local) : sendConflict(t.reply);
   if (t.ctx.streams.size >= t.ctx.config.streams.maxOpen) {
     t.reply.header('retry-after', '5');
     return sendJsonRpcError(t.reply, 503, ErrorCode.InternalError, 'Too many open streams on this replica; retry shortly');
@@ -98,6 +100,8 @@ export async function openStandaloneStream(t: StreamTarget): Promise<FastifyRepl
   });
   if (!claim.granted) {
     relay.stop();
+    // Opened by the gateway on another replica before this client came: follow it there.
+    if (await followAwaiting(t, claim.previous)) return;
     return sendConflict(t.reply);
   }
   return continueFromBackend(t, relay, undefined, undefined, claim.mailbox);
@@ -124,7 +128,7 @@ export async function resumeStream(t: StreamTarget, streamId: string, afterSeq: 
 }
 
 /** Replays the retained log after `afterSeq` and continues the stream from the backend. */
-async function resumeFromStore(t: StreamTarget, streamId: string, afterSeq: number, openedWriter: SseWriter | undefined): Promise<FastifyReply | void> {
+export async function resumeFromStore(t: StreamTarget, streamId: string, afterSeq: number, openedWriter: SseWriter | undefined): Promise<FastifyReply | void> {
   const key = streamKey(t, streamId);
   const events = await guardState(() => t.ctx.store.readEvents(key));
   const meta = events.find((e) => e.meta)?.meta;

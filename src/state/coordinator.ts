@@ -17,8 +17,10 @@ export interface StreamHolder {
 export type ReplicaMessage =
   /** A gateway-originated message for the session's standalone stream. */
   | { type: 'deliver'; userKey: string; sessionId: string; streamId: string; data: string }
-  /** Another replica took the stream over: stop relaying it here. */
+  /** Another replica took the stream over, or its follower's client left: stop relaying it here. */
   | { type: 'stop'; userKey: string; sessionId: string; streamId: string }
+  /** A client follows, from another replica, the standalone stream this one opened ahead of it. */
+  | { type: 'followed'; userKey: string; sessionId: string; streamId: string }
   /** A session ended (sent to every replica): drop it from caches. */
   | { type: 'ended'; userKey: string; sessionId: string }
   /** A session's record changed (sent to every replica): drop the cached copy. */
