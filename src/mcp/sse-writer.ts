@@ -3,13 +3,33 @@
  * "Sending Messages to the Server" and "Resumability and Redelivery"): a priming event with
  * an id and `retry`, message events with ids unique per session and stream, and comment
  * keep-alives so that proxies and load balancers do not cut a quiet stream.
+ *
+ * Backpressure (issue 13): events are written as they come and never wait for the client,
+ * so a client that stops reading would make the gateway buffer without limit. When events
+ * (or a keep-alive) are due while more than `maxBufferedBytes` still wait in the response
+ * and its socket (`writableLength`), the writer destroys the response instead: the socket's
+ * buffers are freed, and the stream's owner learns of it through {@link SseWriter.onClose}
+ * like any disconnect. The relay goes on keeping the stream's events in its replay log, so
+ * the client resumes with Last-Event-ID (MCP 2025-11-25 "Resumability and Redelivery").
+ * Nothing is sent first: a client that does not read would not see it.
+ *
+ * The test is made before a write, not after: one burst larger than the bound (a replay on
+ * resumption, a large tool result) is written whole, and only a client still that far behind
+ * when more is due is cut. Otherwise a result above the bound could never be delivered, not
+ * even by resuming. So the gateway holds at most the bound plus one tick's events per
+ * stream. The WebSocket path has the same default bound (websocket-bridge.ts).
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+/** `streams.maxBufferedBytes` by default: as the WebSocket path's bound for unread frames. */
+export const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 export interface SseWriterOptions {
   keepAliveMs: number;
   /** Extra response headers (the session id, and whatever the route's hooks set, e.g. rate-limit headers). */
   headers: OutgoingHttpHeaders;
+  /** Most bytes left unread by the client before the stream is ended (`streams.maxBufferedBytes`). */
+  maxBufferedBytes?: number;
 }
 
 export class SseWriter {
@@ -20,9 +40,12 @@ export class SseWriter {
   /** Events written in this tick, sent together (one socket write, not one per event). */
   #pending = '';
   #scheduled = false;
+  readonly #maxBuffered: number;
+  #overflowed = false;
 
   constructor(res: ServerResponse, options: SseWriterOptions) {
     this.#res = res;
+    this.#maxBuffered = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     res.writeHead(200, {
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache, no-transform',
@@ -41,6 +64,11 @@ export class SseWriter {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** True when the stream was ended because the client left more than `maxBufferedBytes` unread. */
+  get overflowed(): boolean {
+    return this.#overflowed;
   }
 
   /** Registers a callback for when the client goes away or the stream is ended. */
@@ -98,10 +126,19 @@ export class SseWriter {
   #flush(): void {
     this.#scheduled = false;
     if (this.#closed) return;
+    if (this.#res.writableLength > this.#maxBuffered) return this.#overflow();
     const pending = this.#pending;
     this.#pending = '';
     if (pending) this.#res.write(pending);
     else if (!this.#res.headersSent) this.#res.flushHeaders();
+  }
+
+  /** The client is more than `maxBufferedBytes` behind: free what waits for it and end the stream. */
+  #overflow(): void {
+    this.#overflowed = true;
+    this.#pending = '';
+    this.#res.destroy();
+    this.#markClosed();
   }
 
   #markClosed(): void {
