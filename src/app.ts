@@ -21,6 +21,7 @@ import { createOriginGuard } from './mcp/origin-guard.js';
 import { registerRateLimit } from './mcp/rate-limit.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { SessionService } from './mcp/session-service.js';
+import { endEvictedSessions } from './mcp/session-eviction.js';
 import { StreamRegistry } from './mcp/stream-registry.js';
 import { registerHealthRoutes, type Readiness } from './ops/health.js';
 import { loggerOptions } from './ops/logger.js';
@@ -102,6 +103,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     config.sessions.idleTtl,
     (operation) => metrics.stateErrors.inc({ operation }),
     (change, userKey, sessionId) => coordinator.broadcast({ type: change, userKey, sessionId }),
+    { maxPerUser: config.sessions.maxPerUser, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const ctx: McpContext = { config, store, coordinator, sessions, backends, streams, metrics };
   coordinator.onMessage((message) => handleReplicaMessage(ctx, message));
@@ -180,12 +182,15 @@ function createCoordinator(store: StateStore, config: Config): Coordinator {
   return store instanceof RedisStore ? new RedisCoordinator(store.redis, config.redis?.keyPrefix ?? store.keyPrefix) : new MemoryCoordinator();
 }
 
+/** `streams.replayBytes` and `streams.replayBytesPerUser` for the store's replay logs. */
+const replayBudget = (config: Config) => ({ maxBytes: config.streams.replayBytes, maxBytesPerUser: config.streams.replayBytesPerUser });
+
 async function createStore(config: Config, app: FastifyInstance): Promise<StateStore> {
   if (!config.redis) {
     app.log.warn('no redis configured: state is in memory, so run one replica only');
-    return new MemoryStore();
+    return new MemoryStore(undefined, replayBudget(config));
   }
-  const store = new RedisStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix });
+  const store = new RedisStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, replayBudget: replayBudget(config) });
   await store.ready();
   return store;
 }

@@ -168,7 +168,17 @@ export const configSchema = z
       })
       .strict()
       .default({}),
-    sessions: z.object({ idleTtl: duration('24h') }).strict().default({}),
+    sessions: z
+      .object({
+        idleTtl: duration('24h'),
+        /**
+         * Live MCP sessions one user may hold; a further `initialize` ends that user's oldest
+         * session (as a DELETE would), so one user cannot fill the store (issue 13).
+         */
+        maxPerUser: wholeNumber().pipe(z.number().min(1, 'must be at least 1')).default(100),
+      })
+      .strict()
+      .default({}),
     streams: z
       .object({
         keepAlive: duration('15s'),
@@ -177,6 +187,13 @@ export const configSchema = z
         replayEvents: wholeNumber().pipe(z.number().min(1)).default(1000),
         /** How long those events are kept. */
         replayTtl: duration('10m'),
+        /**
+         * Bytes of one stream's replay log; past it the oldest events go (the stream still
+         * delivers live; only resuming very old events is lost).
+         */
+        replayBytes: wholeNumber().pipe(z.number().min(1024, 'must be at least 1024 bytes')).default(1024 * 1024),
+        /** Bytes of all of one user's replay logs together; past it their least recently used logs go. */
+        replayBytesPerUser: wholeNumber().pipe(z.number().min(1024, 'must be at least 1024 bytes')).default(8 * 1024 * 1024),
         /** Most SSE streams one replica keeps open; further GETs get 503 (memory stays bounded). */
         maxOpen: wholeNumber().pipe(z.number().min(1)).default(20_000),
         /**
@@ -225,6 +242,22 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * The local bridge of stdio and legacy HTTP+SSE backends (src/backends/bridge/): each
+     * session is a child process or an open connection, so they are capped per backend and
+     * per user, and a session idle for `idleTimeout` ends (its child stops).
+     */
+    bridge: z
+      .object({
+        /** Bridge sessions of one backend for all users together; beyond it `initialize` gets 503. */
+        maxSessions: wholeNumber().pipe(z.number().min(1, 'must be at least 1')).default(100),
+        /** Bridge sessions of one backend for one user; beyond it that user's `initialize` gets 503. */
+        maxSessionsPerUser: wholeNumber().pipe(z.number().min(1, 'must be at least 1')).default(10),
+        /** A bridge session with no traffic and no open request for this long ends. */
+        idleTimeout: duration('10m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
+      })
+      .strict()
+      .default({}),
     shutdown: z
       .object({
         /** On SIGTERM, how long in-flight calls may take to finish before the process exits. */
@@ -246,6 +279,12 @@ export const configSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
+    if (c.streams.replayBytesPerUser < c.streams.replayBytes) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['streams', 'replayBytesPerUser'], message: `must be at least streams.replayBytes (${c.streams.replayBytes})` });
+    }
+    if (c.bridge.maxSessionsPerUser > c.bridge.maxSessions) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['bridge', 'maxSessionsPerUser'], message: `must be at most bridge.maxSessions (${c.bridge.maxSessions})` });
+    }
     const linksAccounts = c.backends.some((b) => b.upstreamAuth);
     // Linking an account needs the user signed in in the browser (SPEC §4 step 3).
     if (linksAccounts && !c.auth.login) {

@@ -11,14 +11,30 @@ import type { SessionRecord } from '../state/store.js';
 interface Cached {
   record: SessionRecord;
   fetchedAt: number;
+  bytes: number;
 }
+
+/**
+ * Bounds of the cache: entries, and bytes of records (their JSON) — a record is small once
+ * the client's capabilities are cut down (client-capabilities.ts), but an aggregated
+ * session's record carries its members, so entries alone do not bound memory (issue 13).
+ * A record larger than `maxRecordBytes` is not cached: it is read from the store each time.
+ */
+export interface SessionCacheLimits {
+  maxEntries: number;
+  maxBytes: number;
+  maxRecordBytes: number;
+}
+
+export const DEFAULT_SESSION_CACHE_LIMITS: SessionCacheLimits = { maxEntries: 10_000, maxBytes: 16 * 1024 * 1024, maxRecordBytes: 64 * 1024 };
 
 export class SessionCache {
   readonly #entries = new Map<string, Cached>();
+  #bytes = 0;
 
   constructor(
     private readonly maxAgeMs: number,
-    private readonly maxEntries = 10_000,
+    private readonly limits: SessionCacheLimits = DEFAULT_SESSION_CACHE_LIMITS,
   ) {}
 
   get(userKey: string, sessionId: string): SessionRecord | undefined {
@@ -26,7 +42,7 @@ export class SessionCache {
     const entry = this.#entries.get(key);
     if (!entry) return undefined;
     if (Date.now() - entry.fetchedAt > this.maxAgeMs) {
-      this.#entries.delete(key);
+      this.#delete(key);
       return undefined;
     }
     return entry.record;
@@ -34,16 +50,34 @@ export class SessionCache {
 
   set(userKey: string, sessionId: string, record: SessionRecord): void {
     const key = `${userKey}:${sessionId}`;
-    this.#entries.delete(key);
-    if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(key, { record, fetchedAt: Date.now() });
+    this.#delete(key);
+    const bytes = Buffer.byteLength(JSON.stringify(record));
+    if (bytes > this.limits.maxRecordBytes) return;
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size < this.limits.maxEntries && this.#bytes + bytes <= this.limits.maxBytes) break;
+      this.#delete(oldest);
+    }
+    this.#entries.set(key, { record, fetchedAt: Date.now(), bytes });
+    this.#bytes += bytes;
   }
 
   forget(userKey: string, sessionId: string): void {
-    this.#entries.delete(`${userKey}:${sessionId}`);
+    this.#delete(`${userKey}:${sessionId}`);
   }
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** Bytes of the cached records' JSON. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  #delete(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#bytes -= entry.bytes;
   }
 }

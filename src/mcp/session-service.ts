@@ -3,11 +3,17 @@
  * random values; records are stored under the user's key with an idle TTL. Looking up a
  * session with someone else's token finds nothing, which the routes answer with 404, the
  * same as an unknown or expired id, so that nothing reveals another user's session.
+ *
+ * One user holds at most `sessions.maxPerUser` sessions (issue 13): creating one more ends
+ * their oldest, in the store's same atomic step, and `onEvicted` ends what hangs off it
+ * (streams, the backend session: session-eviction.ts). Records keep only a bounded copy of
+ * the client's capabilities (client-capabilities.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import type { SessionRecord, StateStore } from '../state/store.js';
-import { SessionCache } from './session-cache.js';
+import type { EvictedSession, SessionRecord, StateStore } from '../state/store.js';
+import { storedClientCapabilities } from './client-capabilities.js';
+import { DEFAULT_SESSION_CACHE_LIMITS, SessionCache, type SessionCacheLimits } from './session-cache.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -26,8 +32,17 @@ export class StateUnavailableError extends Error {
 /** How long a cached session record is used before the store is asked (and its TTL slid) again. */
 export const SESSION_CACHE_MAX_AGE_MS = 5_000;
 
+export interface SessionServiceOptions {
+  /** `sessions.maxPerUser`; unset: no cap. */
+  maxPerUser?: number;
+  /** Ends what hangs off sessions evicted under the cap (streams, backend sessions); must not throw. */
+  onEvicted?: (principal: Principal, evicted: EvictedSession[]) => void;
+  cacheLimits?: SessionCacheLimits;
+}
+
 export class SessionService {
-  readonly #cache = new SessionCache(SESSION_CACHE_MAX_AGE_MS);
+  readonly #cache: SessionCache;
+  readonly #options: SessionServiceOptions;
 
   constructor(
     readonly store: StateStore,
@@ -36,11 +51,23 @@ export class SessionService {
     readonly onStoreError: (operation: string) => void = () => {},
     /** Tells the other replicas that a session ended or changed, so they drop it from their caches. */
     readonly announce: (change: 'ended' | 'changed', userKey: string, sessionId: string) => Promise<void> = async () => {},
-  ) {}
+    options: SessionServiceOptions = {},
+  ) {
+    this.#options = options;
+    this.#cache = new SessionCache(SESSION_CACHE_MAX_AGE_MS, options.cacheLimits ?? DEFAULT_SESSION_CACHE_LIMITS);
+  }
 
+  /** Stores a new session; the user's oldest sessions beyond `maxPerUser` end. */
   async create(principal: Principal, sessionId: string, record: SessionRecord): Promise<void> {
-    await this.#guard('createSession', () => this.store.createSession(principal.userKey, sessionId, record, this.idleTtlMs));
-    this.#cache.set(principal.userKey, sessionId, record);
+    const stored = bounded(record);
+    const evicted = await this.#guard('createSession', () => this.store.createSession(principal.userKey, sessionId, stored, this.idleTtlMs, this.#options.maxPerUser));
+    this.#cache.set(principal.userKey, sessionId, stored);
+    if (!evicted.length) return;
+    for (const { sessionId: ended } of evicted) {
+      this.#cache.forget(principal.userKey, ended);
+      await this.announce('ended', principal.userKey, ended).catch(() => {});
+    }
+    this.#options.onEvicted?.(principal, evicted);
   }
 
   /** The session when it exists for this user and this backend; undefined otherwise. */
@@ -62,12 +89,13 @@ export class SessionService {
 
   /** Replaces the record of a live session (false when it has ended meanwhile). */
   async update(principal: Pick<Principal, 'userKey'>, sessionId: string, record: SessionRecord): Promise<boolean> {
-    const replaced = await this.#guard('replaceSession', () => this.store.replaceSession(principal.userKey, sessionId, record, this.idleTtlMs));
+    const stored = bounded(record);
+    const replaced = await this.#guard('replaceSession', () => this.store.replaceSession(principal.userKey, sessionId, stored, this.idleTtlMs));
     if (!replaced) {
       this.#cache.forget(principal.userKey, sessionId);
       return false;
     }
-    this.#cache.set(principal.userKey, sessionId, record);
+    this.#cache.set(principal.userKey, sessionId, stored);
     await this.announce('changed', principal.userKey, sessionId).catch(() => {});
     return true;
   }
@@ -85,4 +113,9 @@ export class SessionService {
       throw new StateUnavailableError(err);
     }
   }
+}
+
+/** The record as stored: the client's capabilities cut down to what the gateway uses. */
+function bounded(record: SessionRecord): SessionRecord {
+  return { ...record, clientCapabilities: storedClientCapabilities(record.clientCapabilities) };
 }
