@@ -148,7 +148,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // Before any route: it attaches itself to the /mcp… and /ws/mcp… routes as they are added.
   await registerRateLimit(app, config, store, metrics);
   registerHealthRoutes(app, store, readiness);
-  registerMetricsRoute(app, metrics);
+  // With `metrics.listen`, /metrics has a listener of its own (server.ts) instead.
+  if (!config.metrics.listen) registerMetricsRoute(app, metrics, config.metrics.bearerToken);
   registerOpenApiRoute(app);
   registerMetadataRoutes(app, config);
   const originGuard = createOriginGuard(config);

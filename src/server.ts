@@ -6,18 +6,37 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppOptions } from './app.js';
 import type { Config } from './config/schema.js';
+import { startMetricsListener, type MetricsListener } from './ops/metrics-listener.js';
 
 export interface RunningServer {
   app: FastifyInstance;
   /** Base URL the server listens on. */
   url: string;
+  /** Base URL of the metrics listener, when `metrics.listen` is set. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   const app = await buildApp(config, options);
   const address = await app.listen({ host: config.listen.host, port: config.listen.port });
-  return { app, url: address, close: () => app.close() };
+  let metrics: MetricsListener | undefined;
+  if (config.metrics.listen) {
+    const { host, port } = config.metrics.listen;
+    metrics = await startMetricsListener({ host, port, metrics: app.metrics, bearerToken: config.metrics.bearerToken, log: app.log }).catch(async (err: unknown) => {
+      await app.close();
+      throw err;
+    });
+  }
+  // The metrics listener closes last, so the drain itself can still be scraped.
+  const close = async () => {
+    try {
+      await app.close();
+    } finally {
+      await metrics?.close();
+    }
+  };
+  return { app, url: address, metricsUrl: metrics?.url, close };
 }
 
 /**
