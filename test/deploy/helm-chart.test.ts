@@ -315,7 +315,12 @@ describe('Ingress, Service, autoscaling', () => {
     assert.match(template('hpa.yaml'), /scaleTargetRef:\n\s+apiVersion: apps\/v1\n\s+kind: Deployment\n\s+name: \{\{ include "switchboard\.fullname" \. \}\}/);
     assert.match(template('pdb.yaml'), /matchLabels:\n\s+\{\{- include "switchboard\.selectorLabels" \. \| nindent 6 \}\}/);
     const monitor = template('servicemonitor.yaml');
-    assert.match(monitor, /- port: http\n\s+path: \/metrics/);
+    // The API port, or the `metrics` port when config.metrics.listen moves /metrics there;
+    // with config.metrics.bearerToken, the token from a Secret key (issue 13).
+    assert.match(monitor, /\{\{- if gt \(include "switchboard\.metricsPort" \. \| int\) 0 \}\}\n(?:\s+#.*\n)?\s+- port: metrics\n\s+\{\{- else \}\}\n(?:\s+#.*\n)?\s+- port: http\n\s+\{\{- end \}\}\n\s+path: \/metrics/);
+    assert.match(monitor, /authorization:\n\s+type: Bearer\n\s+credentials:\n\s+name: .*\n\s+key: \{\{ \. \}\}/);
+    assert.match(template('service.yaml'), /- name: metrics\n\s+port: \{\{ \. \}\}\n\s+targetPort: metrics/);
+    assert.match(template('deployment.yaml'), /- name: metrics\n\s+containerPort: \{\{ \. \}\}/);
     // Gateway and Redis selectors differ by component, so neither selects the other's pods.
     const helpers = template('_helpers.tpl');
     assert.match(helpers, /define "switchboard\.selectorLabels" -\}\}\n(?:.*\n){2}app\.kubernetes\.io\/component: gateway/);

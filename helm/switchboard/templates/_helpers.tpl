@@ -117,6 +117,14 @@ The port the gateway listens on (config.listen.port, 8080 by default).
 {{- end }}
 
 {{/*
+The port of /metrics' own listener (config.metrics.listen.port), or 0 when /metrics is on
+the API port.
+*/}}
+{{- define "switchboard.metricsPort" -}}
+{{- dig "metrics" "listen" "port" 0 .Values.config | int }}
+{{- end }}
+
+{{/*
 Whether the chart sets REDIS_URL ("true" or "").
 */}}
 {{- define "switchboard.redisUrlProvided" -}}
@@ -132,6 +140,9 @@ Checks that fail early, at `helm install`/`helm template`, instead of in a crash
 {{- end }}
 {{- if and .Values.secrets.existingSecret .Values.secrets.values }}
 {{- fail "secrets.existingSecret and secrets.values are both set: choose one" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (dig "metrics" "bearerToken" "" .Values.config) (not .Values.metrics.serviceMonitor.bearerTokenSecret.key) }}
+{{- fail "config.metrics.bearerToken is set: name the Secret key that holds it in metrics.serviceMonitor.bearerTokenSecret.key, or Prometheus gets 401" }}
 {{- end }}
 {{- if not .Values.config.redis }}
 {{- if or .Values.autoscaling.enabled (gt (int .Values.replicaCount) 1) }}
