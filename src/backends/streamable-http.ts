@@ -5,13 +5,16 @@
  * exchange goes through undici's dispatcher directly (exchange.ts).
  *
  * Hop-by-hop hygiene: only the headers below are sent. The client's `Authorization`,
- * cookies and its gateway session id never reach the backend (no token passthrough).
+ * cookies and its gateway session id never reach the backend (no token passthrough). A local
+ * bridge (its key among the static headers) is also told the caller's user key, so that it
+ * can cap sessions per user (bridge/bridge-headers.ts); no other backend is.
  */
 import { Agent } from 'undici';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from './backend.js';
 import type { BackendConfig } from '../config/schema.js';
 import { toBackendError } from './errors.js';
 import { exchange } from './exchange.js';
+import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge/bridge-headers.js';
 
 export type { BackendCallHeaders, BackendResponse } from './backend.js';
 
@@ -24,6 +27,7 @@ export class StreamableHttpBackend implements McpBackend {
   readonly #staticHeaders: Record<string, string>;
   readonly #agent: Agent;
   readonly #timeoutMs: number;
+  readonly #isBridge: boolean;
 
   constructor(config: BackendConfig) {
     this.name = config.name;
@@ -32,6 +36,7 @@ export class StreamableHttpBackend implements McpBackend {
     this.#origin = url.origin;
     this.#path = `${url.pathname}${url.search}`;
     this.#staticHeaders = lowerCaseKeys(config.headers);
+    this.#isBridge = BRIDGE_KEY_HEADER in this.#staticHeaders;
     this.#timeoutMs = config.timeout;
     this.#agent = new Agent({ keepAliveTimeout: 30_000, connectTimeout: Math.min(config.timeout, 10_000) });
   }
@@ -64,6 +69,7 @@ export class StreamableHttpBackend implements McpBackend {
     if (h.authorization) headers.authorization = h.authorization;
     if (h.traceparent) headers.traceparent = h.traceparent;
     if (h.tracestate) headers.tracestate = h.tracestate;
+    if (this.#isBridge && h.caller) headers[BRIDGE_USER_HEADER] = h.caller.principal.userKey;
     try {
       const res = await exchange(this.#agent, {
         origin: this.#origin,

@@ -3,13 +3,14 @@
  * directly over HTTP on 127.0.0.1 with a real stdio child behind it: the per-bridge key is
  * required, unknown sessions are 404 (the gateway's "session ended"), a request without a
  * session must be `initialize`, and the session cap refuses with 503 and a JSON-RPC error
- * until a slot is freed.
+ * until a slot is freed; a user (named by the gateway in an internal header) past their
+ * share gets a JSON-RPC error while others still get sessions.
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { BRIDGE_KEY_HEADER, BridgeServer } from '../../src/backends/bridge/bridge-server.js';
+import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER, BridgeServer } from '../../src/backends/bridge/bridge-server.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { BackendConfig } from '../../src/config/schema.js';
 
@@ -47,7 +48,7 @@ async function call(method: string, headers: Record<string, string>, body?: stri
 const withKey = () => ({ [BRIDGE_KEY_HEADER]: gatewayConfig.headers[BRIDGE_KEY_HEADER]! });
 
 before(async () => {
-  bridge = new BridgeServer({ backend, idleTtlMs: 60_000, maxSessions: 1, log: pino({ level: 'silent' }) });
+  bridge = new BridgeServer({ backend, idleMs: 60_000, maxSessions: 1, log: pino({ level: 'silent' }) });
   await bridge.start();
   gatewayConfig = bridge.gatewayConfig();
 });
@@ -101,5 +102,30 @@ describe('the bridge endpoint', () => {
     const again = await call('POST', withKey(), initializeBody(4));
     assert.equal(again.status, 200, again.text);
     assert.ok(again.sessionId && again.sessionId !== first.sessionId);
+  });
+});
+
+describe('sessions per user', () => {
+  test("past bridge.maxSessionsPerUser a user's initialize gets a JSON-RPC error; other users, and calls naming none, still fit", async (t) => {
+    const shared = new BridgeServer({ backend, idleMs: 60_000, maxSessions: 3, maxSessionsPerUser: 1, log: pino({ level: 'silent' }) });
+    t.after(() => shared.close());
+    await shared.start();
+    const key = { [BRIDGE_KEY_HEADER]: shared.gatewayConfig().headers[BRIDGE_KEY_HEADER]! };
+    const open = async (headers: Record<string, string>, id: number) => {
+      const res = await fetch(shared.gatewayConfig().url!, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...key, ...headers }, body: initializeBody(id), signal: AbortSignal.timeout(15_000) });
+      return { status: res.status, text: await res.text(), sessionId: res.headers.get('mcp-session-id') };
+    };
+    assert.ok((await open({ [BRIDGE_USER_HEADER]: 'user-a' }, 1)).sessionId);
+    const refused = await open({ [BRIDGE_USER_HEADER]: 'user-a' }, 2);
+    assert.equal(refused.status, 200);
+    const body = JSON.parse(refused.text) as { id: number; error: { code: number; message: string } };
+    assert.deepEqual([body.id, body.error.code], [2, -32010]);
+    assert.match(body.error.message, /you have too many open sessions with backend "local" \(at most 1\)/);
+    assert.equal(shared.sessionCount, 1, 'the refusal started nothing');
+
+    assert.ok((await open({ [BRIDGE_USER_HEADER]: 'user-b' }, 3)).sessionId, 'another user is not starved');
+    // Not a user key: counted towards the backend's cap only (as a call naming no user).
+    assert.ok((await open({ [BRIDGE_USER_HEADER]: 'not a user key!' }, 4)).sessionId);
+    assert.equal((await open({}, 5)).status, 503, 'three in all: the backend is full');
   });
 });

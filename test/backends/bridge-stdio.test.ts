@@ -6,7 +6,7 @@
  *
  * Checked: the whole conversation (tools, progress, sampling, resources); one child per
  * session, with the configured env and none of the gateway's; DELETE, a dying child,
- * idle expiry and gateway shutdown each end the child/session; a command that cannot
+ * idle expiry (`bridge.idleTimeout`) and gateway shutdown each end the child/session; a command that cannot
  * start, or exits at once, gives the client a clear JSON-RPC error promptly.
  */
 import assert from 'node:assert/strict';
@@ -162,8 +162,8 @@ describe('stdio backends that cannot serve', () => {
 });
 
 describe('bridge sessions end with the gateway', () => {
-  test('after sessions.idleTtl without traffic the child is stopped', async () => {
-    const idle = await startGateway({ issuer: oauth!.issuer, backends: [fixtureBackend('local')], overrides: { sessions: { idleTtl: '1s' } } });
+  test('after bridge.idleTimeout without traffic the child is stopped, though the gateway session lives on', async () => {
+    const idle = await startGateway({ issuer: oauth!.issuer, backends: [fixtureBackend('local')], overrides: { bridge: { idleTimeout: '1s' } } });
     extraGateways.push(idle);
     const idleToken = await oauth!.token({ sub: 'stdio-user', aud: idle.audience });
     const session = await connectClient(idle.endpoint('local'), idleToken, clients);

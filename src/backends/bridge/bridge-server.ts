@@ -12,7 +12,9 @@
  * local process or a DNS-rebound browser page cannot start children through it.
  *
  * Sessions live in this process's memory, so such backends are single-replica only (the
- * config refuses them together with `redis`, src/config/schema.ts).
+ * config refuses them together with `redis`, src/config/schema.ts). Each costs a child or a
+ * connection, so they are capped per backend and per user (session-slots.ts; the gateway
+ * names the user in an internal header, bridge-headers.ts) and end when idle.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -20,19 +22,24 @@ import type { AddressInfo } from 'node:net';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { BackendConfig } from '../../config/schema.js';
 import { ErrorCode, errorResponse } from '../../mcp/jsonrpc.js';
-import { openBackendLink } from './backend-link.js';
+import { openBackendLink, type BackendLink } from './backend-link.js';
+import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge-headers.js';
 import { BridgeSession } from './bridge-session.js';
 import type { BridgeLogger } from './logger.js';
+import { SessionSlots, type Slot } from './session-slots.js';
+
+export { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge-headers.js';
 
 /**
- * Concurrent bridge sessions per backend unless configured otherwise: each stdio session
- * is a child process (tens of MB each), each SSE session an open connection, so the bound
- * keeps one user from exhausting the host. Beyond it, `initialize` gets HTTP 503.
+ * Bounds unless configured otherwise (`bridge.*`): each stdio session is a child process
+ * (tens of MB each), each SSE session an open connection. Beyond them, `initialize` gets
+ * HTTP 503 with a JSON-RPC error.
  */
 export const DEFAULT_MAX_BRIDGE_SESSIONS = 100;
+export const DEFAULT_MAX_BRIDGE_SESSIONS_PER_USER = 10;
 
-/** The header that carries the per-bridge key. */
-export const BRIDGE_KEY_HEADER = 'x-switchboard-bridge-key';
+/** What a user key looks like (src/auth/principal.ts userKeyOf); anything else counts as no user. */
+const USER_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
 const PATH = '/mcp';
 /** The gateway's own default for `limits.maxBodyBytes`. */
@@ -41,9 +48,12 @@ const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export interface BridgeServerOptions {
   /** The backend as configured (transport stdio or sse). */
   backend: BackendConfig;
-  /** `sessions.idleTtl` in ms. */
-  idleTtlMs: number;
+  /** A session with no traffic and no open request for this long ends (`bridge.idleTimeout`). */
+  idleMs: number;
+  /** `bridge.maxSessions`: sessions of this backend for all users. */
   maxSessions?: number;
+  /** `bridge.maxSessionsPerUser`: sessions of this backend for one user. */
+  maxSessionsPerUser?: number;
   /** `limits.maxBodyBytes`: the bridge accepts whatever the gateway accepted. */
   maxBodyBytes?: number;
   log: BridgeLogger;
@@ -55,15 +65,16 @@ export class BridgeServer {
   readonly #server: Server;
   /** Sessions by Mcp-Session-Id. */
   readonly #sessions = new Map<string, BridgeSession>();
-  /** Every live session, including those still starting or initializing. */
+  /** Every live session, including those still initializing. */
   readonly #live = new Set<BridgeSession>();
-  /** Slots taken by sessions whose backend link is still being opened. */
-  #starting = 0;
+  /** Sessions open or starting, per backend and per user. */
+  readonly #slots: SessionSlots;
   #url: string | undefined;
   #closing = false;
 
   constructor(options: BridgeServerOptions) {
     this.#options = options;
+    this.#slots = new SessionSlots(options.maxSessions ?? DEFAULT_MAX_BRIDGE_SESSIONS, options.maxSessionsPerUser ?? DEFAULT_MAX_BRIDGE_SESSIONS_PER_USER);
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((err: Error) => {
         options.log.error({ backend: options.backend.name, err: err.message }, 'bridge: request failed');
@@ -75,7 +86,7 @@ export class BridgeServer {
 
   /** Sessions open right now (tests, metrics). */
   get sessionCount(): number {
-    return this.#live.size + this.#starting;
+    return this.#slots.size;
   }
 
   /** Listens on 127.0.0.1 on a free port. */
@@ -143,27 +154,28 @@ export class BridgeServer {
 
   async #openSession(req: IncomingMessage, res: ServerResponse, message: JSONRPCMessage, initializeId: RequestId): Promise<void> {
     const { backend, log } = this.#options;
-    const max = this.#options.maxSessions ?? DEFAULT_MAX_BRIDGE_SESSIONS;
-    if (this.sessionCount >= max) {
-      log.warn({ backend: backend.name, max }, 'bridge: session limit reached; initialize refused');
-      return sendJson(res, 503, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" has too many open sessions (at most ${max}); try again later`));
-    }
-    this.#starting++;
+    const header = req.headers[BRIDGE_USER_HEADER];
+    const slot = this.#slots.take(typeof header === 'string' && USER_KEY.test(header) ? header : undefined);
+    if (typeof slot === 'string') return this.#refuse(res, initializeId, slot);
     let link;
     try {
       link = await openBackendLink(backend, backend.timeout, log);
     } catch (err) {
+      slot.release();
       const reason = describeStartFailure(err);
       log.warn({ backend: backend.name, transport: backend.transport, err: (err as Error).message }, 'bridge: backend could not be started');
       // A JSON-RPC answer to initialize: the gateway passes it to the client as it is.
       return sendJson(res, 200, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" could not be started: ${reason}`));
-    } finally {
-      this.#starting--;
     }
+    return this.#startSession(req, res, message, initializeId, link, slot);
+  }
+
+  async #startSession(req: IncomingMessage, res: ServerResponse, message: JSONRPCMessage, initializeId: RequestId, link: BackendLink, slot: Slot): Promise<void> {
+    const { backend, log } = this.#options;
     const session = new BridgeSession({
       backend,
       link,
-      idleMs: this.#options.idleTtlMs,
+      idleMs: this.#options.idleMs,
       maxBodyBytes: this.#options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       initializeId,
       log,
@@ -171,6 +183,7 @@ export class BridgeServer {
       onEnded: (s) => {
         this.#live.delete(s);
         if (s.id) this.#sessions.delete(s.id);
+        slot.release();
       },
     });
     this.#live.add(session);
@@ -179,6 +192,22 @@ export class BridgeServer {
     await session.handle(req, res, message);
     // The SDK refused the initialize (malformed): nothing will ever use this session.
     if (!session.id) await session.end('initialize was refused');
+  }
+
+  /**
+   * Refuses an `initialize` over a cap: the backend's is the server being full (HTTP 503); the
+   * user's is theirs to resolve, so it is a JSON-RPC error the gateway passes on as it is.
+   */
+  #refuse(res: ServerResponse, initializeId: RequestId, refusal: 'backend' | 'user'): void {
+    const { backend, log } = this.#options;
+    const { max, maxPerUser } = this.#slots;
+    if (refusal === 'backend') {
+      log.warn({ backend: backend.name, max }, 'bridge: session limit reached (bridge.maxSessions); initialize refused');
+      return sendJson(res, 503, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" has too many open sessions (at most ${max}); try again later`));
+    }
+    log.warn({ backend: backend.name, maxPerUser }, "bridge: a user's session limit reached (bridge.maxSessionsPerUser); initialize refused");
+    const text = `you have too many open sessions with backend "${backend.name}" (at most ${maxPerUser}); end one (DELETE) or let one go idle, then try again`;
+    sendJson(res, 200, errorResponse(initializeId, ErrorCode.BackendUnavailable, text));
   }
 
   #keyMatches(given: string | string[] | undefined): boolean {

@@ -10,7 +10,7 @@
  * server transport closed so later requests get 404 (MCP "Session Management": the
  * client must then start a new session) — on DELETE, when the child exits or the SSE
  * connection drops, when `initialize` is not answered within the backend's timeout, after
- * `sessions.idleTtl` without traffic or open requests, and when the gateway shuts down. Requests still
+ * `bridge.idleTimeout` without traffic or open requests, and when the gateway shuts down. Requests still
  * waiting when the backend goes away are answered with a JSON-RPC error, so the client
  * is told why instead of waiting for a timeout.
  */
@@ -28,7 +28,7 @@ import { OpenRequests } from './open-requests.js';
 export interface BridgeSessionOptions {
   backend: BackendConfig;
   link: BackendLink;
-  /** `sessions.idleTtl`: the session ends after this long without a message or request. */
+  /** `bridge.idleTimeout`: the session ends after this long without a message or request. */
   idleMs: number;
   /** Largest POST body the server transport accepts (`limits.maxBodyBytes`). */
   maxBodyBytes: number;
@@ -81,7 +81,7 @@ export class BridgeSession {
       // A request the backend may still be working on is not idleness; one older than the
       // backend's timeout was given up by the gateway already.
       if (this.#open.size > 0 && Date.now() - this.#lastRequestAt < options.backend.timeout) this.#idle.refresh();
-      else void this.end('idle for longer than sessions.idleTtl');
+      else void this.end('idle for longer than bridge.idleTimeout');
     }, Math.min(options.idleMs, MAX_TIMER_MS)).unref();
     this.#initTimer = setTimeout(() => {
       if (this.#open.has(options.initializeId)) void this.end(`the backend did not answer initialize within ${options.backend.timeout} ms`, true);

@@ -19,7 +19,15 @@ export async function startLocalBridges(config: Config, log: BridgeLogger): Prom
   try {
     for (const backend of config.backends) {
       if (backend.transport !== 'stdio' && backend.transport !== 'sse') continue;
-      const bridge = new BridgeServer({ backend, idleTtlMs: config.sessions.idleTtl, maxBodyBytes: config.limits.maxBodyBytes, log });
+      const bridge = new BridgeServer({
+        backend,
+        // A child never outlives the gateway session it serves either.
+        idleMs: Math.min(config.bridge.idleTimeout, config.sessions.idleTtl),
+        maxSessions: config.bridge.maxSessions,
+        maxSessionsPerUser: config.bridge.maxSessionsPerUser,
+        maxBodyBytes: config.limits.maxBodyBytes,
+        log,
+      });
       bridges.set(backend.name, bridge);
       await bridge.start();
       log.info({ backend: backend.name, transport: backend.transport }, 'backend reached through a local bridge (single replica)');
