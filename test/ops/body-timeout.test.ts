@@ -56,6 +56,10 @@ describe('limits.bodyTimeout', () => {
     c.socket.write(postHead(INITIALIZE.length) + INITIALIZE.slice(0, 20));
     await waitUntil(async () => (c.closed() ? true : undefined), { what: 'the gateway to close the stalled request', timeoutMs: DEADLINE_MS, intervalMs: 50 });
     assert.match(c.answer(), /^HTTP\/1\.1 408 /);
+    const body = JSON.parse(c.answer().slice(c.answer().indexOf('\r\n\r\n') + 4)) as { id: unknown; error: { code: number; message: string } };
+    assert.equal(body.id, null);
+    assert.equal(body.error.code, -32600);
+    assert.match(body.error.message, /limits\.bodyTimeout/);
     assert.deepEqual(backend!.methods, [], 'nothing reached the backend');
   });
 

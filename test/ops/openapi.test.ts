@@ -229,7 +229,7 @@ describe('openapi/openapi.yaml: the document', () => {
     const codes = ((((doc.components as Json).schemas as Json).GatewayErrorCode as Json).oneOf as Json[]).map((c) => c.const);
     assert.deepEqual(codes.sort(), [-32700, -32600, -32603, -32010, -32011, -32012, -32013, -32015, -32029].sort());
     const statuses = (method: string) => Object.keys(((((doc.paths as Json)['/mcp/{backend}'] as Json)[method] as Json).responses as Json)).sort();
-    assert.deepEqual(statuses('post'), ['200', '202', '400', '401', '403', '404', '406', '413', '415', '421', '429', '4XX', '500', '502', '503', '504']);
+    assert.deepEqual(statuses('post'), ['200', '202', '400', '401', '403', '404', '406', '408', '413', '415', '421', '429', '4XX', '500', '502', '503', '504']);
     assert.deepEqual(statuses('get'), ['200', '400', '401', '403', '404', '406', '409', '421', '429', '500', '502', '503', '504']);
     assert.deepEqual(statuses('delete'), ['204', '400', '401', '403', '404', '421', '429', '500', '503']);
     assert.match(String((doc.info as Json).description), /-32042/);
