@@ -16,6 +16,12 @@
  * - A `tools/list` answer is rewritten only when the backend has a tool policy and only the
  *   response whose id is that request's; every other message and SSE event passes unchanged,
  *   backend event ids included (they drive resumption).
+ *
+ * The policy judges the parsed message while the backend gets the client's bytes, so the two
+ * must read the same tool name: a body such as `{"name":"denied","name":"allowed"}` would be
+ * judged by its last `name` here and run by its first in a backend whose parser keeps the
+ * first. parseMessages (mcp/jsonrpc.ts, json-guard.ts) refuses any message with a duplicate
+ * member name before it gets here (issue 13).
  */
 import type { FastifyRequest } from 'fastify';
 import type { BackendResponse } from '../backends/backend.js';
