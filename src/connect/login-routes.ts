@@ -6,16 +6,19 @@
  * compare the person in the browser with the user who triggered an elicitation.
  *
  * Defences, in the order a callback meets them:
- * - `state` is random, stored server-side with the PKCE verifier, nonce and returnTo for
- *   10 minutes, and single use (`takeValue`);
- * - it is bound to a short-lived, signed, HttpOnly pre-login cookie (`__Host-sb_login`, Path=/,
- *   with an https publicUrl; else `sb_login`, Path=/login), so a callback URL carried to another
- *   browser (login CSRF) is refused without using it up; a request with two such cookies (one
+ * - `state` is random and lives 10 minutes; `/login` stores nothing server-side (issue 13):
+ *   the pending sign-in — state, returnTo, start time — is listed in a short-lived, signed,
+ *   HttpOnly pre-login cookie (`__Host-sb_login`, Path=/, with an https publicUrl; else
+ *   `sb_login`, Path=/login), and the PKCE verifier and nonce are derived from the state with a
+ *   secret key (pending-login.ts);
+ * - a state is single use: once its code is redeemed it is remembered in the store;
+ * - a state the browser's own cookie does not list was started in another browser (login
+ *   CSRF) and is refused without using it up; a request with two pre-login cookies (one
  *   planted by a sibling host) is refused the same way;
  * - the id_token is verified against the issuer's JWKS (signature, algorithm allowlist, `iss`,
  *   `aud` = client id, `azp`, `exp`, `nonce`);
- * - `returnTo` is a same-origin path or `/connections` — never an open redirect (checked when
- *   stored and again before the redirect).
+ * - `returnTo` is a same-origin path of at most 512 characters, or `/connections` — never an
+ *   open redirect (checked when stored and again before the redirect).
  * Errors end on an HTML error page (never a stack); codes, tokens and query values are not logged.
  */
 import { discoverIssuerMetadata } from '../auth/discovery.js';
@@ -24,6 +27,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
+import { createPendingLogins, LOGIN_RETURN_TO_MAX, PENDING_LOGIN_TTL_MS, STATE_FORMAT, type PendingLogin } from './pending-login.js';
 import {
   type BrowserSessions,
   cookiePolicy,
@@ -36,22 +40,12 @@ import {
 } from './browser-sessions.js';
 import { CSRF_FIELD, errorPage, refusalPage, sendPage, setPageErrorHandler, signedOutPage } from './pages.js';
 
-const STATE_TTL_MS = 10 * 60_000;
-const STATE_PREFIX = 'login-state:';
+/** A redeemed state, remembered until it would have expired anyway. */
+const USED_PREFIX = 'login-used:';
 const HTTP_TIMEOUT_MS = 10_000;
 const RETURN_DEFAULT = '/connections';
 
 type LoginConfig = NonNullable<Config['auth']['login']>;
-
-/** What a pending sign-in remembers, keyed by its `state`. */
-interface PendingLogin {
-  verifier: string;
-  nonce: string;
-  returnTo: string;
-  /** SHA-256 of the pre-login cookie's random value (base64url). */
-  binding: string;
-  createdAt: number;
-}
 
 interface ProviderMetadata {
   issuer: string;
@@ -66,8 +60,12 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
   const login = config.auth.login;
   const signer = cookieSigner(config);
   const cookies = cookiePolicy(config);
-  /** The pre-login binding this browser holds, when it holds exactly one that verifies. */
-  const heldBinding = (request: FastifyRequest) => onlySignedCookie(request, cookies.login, signer);
+  const pendingLogins = createPendingLogins(config.secrets.cookieKey!);
+  /** The sign-ins this browser has under way, when it holds exactly one pre-login cookie that verifies. */
+  const heldPending = (request: FastifyRequest): PendingLogin[] | undefined => {
+    const value = onlySignedCookie(request, cookies.login, signer);
+    return value === undefined ? undefined : pendingLogins.read(value);
+  };
   const oidc = login ? createOidcClient(config, login) : undefined;
   const redirectUri = `${config.publicUrl}/login/callback`;
 
@@ -85,7 +83,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
     scope.get('/login', async (request, reply) => {
       if (!login || !oidc) return sendPage(reply, notConfigured());
       const query = request.query as Record<string, unknown>;
-      const returnTo = safeReturnTo(first(query.returnTo), RETURN_DEFAULT);
+      const returnTo = loginReturnTo(first(query.returnTo));
       let metadata: ProviderMetadata;
       try {
         metadata = await oidc.metadata();
@@ -94,17 +92,9 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
         return sendPage(reply, unavailable(returnTo));
       }
 
-      // One binding per browser, reused by concurrent sign-ins (two tabs must not evict each other).
-      const binding = heldBinding(request) ?? randomBytes(32).toString('base64url');
+      // Added to the sign-ins this browser has under way (two tabs must not evict each other).
       const state = randomBytes(32).toString('base64url');
-      const pending: PendingLogin = {
-        verifier: randomBytes(32).toString('base64url'),
-        nonce: randomBytes(32).toString('base64url'),
-        returnTo,
-        binding: digest(binding),
-        createdAt: Date.now(),
-      };
-      await store.putValue(STATE_PREFIX + state, JSON.stringify(pending), STATE_TTL_MS);
+      const pending = [...(heldPending(request) ?? []), { state, returnTo, createdAt: Date.now() }];
 
       const target = new URL(metadata.authorizationEndpoint);
       const params: Record<string, string> = {
@@ -113,8 +103,8 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
         redirect_uri: redirectUri,
         scope: [...new Set(['openid', ...login.scopes])].join(' '),
         state,
-        nonce: pending.nonce,
-        code_challenge: createHash('sha256').update(pending.verifier).digest('base64url'),
+        nonce: pendingLogins.nonce(state),
+        code_challenge: createHash('sha256').update(pendingLogins.verifier(state)).digest('base64url'),
         code_challenge_method: 'S256',
       };
       const hint = first(query.login_hint);
@@ -123,7 +113,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
       if (prompt === 'login' || prompt === 'select_account') params.prompt = prompt;
       for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
 
-      reply.header('set-cookie', serializeCookie(cookies.login, signer.sign(binding), { maxAgeMs: STATE_TTL_MS, path: cookies.loginPath, secure: cookies.secure }));
+      reply.header('set-cookie', serializeCookie(cookies.login, signer.sign(pendingLogins.write(pending)), { maxAgeMs: PENDING_LOGIN_TTL_MS, path: cookies.loginPath, secure: cookies.secure }));
       return redirect(reply, target.href);
     });
 
@@ -134,28 +124,25 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
       if (typeof state !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(state)) {
         return sendPage(reply, errorPage({ status: 400, title: 'Sign-in link is incomplete', detail: 'The sign-in response did not carry a valid state. Please sign in again.', retryUrl: '/login' }));
       }
-      const key = STATE_PREFIX + state;
-      const pending = parsePending(await store.getValue(key));
-      if (!pending) {
-        request.log.info('sign-in: unknown, expired or used state');
-        return sendPage(reply, errorPage({ status: 400, title: 'Sign-in expired', detail: 'This sign-in attempt has expired or was already used. Please sign in again.', retryUrl: '/login' }));
+      const expired = () =>
+        sendPage(reply, errorPage({ status: 400, title: 'Sign-in expired', detail: 'This sign-in attempt has expired or was already used. Please sign in again.', retryUrl: '/login' }));
+      if (!STATE_FORMAT.test(state) || (await store.getValue(USED_PREFIX + state)) !== undefined) {
+        request.log.info('sign-in: unknown or used state');
+        return expired();
       }
-      // Checked again: a state stored by an older version may hold an unsafe target.
-      const returnTo = safeReturnTo(pending.returnTo, RETURN_DEFAULT);
-      const retryUrl = loginUrl(returnTo);
-      const binding = heldBinding(request);
-      if (binding === undefined || digest(binding) !== pending.binding) {
-        // Not consumed: the browser that started this sign-in can still finish it.
-        request.log.warn('sign-in: state presented by another browser');
+      const held = heldPending(request);
+      const pending = held?.find((p) => p.state === state);
+      if (!pending) {
+        // Not used up: the browser that started this sign-in can still finish it.
+        request.log.warn('sign-in: state not started in this browser');
         return sendPage(
           reply,
           refusalPage({ title: 'Sign-in refused', reason: 'This sign-in was started in a different browser (or its cookies were cleared). Start the sign-in again in this browser.' }),
         );
       }
-      // Single use from here on, even if a concurrent request raced us to it.
-      if ((await store.takeValue(key)) === undefined) {
-        return sendPage(reply, errorPage({ status: 400, title: 'Sign-in expired', detail: 'This sign-in attempt was already used. Please sign in again.', retryUrl }));
-      }
+      // Checked again: a cookie written by an older version may hold an unsafe target.
+      const returnTo = loginReturnTo(pending.returnTo);
+      const retryUrl = loginUrl(returnTo);
 
       const error = first(query.error);
       if (typeof error === 'string') {
@@ -173,7 +160,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
 
       let claims: JWTPayload & { iss: string; sub: string };
       try {
-        claims = await oidc.redeem({ code, verifier: pending.verifier, nonce: pending.nonce, redirectUri });
+        claims = await oidc.redeem({ code, verifier: pendingLogins.verifier(state), nonce: pendingLogins.nonce(state), redirectUri });
       } catch (err) {
         const failure = err instanceof SignInError ? err : new SignInError('exchange', 'unexpected failure');
         request.log.warn({ stage: failure.stage, reason: failure.message }, 'sign-in: code exchange failed');
@@ -191,6 +178,8 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
         );
       }
 
+      // Single use from here on, even if a concurrent request raced us to it.
+      if (!(await store.putValueIfAbsent(USED_PREFIX + state, '1', PENDING_LOGIN_TTL_MS))) return expired();
       const user = await sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims) }, request);
       request.log.info({ userKey: user.userKey }, 'sign-in: browser session started');
       return redirect(reply, returnTo);
@@ -332,11 +321,10 @@ function redirect(reply: FastifyReply, location: string): FastifyReply {
   return reply.code(303).headers({ location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
 }
 
-function parsePending(raw: string | undefined): PendingLogin | undefined {
-  const v = raw === undefined ? undefined : safeJson(raw);
-  if (!v) return undefined;
-  const ok = ['verifier', 'nonce', 'returnTo', 'binding'].every((k) => typeof v[k] === 'string') && typeof v.createdAt === 'number';
-  return ok && Date.now() - (v.createdAt as number) <= STATE_TTL_MS ? (v as unknown as PendingLogin) : undefined;
+/** A same-origin path short enough to travel in the pre-login cookie, else the default. */
+function loginReturnTo(raw: unknown): string {
+  const returnTo = safeReturnTo(raw, RETURN_DEFAULT);
+  return returnTo.length <= LOGIN_RETURN_TO_MAX ? returnTo : RETURN_DEFAULT;
 }
 
 function safeJson(text: string): Record<string, unknown> | undefined {
@@ -347,8 +335,6 @@ function safeJson(text: string): Record<string, unknown> | undefined {
     return undefined;
   }
 }
-
-const digest = (value: string) => createHash('sha256').update(value).digest('base64url');
 
 function first(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;

@@ -7,101 +7,26 @@
  * returnTo targets (dot segments included), a refused sign-in, a failing token endpoint and
  * an unverifiable id_token; and the `__Host-` cookies of an https publicUrl.
  *
- * The app is small and built here (the routes, a MemoryStore, a config from parseConfig), with
- * a test-only `/whoami` that reports `sessions.current()`.
+ * The app is small (test/helpers/login-app.ts: the routes, a MemoryStore, a config from
+ * parseConfig), with a test-only `/whoami` that reports `sessions.current()`.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
 import { decodeJwt } from 'jose';
 import type { BrowserContext, Page } from 'playwright-core';
 import { parseConfig } from '../../src/config/load.js';
-import type { Config, ConfigInput } from '../../src/config/schema.js';
-import { cookiePolicy, cookieSecure, createBrowserSessions, loginUrl, safeReturnTo, type BrowserSessions } from '../../src/connect/browser-sessions.js';
-import { registerLoginRoutes } from '../../src/connect/login-routes.js';
-import { connectionsPage, sendPage } from '../../src/connect/pages.js';
-import { loggerOptions } from '../../src/ops/logger.js';
-import { MemoryStore } from '../../src/state/memory-store.js';
+import { cookiePolicy, cookieSecure, loginUrl, safeReturnTo } from '../../src/connect/browser-sessions.js';
 import { launchBrowser, watchPage, type BrowserHandle } from '../helpers/browser.js';
 import { freePort } from '../helpers/free-port.js';
+import { startLoginApp, type LoginApp, type WhoAmI } from '../helpers/login-app.js';
 import { startOAuthServer, unsignedToken, type OAuthHandle } from '../helpers/oauth.js';
 
-const COOKIE_KEY = 'c'.repeat(40);
 /** The names with a plain-http loopback publicUrl (browsers refuse `__Host-` without https). */
 const SESSION_COOKIE = 'sb_session';
 const LOGIN_COOKIE = 'sb_login';
 const TEST_TIMEOUT = { timeout: 60_000 };
-
-interface LoginApp {
-  base: string;
-  config: Config;
-  app: FastifyInstance;
-  sessions: BrowserSessions;
-  logs: string[];
-  close(): Promise<void>;
-}
-
-interface WhoAmI {
-  signedIn: boolean;
-  iss?: string;
-  sub?: string;
-  label?: string;
-}
-
-/** The routes under test in a minimal app shaped like the gateway (JSON-only root, JSON 404s). */
-async function startLoginApp(o: { issuer: string; login?: ConfigInput['auth']['login'] | null; publicUrl?: string; listen?: boolean }): Promise<LoginApp> {
-  const port = await freePort();
-  const base = o.publicUrl ?? `http://127.0.0.1:${port}`;
-  const config = parseConfig({
-    publicUrl: base,
-    auth: {
-      issuer: o.issuer,
-      audience: `${base}/mcp`,
-      ...(o.login === null ? {} : { login: o.login ?? { clientId: 'switchboard-web', scopes: ['openid'] } }),
-    },
-    secrets: { cookieKey: COOKIE_KEY },
-    backends: [{ name: 'demo', url: 'http://127.0.0.1:9/mcp' }],
-  });
-  const logs: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      logs.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  const app = Fastify({ logger: { ...loggerOptions('info'), stream } });
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not_found' }));
-  const store = new MemoryStore();
-  const sessions = createBrowserSessions(store, config);
-  registerLoginRoutes(app, { config, store, sessions });
-  app.get('/whoami', async (request): Promise<WhoAmI> => {
-    const user = await sessions.current(request);
-    return user ? { signedIn: true, iss: user.iss, sub: user.sub, label: user.label } : { signedIn: false };
-  });
-  // A real page with the real sign-out form (the gateway's /connections, minus the vault).
-  app.get('/account', async (request, reply) => {
-    const user = await sessions.current(request);
-    if (!user) return reply.code(303).header('location', loginUrl('/account')).send();
-    return sendPage(reply, connectionsPage({ accountLabel: user.label, connections: [], csrfToken: user.csrfToken }));
-  });
-  if (o.listen !== false) await app.listen({ port, host: '127.0.0.1' });
-  else await app.ready();
-  return {
-    base,
-    config,
-    app,
-    sessions,
-    logs,
-    async close() {
-      await app.close();
-      await store.close();
-    },
-  };
-}
 
 async function whoami(context: BrowserContext, base: string): Promise<WhoAmI> {
   const res = await context.request.get(`${base}/whoami`);
