@@ -14,6 +14,8 @@ import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startTokenProxy, type TokenProxy } from '../helpers/token-proxy.js';
 
+/** Runs through the gateway per store; each must pass every scenario that passes directly. */
+const RUNS = 5;
 let backend: ConformanceServer;
 let oauth: OAuthHandle;
 let redis: RedisHandle;
@@ -47,7 +49,8 @@ async function throughGateway(store: 'memory' | 'redis'): Promise<{ gateway: Gat
     backends: [{ name: 'conformance', url: backend.url, timeout: '30s' }],
     ...(store === 'redis' ? { redisUrl: redis.url } : {}),
     port: Number(new URL(gateway.url).port),
-    overrides: { allowedOrigins: [proxyOrigin] },
+    // Five suite runs in a minute exceed the default per-user budget; the limiter is not under test here.
+    overrides: { allowedOrigins: [proxyOrigin], limits: { rateLimit: { max: 100_000 } } },
   });
   return { gateway: allowed, proxy };
 }
@@ -57,11 +60,15 @@ for (const store of ['memory', 'redis'] as const) {
     test('every scenario that passes directly passes through Switchboard', async () => {
       const { gateway, proxy } = await throughGateway(store);
       try {
-        const proxied = await runConformance(proxy.url, { suite: 'all' });
         const passingDirectly = [...direct].filter(([, r]) => r.passed).map(([name]) => name);
         assert.ok(passingDirectly.length >= 30, `expected the fixture to pass the suite directly:\n${formatConformanceTable(direct)}`);
-        const regressions = passingDirectly.filter((name) => !proxied.get(name)?.passed);
-        assert.deepEqual(regressions, [], `scenarios failing only through the gateway:\n${formatConformanceTable(proxied)}\n${describeFailures(proxied, regressions)}`);
+        // Several runs: server requests on the standalone stream race the client's own GET,
+        // so a gateway that loses them fails some runs, not every one (issue 13).
+        for (let run = 1; run <= RUNS; run++) {
+          const proxied = await runConformance(proxy.url, { suite: 'all' });
+          const regressions = passingDirectly.filter((name) => !proxied.get(name)?.passed);
+          assert.deepEqual(regressions, [], `run ${run}: scenarios failing only through the gateway:\n${formatConformanceTable(proxied)}\n${describeFailures(proxied, regressions)}`);
+        }
       } finally {
         await proxy.close();
         await gateway.close();
