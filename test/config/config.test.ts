@@ -159,9 +159,20 @@ describe('parseConfig: defaults and normalisation', () => {
     assert.equal(config.auth.login, undefined);
     assert.deepEqual(config.secrets, {});
     assert.equal(config.sessions.idleTtl, 24 * 3_600_000);
-    assert.deepEqual(config.streams, { keepAlive: 15_000, retry: 2_000, replayEvents: 1000, replayTtl: 600_000, maxOpen: 20_000 });
+    assert.deepEqual(config.streams, {
+      keepAlive: 15_000,
+      retry: 2_000,
+      replayEvents: 1000,
+      replayTtl: 600_000,
+      replayBytes: 1024 * 1024,
+      replayBytesPerUser: 8 * 1024 * 1024,
+      maxOpen: 20_000,
+      maxBufferedBytes: 16 * 1024 * 1024,
+    });
     assert.deepEqual(config.shutdown, { drainTimeout: 20_000 });
     assert.equal(config.limits.maxBodyBytes, 4 * 1024 * 1024);
+    assert.equal(config.limits.bodyTimeout, 30_000);
+    assert.deepEqual(config.metrics, {}, '/metrics open on the main port by default');
     assert.equal(config.log.level, 'info');
     const backend = config.backends[0]!;
     assert.equal(backend.transport, 'streamable-http');
@@ -352,6 +363,18 @@ describe('parseConfig: errors name the key and the problem', () => {
     assertConfigError(() => parseConfig(minimal({ auth: { issuer: 'https://idp.example.com', audience: 'aud', algorithms: ['HS256'] } })), 'auth.algorithms[0]');
     assertConfigError(() => parseConfig(minimal({ listen: { port: 70_000 } })), 'listen.port');
     assertConfigError(() => parseConfig(minimal({ log: { level: 'chatty' } })), 'log.level');
+  });
+
+  test('input and output bounds and /metrics access (issue 13) are checked, naming the key', () => {
+    assertConfigError(() => parseConfig(minimal({ limits: { bodyTimeout: '500ms' } })), 'limits.bodyTimeout', /at least 1s/);
+    assertConfigError(() => parseConfig(minimal({ streams: { maxBufferedBytes: 1024 } })), 'streams.maxBufferedBytes', /65536/);
+    assertConfigError(() => parseConfig(minimal({ metrics: { bearerToken: 'short' } })), 'metrics.bearerToken', /16/);
+    assertConfigError(() => parseConfig(minimal({ metrics: { listen: { port: 70_000 } } })), 'metrics.listen.port');
+    assertConfigError(() => parseConfig(minimal({ listen: { port: 9000 }, metrics: { listen: { port: 9000 } } })), 'metrics.listen.port', /differ from listen\.port/);
+    const config = parseConfig(minimal({ limits: { bodyTimeout: '2m' }, streams: { maxBufferedBytes: '1048576' }, metrics: { listen: { port: 9464 }, bearerToken: '${TOKEN}' } }), { TOKEN: 't'.repeat(20) });
+    assert.equal(config.limits.bodyTimeout, 120_000);
+    assert.equal(config.streams.maxBufferedBytes, 1024 * 1024);
+    assert.deepEqual(config.metrics, { listen: { host: '0.0.0.0', port: 9464 }, bearerToken: 't'.repeat(20) });
   });
 
   test('a non-object document is an error at the root', () => {
