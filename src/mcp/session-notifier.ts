@@ -6,6 +6,7 @@
  */
 import type { ReplicaMessage } from '../state/coordinator.js';
 import type { McpContext } from './context.js';
+import { joinBackendStream } from './standalone-join.js';
 
 const MAILBOX_TTL_MS = 10 * 60_000;
 const MAILBOX_MAX = 100;
@@ -29,6 +30,7 @@ export async function notifySession(ctx: McpContext, userKey: string, sessionId:
 export function handleReplicaMessage(ctx: McpContext, message: ReplicaMessage): void {
   if (message.type === 'ended' || message.type === 'changed') {
     ctx.sessions.forget(message.userKey, message.sessionId);
+    if (message.type === 'changed') void joinBackendStream(ctx, message.userKey, message.sessionId).catch(() => {});
     return;
   }
   const relay = ctx.streams.get(message.userKey, message.sessionId, message.streamId);

@@ -87,6 +87,8 @@ export class StreamRelay {
   readonly #onClientCame: Array<() => void> = [];
   /** True while pump() reads the backend: finishing from inside it needs no abort. */
   #pumping = false;
+  /** Whether a backend stream was ever pumped into this relay (false: the gateway's own stream). */
+  #hasBackend = false;
 
   /**
    * @param startSeq the last sequence number already used on this stream (0 for a new one).
@@ -136,6 +138,11 @@ export class StreamRelay {
     if (!this.#awaitingClient) return;
     this.#awaitingClient = false;
     for (const callback of this.#onClientCame.splice(0)) callback();
+  }
+
+  /** False for a stream with no backend behind it (gateway notifications only). */
+  get hasBackend(): boolean {
+    return this.#hasBackend;
   }
 
   onFinish(callback: () => void): void {
@@ -191,6 +198,7 @@ export class StreamRelay {
     let failure: BackendError | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
     this.#pumping = true;
+    this.#hasBackend = true;
     try {
       // A decoder, not chunk.toString(): a multi-byte character may straddle two chunks.
       const decoder = new StringDecoder('utf8');

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitationCompleteNotificationSchema, McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitationCompleteNotificationSchema, McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { allToolNames } from '../helpers/pages.js';
@@ -64,7 +64,8 @@ interface Watched {
 /** An SDK client declaring URL-mode elicitation, its requests spread over both replicas. */
 async function connect(path: string, sub: string): Promise<Watched> {
   const token = await idp.token({ sub, aud: replicas.audience });
-  const client = new Client({ name: 'journey-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+  const client = new Client({ name: 'journey-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} }, sampling: {} } });
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({ model: 'test-model', role: 'assistant', content: { type: 'text', text: 'hi' } }));
   const watched: Watched = { client, completed: [], toolListChanges: 0 };
   client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void watched.completed.push(n.params.elicitationId));
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => void watched.toolListChanges++);
@@ -130,12 +131,15 @@ test('/mcp/{backend}: connect and list before linking, link through the browser,
     await eventually('notifications/tools/list_changed', () => alice.toolListChanges > 0);
 
     // The re-list opens the backend session behind the client's back, on whichever replica.
-    assert.deepEqual(await toolNames(alice.client), ['whoami']);
+    assert.deepEqual(await toolNames(alice.client), ['ask', 'whoami']);
     const whoami = (await alice.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult;
     assert.match(JSON.stringify(whoami.content), /third-party user: alice-at-acme/);
     const again = (await alice.client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult;
     assert.match(JSON.stringify(again.content), /alice-at-acme/);
     assert.deepEqual((await alice.client.listPrompts()).prompts.map((p) => p.name), ['greeting']);
+    // The stream the client opened while unlinked now carries the backend's own requests.
+    const asked = (await alice.client.callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 10_000 })) as CallToolResult;
+    assert.match(JSON.stringify(asked.content), /client said: hi/);
     assert.equal(await backend.sessionsOpened(), 1, 'one backend session for one client session, whichever replica opened it');
   } finally {
     await alice.client.close();
@@ -145,7 +149,7 @@ test('/mcp/{backend}: connect and list before linking, link through the browser,
   const bob = await connect('/mcp/protected', 'bob');
   try {
     assert.equal(bob.client.getServerVersion()?.name, 'protected-backend');
-    assert.deepEqual(await toolNames(bob.client), ['whoami']);
+    assert.deepEqual(await toolNames(bob.client), ['ask', 'whoami']);
     assert.deepEqual((await bob.client.listPrompts()).prompts.map((p) => p.name), ['greeting']);
     await linkRequired(bob.client, 'whoami');
   } finally {
@@ -160,7 +164,7 @@ test('/mcp: the backend stays a member waiting for the link; {backend}__connect 
   try {
     const before = await toolNames(carol.client);
     // `crm` was never seen: its gateway tool; `protected` was: its last known tools.
-    assert.deepEqual(before, ['crm__connect', 'protected__whoami']);
+    assert.deepEqual(before, ['crm__connect', 'protected__ask', 'protected__whoami']);
     const link = await linkRequired(carol.client, 'crm__connect');
     await linkRequired(carol.client, 'protected__whoami');
 
@@ -168,7 +172,7 @@ test('/mcp: the backend stays a member waiting for the link; {backend}__connect 
     await eventually('notifications/elicitation/complete', () => carol.completed.includes(link.elicitationId));
     await eventually('notifications/tools/list_changed', () => carol.toolListChanges > 0);
 
-    assert.deepEqual(await toolNames(carol.client), ['crm__whoami', 'protected__whoami']);
+    assert.deepEqual(await toolNames(carol.client), ['crm__ask', 'crm__whoami', 'protected__ask', 'protected__whoami']);
     for (const name of ['crm__whoami', 'protected__whoami']) {
       const result = (await carol.client.callTool({ name, arguments: {} })) as CallToolResult;
       assert.match(JSON.stringify(result.content), /third-party user: carol-at-acme/, name);
