@@ -197,6 +197,11 @@ export const configSchema = z
         /** Most SSE streams one replica keeps open; further GETs get 503 (memory stays bounded). */
         maxOpen: wholeNumber().pipe(z.number().min(1)).default(20_000),
         /**
+         * Most SSE streams one user keeps open on one replica; further GETs of that user get
+         * 429, so that one user's idle streams cannot lock everyone else out of theirs.
+         */
+        maxPerUser: wholeNumber().pipe(z.number().min(1)).default(200),
+        /**
          * Bytes an SSE stream may have waiting in the gateway for a client that does not read;
          * past it the stream is ended (the client resumes with Last-Event-ID). As the
          * WebSocket path's 16 MiB (src/transport/websocket-bridge.ts).

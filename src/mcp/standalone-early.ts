@@ -41,7 +41,7 @@ export async function openStandaloneEarly(t: StreamTarget): Promise<void> {
   const { ctx, request } = t;
   const userKey = request.principal!.userKey;
   if (t.session.link || ctx.streams.standalone(userKey, t.sessionId)) return;
-  if (ctx.streams.size >= ctx.config.streams.maxOpen) return;
+  if (ctx.streams.size >= ctx.config.streams.maxOpen || ctx.streams.forUser(userKey) >= ctx.config.streams.maxPerUser) return;
   if (await ctx.coordinator.standaloneHolder(userKey, t.sessionId)) return;
   let authorization: string | undefined;
   if (hasUpstreamAuth(ctx, t.backend.config)) {

@@ -9,17 +9,29 @@ import type { StreamRelay } from './stream-relay.js';
 export class StreamRegistry {
   readonly #relays = new Map<string, StreamRelay>();
   readonly #standalone = new Map<string, StreamRelay>();
+  /** Open relays per user (`streams.maxPerUser`). */
+  readonly #perUser = new Map<string, number>();
 
   add(relay: StreamRelay): void {
     const id = relayId(relay.key.userKey, relay.key.sessionId, relay.key.streamId);
     if (this.#relays.get(id) === relay) return;
     this.#relays.set(id, relay);
-    const session = sessionId(relay.key.userKey, relay.key.sessionId);
+    const { userKey } = relay.key;
+    this.#perUser.set(userKey, this.forUser(userKey) + 1);
+    const session = sessionId(userKey, relay.key.sessionId);
     if (relay.meta.kind === 'get') this.#standalone.set(session, relay);
     relay.onFinish(() => {
       if (this.#relays.get(id) === relay) this.#relays.delete(id);
       if (this.#standalone.get(session) === relay) this.#standalone.delete(session);
+      const left = this.forUser(userKey) - 1;
+      if (left > 0) this.#perUser.set(userKey, left);
+      else this.#perUser.delete(userKey);
     });
+  }
+
+  /** How many relays of this user run here. */
+  forUser(userKey: string): number {
+    return this.#perUser.get(userKey) ?? 0;
   }
 
   get(userKey: string, session: string, streamId: string): StreamRelay | undefined {

@@ -90,6 +90,11 @@ export async function openStandaloneStream(t: StreamTarget): Promise<FastifyRepl
     t.reply.header('retry-after', '5');
     return sendJsonRpcError(t.reply, 503, ErrorCode.InternalError, 'Too many open streams on this replica; retry shortly');
   }
+  if (t.ctx.streams.forUser(principal!.userKey) >= t.ctx.config.streams.maxPerUser) {
+    // The user's own streams fill their share: close some (or end idle sessions) first.
+    t.reply.header('retry-after', '5');
+    return sendJsonRpcError(t.reply, 429, ErrorCode.RateLimited, `Too many open streams for this user (streams.maxPerUser ${t.ctx.config.streams.maxPerUser}); close some first`);
+  }
   const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'get', requestIds: [] });
   // Registered before any await, so that two GETs arriving together here cannot both pass
   // the check above; the cluster-wide claim covers GETs on other replicas.

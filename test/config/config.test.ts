@@ -167,6 +167,7 @@ describe('parseConfig: defaults and normalisation', () => {
       replayBytes: 1024 * 1024,
       replayBytesPerUser: 8 * 1024 * 1024,
       maxOpen: 20_000,
+      maxPerUser: 200,
       maxBufferedBytes: 16 * 1024 * 1024,
     });
     assert.deepEqual(config.shutdown, { drainTimeout: 20_000 });
