@@ -11,6 +11,7 @@ import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../mcp/protocol.js';
 import type { AggregateCall, Members } from './members.js';
 import { provisionalInitializeResult } from '../linking/provisional.js';
+import { mergeCapabilityTrees } from './extensions.js';
 import { jsonResponse } from './responses.js';
 import { encodeAggregateState, type MemberSession, type SessionMap } from './session-map.js';
 
@@ -118,15 +119,21 @@ async function waitingMember(members: Members, call: AggregateCall, backend: Mcp
 
 /**
  * The server capabilities whose requests `/mcp` knows how to route to the right backend.
- * Others (tasks, experimental ones) are not announced: their requests could not be routed.
+ * Others (experimental ones) are not announced: their requests could not be routed.
  */
 const ROUTABLE_CAPABILITIES = new Set(['tools', 'prompts', 'resources', 'logging', 'completions']);
+/** Capabilities that are trees of features, merged whole (extensions.ts); their requests route by qualified ids and names. */
+const TREE_CAPABILITIES = new Set(['tasks', 'extensions']);
 
 /** A capability is offered when any member offers it; a flag in it is true when any member sets it. */
 export function unionOfCapabilities(all: Array<Record<string, unknown>>): Record<string, unknown> {
   const union: Record<string, Record<string, unknown>> = {};
   for (const capabilities of all) {
     for (const [name, value] of Object.entries(capabilities)) {
+      if (TREE_CAPABILITIES.has(name) && value && typeof value === 'object') {
+        union[name] = mergeCapabilityTrees(union[name] ?? {}, value as Record<string, unknown>);
+        continue;
+      }
       if (!ROUTABLE_CAPABILITIES.has(name)) continue;
       const merged = (union[name] ??= {});
       if (value && typeof value === 'object') {

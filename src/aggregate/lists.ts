@@ -15,6 +15,7 @@ import type { AggregateCall, Members } from './members.js';
 import type { MemberLinker } from './member-link.js';
 import type { McpBackend } from '../backends/backend.js';
 import { provisionalList } from '../linking/provisional.js';
+import { CATALOG_LISTS } from '../linking/catalog.js';
 import { resultToClient } from './rewrite.js';
 import { errorReply, jsonResponse } from './responses.js';
 
@@ -24,6 +25,8 @@ export const LIST_METHODS: Record<string, { capability: string; key: string }> =
   'prompts/list': { capability: 'prompts', key: 'prompts' },
   'resources/list': { capability: 'resources', key: 'resources' },
   'resources/templates/list': { capability: 'resources', key: 'resourceTemplates' },
+  // MCP 2025-11-25 "Tasks": each member's tasks, ids qualified with the member (extensions.ts).
+  'tasks/list': { capability: 'tasks', key: 'tasks' },
 };
 
 export async function listPage(members: Members, linker: MemberLinker, call: AggregateCall, message: JsonRpcMessage & { id: JsonRpcId; method: string }): Promise<BackendResponse> {
@@ -113,6 +116,8 @@ function pageOf(backend: string, method: string, result: unknown): { items: unkn
 /** The catalog's page of a member whose account is not linked (linking/provisional.ts); the session waits for the link. */
 async function provisionalPage(members: Members, call: AggregateCall, backend: McpBackend, method: string): Promise<{ items: unknown[] }> {
   await members.waitForLink(call, backend);
+  // Only what a catalog keeps (tools, prompts, resources) is known before the link; not tasks.
+  if (!(method in CATALOG_LISTS)) return { items: [] };
   const { items } = pageOf(backend.name, method, await provisionalList(backend.config, members.catalog!, method));
   return { items };
 }

@@ -52,7 +52,15 @@ export function routeOf(request: Request): Route | undefined | null {
       const key = ref.type === 'ref/prompt' ? 'name' : 'uri';
       return { backend: target.backend, message: { ...request, params: { ...params, ref: { ...ref, [key]: target.value } } }, label: `${ref.type === 'ref/prompt' ? 'prompt' : 'resource'}: ${String(ref[key])}` };
     }
+    case 'tasks/get':
+    case 'tasks/result':
+    case 'tasks/cancel': {
+      // Task ids are qualified with the backend that created the task (extensions.ts).
+      const task = splitName(params.taskId);
+      return task && { backend: task.backend, message: { ...request, params: { ...params, taskId: task.value } }, label: `task: ${String(params.taskId)}` };
+    }
     default:
-      return null;
+      // An extension's method that names a qualified tool, prompt or resource goes to its backend.
+      return request.method.startsWith('notifications/') ? null : (byName('name') ?? byUri() ?? null);
   }
 }

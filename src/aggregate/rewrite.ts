@@ -6,6 +6,7 @@
  * message, known or not, is carried over as it was.
  */
 import type { JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { qualifyMeta, qualifyTask } from './extensions.js';
 import { qualifyId, qualifyName, qualifyUri, splitId } from './names.js';
 
 type Json = Record<string, unknown>;
@@ -30,8 +31,10 @@ function contentBlock(backend: string, block: Json): Json {
 /** Rewrites the result of `method` as the backend answered it. */
 export function resultToClient(backend: string, method: string, result: unknown): unknown {
   if (!isObject(result)) return result;
-  const name = (item: Json) => withKey(item, 'name', (n) => qualifyName(backend, n));
-  const uri = (item: Json) => withKey(item, 'uri', (u) => qualifyUri(backend, u));
+  const meta = (item: Json) => qualifyMeta(backend, item);
+  const name = (item: Json) => meta(withKey(item, 'name', (n) => qualifyName(backend, n)));
+  const uri = (item: Json) => meta(withKey(item, 'uri', (u) => qualifyUri(backend, u)));
+  const task = (item: Json) => qualifyTask(backend, item);
   switch (method) {
     case 'tools/list':
       return { ...result, tools: mapArray(result.tools, name) };
@@ -44,7 +47,14 @@ export function resultToClient(backend: string, method: string, result: unknown)
     case 'resources/read':
       return { ...result, contents: mapArray(result.contents, uri) };
     case 'tools/call':
-      return { ...result, content: mapArray(result.content, (b) => contentBlock(backend, b)) };
+    case 'tasks/result':
+      // A task-augmented call answers with CreateTaskResult; `tasks/result` with the call's result.
+      return meta({ ...result, ...('content' in result ? { content: mapArray(result.content, (b) => contentBlock(backend, b)) } : {}), ...(isObject(result.task) ? { task: task(result.task) } : {}) });
+    case 'tasks/get':
+    case 'tasks/cancel':
+      return task(result);
+    case 'tasks/list':
+      return { ...result, tasks: mapArray(result.tasks, task) };
     case 'prompts/get':
       return { ...result, messages: mapArray(result.messages, (m) => (isObject(m.content) ? { ...m, content: contentBlock(backend, m.content) } : m)) };
     default:
@@ -58,7 +68,11 @@ export function resultToClient(backend: string, method: string, result: unknown)
  */
 export function messageToClient(backend: string, message: JsonRpcMessage, methodOf: (id: unknown) => string | undefined): JsonRpcMessage {
   if (typeof message.method === 'string') {
-    if (message.id !== undefined && message.id !== null) return { ...message, id: qualifyId(backend, message.id) };
+    if (message.id !== undefined && message.id !== null) {
+      // A request the backend sends the client (sampling, elicitation) may belong to a task.
+      const params = isObject(message.params) ? qualifyMeta(backend, message.params) : message.params;
+      return { ...message, id: qualifyId(backend, message.id), ...(params === undefined ? {} : { params }) };
+    }
     const params = message.params;
     if (message.method === 'notifications/resources/updated' && isObject(params)) {
       return { ...message, params: withKey(params, 'uri', (u) => qualifyUri(backend, u)) };
@@ -67,7 +81,9 @@ export function messageToClient(backend: string, message: JsonRpcMessage, method
       // A backend cancels only requests it sent, and the client knows those by qualified id.
       return { ...message, params: { ...params, requestId: qualifyId(backend, params.requestId) } };
     }
-    return message;
+    if (message.method === 'notifications/tasks/status' && isObject(params)) return { ...message, params: qualifyTask(backend, params) };
+    const rewritten = isObject(params) ? qualifyMeta(backend, params) : params;
+    return rewritten === params ? message : { ...message, params: rewritten };
   }
   if ('result' in message) {
     const method = methodOf(message.id);

@@ -11,6 +11,7 @@ import { unionOfCapabilities } from '../../src/aggregate/initialize.js';
 import { mergeStreams } from '../../src/aggregate/merged-stream.js';
 import { qualifyId, qualifyName, qualifyUri, splitId, splitName, splitUri } from '../../src/aggregate/names.js';
 import { messageToClient, responseToBackend, resultToClient } from '../../src/aggregate/rewrite.js';
+import { routeOf } from '../../src/aggregate/request-routes.js';
 import { decodeAggregateState, encodeAggregateState } from '../../src/aggregate/session-map.js';
 import { transformSse } from '../../src/mcp/sse-transform.js';
 
@@ -75,12 +76,19 @@ describe('session map', () => {
 });
 
 describe('capability union', () => {
-  test('offers what any member offers, flags or-ed, unroutable capabilities left out', () => {
+  test('offers what any member offers, flags or-ed, trees (tasks, extensions) merged, unroutable capabilities left out', () => {
     const union = unionOfCapabilities([
-      { tools: { listChanged: false }, resources: { subscribe: true }, tasks: { list: {} } },
-      { tools: { listChanged: true }, prompts: {}, logging: {}, experimental: { x: {} } },
+      { tools: { listChanged: false }, resources: { subscribe: true }, tasks: { list: {}, requests: { tools: { call: {} } } }, extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } } },
+      { tools: { listChanged: true }, prompts: {}, logging: {}, experimental: { x: {} }, tasks: { cancel: {}, requests: { sampling: { createMessage: {} } } } },
     ]);
-    assert.deepEqual(union, { tools: { listChanged: true }, resources: { subscribe: true }, prompts: {}, logging: {} });
+    assert.deepEqual(union, {
+      tools: { listChanged: true },
+      resources: { subscribe: true },
+      prompts: {},
+      logging: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} }, sampling: { createMessage: {} } } },
+      extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } },
+    });
   });
 });
 
@@ -107,6 +115,33 @@ describe('rewriting', () => {
     assert.deepEqual(messageToClient('b', { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 4, reason: 'r' } }, () => undefined).params, { requestId: 'b__4', reason: 'r' });
     const progress = { jsonrpc: '2.0' as const, method: 'notifications/progress', params: { progressToken: 1, progress: 1 } };
     assert.equal(messageToClient('b', progress, () => undefined), progress);
+    assert.deepEqual(messageToClient('b', { jsonrpc: '2.0', method: 'notifications/tasks/status', params: { taskId: 't1', status: 'working' } }, () => undefined).params, { taskId: 'b__t1', status: 'working' });
+  });
+
+  test('MCP Apps: resource URIs in _meta are qualified in tools, tool results and read contents; the rest of _meta is untouched', () => {
+    const tool = { name: 'get-time', _meta: { ui: { resourceUri: 'ui://get-time/mcp-app.html', visibility: ['model'] }, 'ui/resourceUri': 'ui://get-time/mcp-app.html', 'openai/outputTemplate': 'ui://t.html' } };
+    assert.deepEqual(resultToClient('apps', 'tools/list', { tools: [tool] }), {
+      tools: [{ name: 'apps__get-time', _meta: { ui: { resourceUri: 'apps+ui://get-time/mcp-app.html', visibility: ['model'] }, 'ui/resourceUri': 'apps+ui://get-time/mcp-app.html', 'openai/outputTemplate': 'apps+ui://t.html' } }],
+    });
+    const csp = { connectDomains: ['https://api.example.com'] };
+    assert.deepEqual(resultToClient('apps', 'resources/read', { contents: [{ uri: 'ui://get-time/mcp-app.html', mimeType: 'text/html;profile=mcp-app', text: '<html/>', _meta: { ui: { csp } } }] }), {
+      contents: [{ uri: 'apps+ui://get-time/mcp-app.html', mimeType: 'text/html;profile=mcp-app', text: '<html/>', _meta: { ui: { csp } } }],
+    });
+    assert.deepEqual(resultToClient('apps', 'tools/call', { content: [], _meta: { 'ui/resourceUri': 'ui://x' } }), { content: [], _meta: { 'ui/resourceUri': 'apps+ui://x' } });
+  });
+
+  test('tasks: ids are qualified in CreateTaskResult, Task results, tasks/list and related-task _meta; tasks/* route by them', () => {
+    assert.deepEqual(resultToClient('e', 'tools/call', { task: { taskId: 't1', status: 'working' } }), { task: { taskId: 'e__t1', status: 'working' } });
+    assert.deepEqual(resultToClient('e', 'tasks/get', { taskId: 't1', status: 'completed' }), { taskId: 'e__t1', status: 'completed' });
+    assert.deepEqual(resultToClient('e', 'tasks/list', { tasks: [{ taskId: 't1' }, { taskId: 't2' }], nextCursor: 'c' }), { tasks: [{ taskId: 'e__t1' }, { taskId: 'e__t2' }], nextCursor: 'c' });
+    const related = { 'io.modelcontextprotocol/related-task': { taskId: 't1' } };
+    assert.deepEqual(resultToClient('e', 'tasks/result', { content: [{ type: 'text', text: 'done' }], _meta: related }), { content: [{ type: 'text', text: 'done' }], _meta: { 'io.modelcontextprotocol/related-task': { taskId: 'e__t1' } } });
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const route = routeOf({ jsonrpc: '2.0', id: 1, method, params: { taskId: 'e__t1' } });
+      assert.equal(route?.backend, 'e');
+      assert.deepEqual(route?.message.params, { taskId: 't1' });
+    }
+    assert.equal(routeOf({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { taskId: 'unqualified' } }), undefined);
   });
 });
 
