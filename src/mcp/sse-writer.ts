@@ -6,7 +6,7 @@
  *
  * Backpressure (issue 13): events are written as they come and never wait for the client,
  * so a client that stops reading would make the gateway buffer without limit. When events
- * (a keep-alive, the end) are due while more than `maxBufferedBytes` still wait in the response
+ * (or a keep-alive) are due while more than `maxBufferedBytes` still wait in the response
  * and its socket (`writableLength`), the writer destroys the response instead: the socket's
  * buffers are freed, and the stream's owner learns of it through {@link SseWriter.onClose}
  * like any disconnect. The relay goes on keeping the stream's events in its replay log, so
@@ -98,8 +98,9 @@ export class SseWriter {
 
   end(): void {
     if (this.#closed) return;
-    // A client that far behind would hold the rest in the socket for as long as it likes.
-    if (this.#res.writableLength > this.#maxBuffered) return this.#overflow();
+    // Not cut here even when the client is far behind: the end often comes a tick after a
+    // large last answer, and a slow reader would then never get that answer, not even by
+    // resuming. What the finished response leaves in the socket is bounded as below.
     const pending = this.#pending;
     this.#pending = '';
     if (pending) this.#res.end(pending);
