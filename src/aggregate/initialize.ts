@@ -11,6 +11,7 @@ import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
 import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../mcp/protocol.js';
 import type { AggregateCall, Members } from './members.js';
 import { provisionalInitializeResult } from '../linking/provisional.js';
+import { boundedClientInfo } from '../linking/unlinked-initialize.js';
 import { mergeCapabilityTrees } from './extensions.js';
 import { jsonResponse } from './responses.js';
 import { encodeAggregateState, type MemberSession, type SessionMap } from './session-map.js';
@@ -53,7 +54,8 @@ export async function initializeAggregate(members: Members, call: AggregateCall,
   const instructions = joined.filter((j) => j.instructions).map((j) => `[${j.name}] ${j.instructions}`);
   if (instructions.length) result.instructions = instructions.join('\n\n');
   call.caller.log.info({ joined: joined.map((j) => j.name), leftOut: left.length }, 'aggregated session initialized');
-  const state = encodeAggregateState({ members: map, left, clientInfo: params.clientInfo, announced: Object.keys(capabilities) });
+  // Kept in the session record to introduce the client to a backend that joins later: bounded (issue 13).
+  const state = encodeAggregateState({ members: map, left, clientInfo: boundedClientInfo(params.clientInfo), announced: Object.keys(capabilities) });
   return jsonResponse({ jsonrpc: '2.0', id: message.id, result }, { [HEADER.sessionId]: state });
 }
 

@@ -45,7 +45,8 @@ export async function initializeUnlinked(ctx: McpContext, request: FastifyReques
   return reply.code(200).type('application/json').header(HEADER.sessionId, sessionId).send({ jsonrpc: '2.0', id: message.id, result });
 }
 
-function boundedClientInfo(clientInfo: unknown): unknown {
+/** The client's `clientInfo`, as kept in a session record: whole up to 2 KiB, else its name and version only. */
+export function boundedClientInfo(clientInfo: unknown): unknown {
   if (clientInfo === undefined) return undefined;
   const text = JSON.stringify(clientInfo);
   if (text.length <= MAX_CLIENT_INFO_BYTES) return clientInfo;

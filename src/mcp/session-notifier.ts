@@ -30,6 +30,8 @@ export async function notifySession(ctx: McpContext, userKey: string, sessionId:
 export function handleReplicaMessage(ctx: McpContext, message: ReplicaMessage): void {
   if (message.type === 'ended' || message.type === 'changed') {
     ctx.sessions.forget(message.userKey, message.sessionId);
+    // Streams of an ended session (deleted or evicted elsewhere) stop here too.
+    if (message.type === 'ended') ctx.streams.stopSession(message.userKey, message.sessionId);
     if (message.type === 'changed') void joinBackendStream(ctx, message.userKey, message.sessionId).catch(() => {});
     return;
   }
