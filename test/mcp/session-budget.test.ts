@@ -92,6 +92,24 @@ async function storedBytes(kind: 's' | 'e'): Promise<{ keys: string[]; bytes: nu
   return { keys, bytes };
 }
 
+describe('/mcp keeps little of the client', () => {
+  test('a 1 MiB clientInfo through the aggregated endpoint is not stored whole', { timeout: 60_000 }, async () => {
+    const dora = await oauth.token({ sub: `dora-${Date.now()}`, aud: gateway.audience });
+    const before = await storedBytes('s');
+    const res = await fetch(new URL('/mcp', gateway.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${dora}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'big', version: '1', blob: 'x'.repeat(1024 * 1024) } } }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    assert.equal(res.status, 200);
+    await res.text();
+    const after = await storedBytes('s');
+    assert.equal(after.keys.length, before.keys.length + 1);
+    assert.ok(after.bytes - before.bytes < 16 * 1024, `${after.bytes - before.bytes} bytes stored for one /mcp session`);
+  });
+});
+
 describe('sessions.maxPerUser', () => {
   test("a user's sessions beyond the cap end oldest first, as if deleted; another user keeps theirs", { timeout: 90_000 }, async () => {
     const alice = await oauth.token({ sub: `alice-${Date.now()}`, aud: gateway.audience });
