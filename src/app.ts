@@ -38,6 +38,8 @@ import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './mcp/session-notifier.js';
 import { appendHook, prependHook } from './ops/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
+import { createTokenExchange } from './exchange/token-exchange.js';
+import { exchangeForBackends } from './exchange/exchanging-backend.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -105,7 +107,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     (change, userKey, sessionId) => coordinator.broadcast({ type: change, userKey, sessionId }),
     { maxPerUser: config.sessions.maxPerUser, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
-  const ctx: McpContext = { config, store, coordinator, sessions, backends, streams, metrics };
+  const ctx: McpContext = { config, store, coordinator, sessions, backends, streams, metrics, exchange: createTokenExchange(config, store, metrics) };
+  // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/).
+  if (ctx.exchange) exchangeForBackends(backends, ctx.exchange);
   coordinator.onMessage((message) => handleReplicaMessage(ctx, message));
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);

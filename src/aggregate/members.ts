@@ -1,7 +1,8 @@
 /**
  * Calling one member backend on behalf of an aggregated session: the backend's own session
  * id and protocol revision, the user's third-party token where the backend has
- * `upstreamAuth` (SPEC §4), and the access policy (a backend the user may no longer use is
+ * `upstreamAuth` (SPEC §4) or a token exchanged for the user's with `tokenExchange` (§8),
+ * and the access policy (a backend the user may no longer use is
  * treated as absent). The client's own token is never sent (no token passthrough).
  */
 import type { BackendCaller, BackendResponse, McpBackend } from '../backends/backend.js';
@@ -49,9 +50,11 @@ export class Members {
 
   /**
    * The user's Authorization header for a backend with `upstreamAuth` (undefined when none
-   * is linked, and for other backends); throws when a due refresh cannot be done now.
+   * is linked) or `tokenExchange` (a token exchanged for the user, src/exchange/), undefined
+   * for other backends; throws when a due refresh or the exchange cannot be done now.
    */
   async authorization(caller: BackendCaller, backend: McpBackend): Promise<string | undefined> {
+    if (backend.config.tokenExchange) return this.ctx.exchange?.authorizationFor(caller, backend.config);
     if (!backend.config.upstreamAuth || !this.ctx.upstream) return undefined;
     return this.ctx.upstream.linkedAuthorization(caller.principal, backend.config);
   }
@@ -103,9 +106,11 @@ export class Members {
   }
 
   post(call: AggregateCall, backend: McpBackend, session: MemberSession | undefined, message: unknown, authorization: string | undefined, signal?: AbortSignal): Promise<BackendResponse> {
+    // A backend with `tokenExchange` gets the caller too: a 401 costs it one fresh exchange and a retry.
+    const caller = backend.config.tokenExchange ? call.caller : undefined;
     return backend.post(
       JSON.stringify(message),
-      { sessionId: session?.sessionId, protocolVersion: session?.protocolVersion, authorization, traceparent: call.traceparent, tracestate: call.tracestate },
+      { sessionId: session?.sessionId, protocolVersion: session?.protocolVersion, authorization, traceparent: call.traceparent, tracestate: call.tracestate, caller },
       signal,
     );
   }

@@ -26,5 +26,5 @@ export function errorReply(id: JsonRpcId, code: number, message: string, data?: 
 /** The error a request gets when its backend failed; same codes and data as on `/mcp/{backend}`. */
 export function backendFailureReply(id: JsonRpcId, error: BackendError): BackendResponse {
   const code = error.failure === 'timeout' ? ErrorCode.BackendTimeout : ErrorCode.BackendUnavailable;
-  return errorReply(id, code, error.message, { backend: error.backend, reason: error.failure, ...(error.status ? { status: error.status } : {}) });
+  return errorReply(id, code, error.message, error.data);
 }

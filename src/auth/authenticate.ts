@@ -8,11 +8,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { AuthError, wwwAuthenticate } from './errors.js';
 import type { Principal } from './principal.js';
+import { SubjectToken } from './subject-token.js';
 import type { TokenVerifier } from './token-verifier.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** The verified bearer token, kept (redacted when printed) only when a backend has `tokenExchange`. */
+    subjectToken?: SubjectToken;
   }
 }
 
@@ -37,6 +40,8 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
   // Worked out once per backend, not per request. An unknown backend's challenge points at
   // the gateway-wide metadata, which exists.
   const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes] };
+  // Backends with `tokenExchange` get a token exchanged for the caller's (src/exchange/).
+  const keepsToken = config.backends.some((b) => b.tokenExchange);
   const perBackend = new Map<string, PathRequirement>(
     config.backends.map((b) => [b.name, { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes] }]),
   );
@@ -56,6 +61,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
       const missing = required.filter((s) => !principal.scopes.has(s));
       if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
       request.principal = principal;
+      if (keepsToken) request.subjectToken = new SubjectToken(token);
       // Every later line of this request names the caller; Fastify's own "request completed"
       // line is written through reply.log, so both get the child logger.
       if (request.log.level !== 'silent') {

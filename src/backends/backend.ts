@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principal.js';
+import type { SubjectToken } from '../auth/subject-token.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { BackendBody } from './body.js';
 
@@ -16,13 +17,15 @@ export interface BackendCaller {
   sessionId?: string;
   clientCapabilities?: Record<string, unknown>;
   log: FastifyBaseLogger;
+  /** The caller's own token, for backends with `tokenExchange` only (src/exchange/); never sent as it is. */
+  subjectToken?: SubjectToken;
 }
 
 export interface BackendCallHeaders {
   sessionId?: string;
   protocolVersion?: string;
   lastEventId?: string;
-  /** The user's third-party token for a backend with `upstreamAuth` (never the client's own). */
+  /** The user's third-party token (`upstreamAuth`) or a token exchanged for the user (`tokenExchange`); never the client's own. */
   authorization?: string;
   /** W3C trace context, carried through when the client sent it. */
   traceparent?: string;

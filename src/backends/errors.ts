@@ -3,7 +3,7 @@
  * upstream errors). The MCP layer turns these into JSON-RPC errors for open requests, or
  * HTTP 502/504 where no request is open.
  */
-export type BackendFailure = 'timeout' | 'unreachable' | 'bad_status' | 'stream_broken' | 'protocol';
+export type BackendFailure = 'timeout' | 'unreachable' | 'bad_status' | 'stream_broken' | 'protocol' | 'token_exchange';
 
 export class BackendError extends Error {
   constructor(
@@ -11,9 +11,16 @@ export class BackendError extends Error {
     readonly failure: BackendFailure,
     message: string,
     readonly status?: number,
+    /** More for the client in `error.data` (a failed token exchange: its outcome and `signInAgain`). */
+    readonly detail?: Readonly<Record<string, unknown>>,
   ) {
     super(message);
     this.name = 'BackendError';
+  }
+
+  /** `error.data` of the JSON-RPC error that reports it (OpenAPI `BackendErrorData`). */
+  get data(): Record<string, unknown> {
+    return { backend: this.backend, reason: this.failure, ...(this.status ? { status: this.status } : {}), ...this.detail };
   }
 
   /** HTTP status for the client when no JSON-RPC request is open to carry the error. */

@@ -82,6 +82,40 @@ const upstreamAuthSchema = z
     if (!u.clientId) issue('clientId', 'is required unless discover is true');
   });
 
+/** Presets of `backends[].tokenExchange` (src/exchange/exchange-grant.ts). */
+export const TOKEN_EXCHANGE_PRESETS = ['entra-obo'] as const;
+
+/**
+ * `backends[].tokenExchange` (SPEC §8): the gateway exchanges the user's access token for
+ * one meant for this backend — RFC 8693, or Microsoft's on-behalf-of flow with
+ * `preset: entra-obo`. Without `tokenUrl`, the token endpoint in `auth.issuer`'s metadata.
+ */
+const tokenExchangeSchema = z
+  .object({
+    tokenUrl: httpUrl.optional(),
+    clientId: z.string().min(1, 'must not be empty'),
+    clientSecret: z.string().optional(),
+    /** RFC 8693 §2.1 `audience`: the logical name of the backend at the authorization server. */
+    audience: z.string().min(1, 'must not be empty').optional(),
+    /** RFC 8693 §2.1 / RFC 8707 `resource`: an absolute URI naming the backend. */
+    resource: z.string().url().optional(),
+    scopes: z.array(z.string().min(1, 'must not be empty')).default([]),
+    preset: z.enum(TOKEN_EXCHANGE_PRESETS).optional(),
+  })
+  .strict()
+  .superRefine((x, ctx) => {
+    const issue = (key: string, message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path: [key], message });
+    if (x.preset === 'entra-obo') {
+      // The on-behalf-of request names the API in `scope` only (Microsoft identity platform v2).
+      if (x.resource) issue('resource', 'is not used by the Entra on-behalf-of flow; name the API in scopes, e.g. api://<app-id>/.default');
+      if (x.audience) issue('audience', 'is not used by the Entra on-behalf-of flow; name the API in scopes, e.g. api://<app-id>/.default');
+      if (!x.scopes.length) issue('scopes', 'is required with preset entra-obo, e.g. [api://<app-id>/.default]');
+      if (!x.clientSecret) issue('clientSecret', 'is required with preset entra-obo (the on-behalf-of flow needs a confidential client)');
+    } else if (!x.audience && !x.resource && !x.scopes.length) {
+      issue('audience', 'an exchange needs a target: set audience, resource or scopes');
+    }
+  });
+
 const backendSchema = z
   .object({
     name: backendName,
@@ -109,9 +143,16 @@ const backendSchema = z
       .strict()
       .default({}),
     upstreamAuth: upstreamAuthSchema.optional(),
+    tokenExchange: tokenExchangeSchema.optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
+    if (b.tokenExchange && b.upstreamAuth) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['tokenExchange'], message: 'cannot be combined with upstreamAuth: the backend gets either a token exchanged for the user or the user\'s linked third-party token' });
+    }
+    if (b.tokenExchange && b.transport !== 'streamable-http') {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['tokenExchange'], message: `needs transport streamable-http (a ${b.transport} backend is reached through the local bridge, which sends it no Authorization)` });
+    }
     if (b.transport === 'stdio' && !b.command) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['command'], message: 'is required for transport stdio' });
     }
@@ -300,6 +341,10 @@ export const configSchema = z
       for (const key of ['cookieKey', 'tokenKey'] as const) {
         if (!c.secrets[key]) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['secrets', key], message: 'is required with redis when browser sign-in or upstreamAuth is configured (replicas must share it)' });
       }
+    }
+    // Exchanged tokens are cached sealed in Redis for every replica (src/exchange/exchange-cache.ts).
+    if (c.redis && !c.secrets.tokenKey && !linksAccounts && !c.auth.login && c.backends.some((b) => b.tokenExchange)) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['secrets', 'tokenKey'], message: 'is required with redis when a backend has tokenExchange (replicas share the exchanged tokens, sealed with it)' });
     }
     if (c.metrics.listen && c.metrics.listen.port !== 0 && c.metrics.listen.port === c.listen.port) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['metrics', 'listen', 'port'], message: 'must differ from listen.port (leave metrics.listen out to serve /metrics on the main port)' });

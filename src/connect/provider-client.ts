@@ -202,6 +202,19 @@ export async function revokeToken(
   throw errorAnswer(res, [token, p.clientSecret], 'revocation', p.quirks);
 }
 
+/** What {@link requestTokens} needs of an endpoint: where, and how this client authenticates. */
+export type TokenEndpoint = Pick<ProviderEndpoints, 'tokenUrl' | 'clientId' | 'clientSecret' | 'quirks'>;
+
+/**
+ * Any other grant at a token endpoint — RFC 8693 token exchange, RFC 7523 JWT bearer
+ * (src/exchange/) — with the same client authentication, hygiene and answer reading as the
+ * grants above. `secrets`: what the body carries that must never reappear in a message.
+ */
+export async function requestTokens(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions = {}): Promise<ProviderTokens> {
+  const startedAt = Date.now();
+  return toTokens(await tokenRequest(p, body, secrets, options), startedAt);
+}
+
 /** The configured scopes, empty ones dropped, joined (RFC 6749 §3.3: by spaces). */
 function joinScopes(p: ProviderEndpoints, separator = ' '): string {
   return p.scopes.filter((s) => s !== '').join(separator);
@@ -215,7 +228,7 @@ function resourceOf(p: ProviderEndpoints): string | undefined {
 // ------------------------------------------------------------------ internals ---
 
 /** POSTs to the token endpoint and returns the user's token part of a success body, or throws. */
-async function tokenRequest(p: ProviderEndpoints, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions): Promise<Record<string, unknown>> {
+async function tokenRequest(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions): Promise<Record<string, unknown>> {
   const res = await post(p, p.tokenUrl, body, options, 'token');
   return tokenAnswer(res, [...secrets, p.clientSecret], p.quirks);
 }
@@ -228,7 +241,7 @@ async function tokenRequest(p: ProviderEndpoints, body: URLSearchParams, secrets
  * followed: a token endpoint that redirects is misconfigured or hijacked.
  */
 async function post(
-  p: ProviderEndpoints,
+  p: TokenEndpoint,
   url: string,
   body: URLSearchParams,
   options: ProviderRequestOptions,

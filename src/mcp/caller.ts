@@ -1,10 +1,11 @@
 /**
  * Who is calling, as a backend call carries it: real backends ignore it; the aggregated
- * backend (`/mcp`) routes, authorizes and applies the access policy per user with it.
+ * backend (`/mcp`) routes, authorizes and applies the access policy per user with it, and a
+ * backend with `tokenExchange` exchanges the caller's token for its own (src/exchange/).
  */
 import type { FastifyRequest } from 'fastify';
 import type { BackendCaller } from '../backends/backend.js';
 
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
-  return { principal: request.principal!, sessionId, clientCapabilities, log: request.log };
+  return { principal: request.principal!, sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken };
 }

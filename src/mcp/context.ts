@@ -6,6 +6,7 @@ import type { McpBackend } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { UpstreamAuth } from '../connect/upstream-auth.js';
+import type { TokenExchange } from '../exchange/token-exchange.js';
 import type { Linking } from '../linking/linking.js';
 import type { Coordinator } from '../state/coordinator.js';
 import type { StateStore } from '../state/store.js';
@@ -26,4 +27,6 @@ export interface McpContext {
   upstream?: UpstreamAuth;
   /** Catalog and waiting sessions of backends that need the user's account (present with `upstream`). */
   linking?: Linking;
+  /** Tokens exchanged for the user, for backends with `tokenExchange` (absent when none has it). */
+  exchange?: TokenExchange;
 }

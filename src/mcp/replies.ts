@@ -26,7 +26,7 @@ export function sendJsonRpcError(reply: FastifyReply, status: number, code: numb
  */
 export function sendBackendError(reply: FastifyReply, error: BackendError, requestIds: readonly JsonRpcId[], batch: boolean): FastifyReply {
   const code = error.failure === 'timeout' ? ErrorCode.BackendTimeout : ErrorCode.BackendUnavailable;
-  const data = { backend: error.backend, reason: error.failure, ...(error.status ? { status: error.status } : {}) };
+  const data = error.data;
   reply.log.warn({ backend: error.backend, failure: error.failure, status: error.status }, error.message);
   reply.server.metrics.backendErrors.inc({ backend: error.backend, reason: error.failure });
   reply.request.mcpOutcome = 'backend_error';

@@ -53,6 +53,7 @@ const FAILURE_CODE: Record<BackendFailure, number> = {
   bad_status: ErrorCode.BackendUnavailable,
   protocol: ErrorCode.BackendUnavailable,
   stream_broken: ErrorCode.BackendStreamBroken,
+  token_exchange: ErrorCode.BackendUnavailable,
 };
 
 export class StreamRelay {
@@ -293,7 +294,7 @@ export class StreamRelay {
     this.#ctx.log.warn({ backend: this.#ctx.backend, failure: error.failure }, 'backend stream ended without a response');
     this.#ctx.onBackendError(error.failure);
     for (const id of this.#pending.values()) {
-      this.#emit(JSON.stringify(errorResponse(id, FAILURE_CODE[error.failure], error.message, { backend: this.#ctx.backend, reason: error.failure })), undefined);
+      this.#emit(JSON.stringify(errorResponse(id, FAILURE_CODE[error.failure], error.message, { ...error.data, backend: this.#ctx.backend })), undefined);
     }
     this.#pending.clear();
     this.#finish(true);

@@ -54,6 +54,8 @@ export class Metrics {
   readonly authFailures = new Counter({ name: 'switchboard_auth_failures_total', help: 'Requests refused by token checks', labelNames: ['reason'], registers: [this.registry] });
   readonly elicitations = new Counter({ name: 'switchboard_elicitations_total', help: 'URL-mode elicitations by provider and event (started, completed, declined, expired)', labelNames: ['provider', 'event'], registers: [this.registry] });
   readonly tokenRefreshes = new Counter({ name: 'switchboard_token_refreshes_total', help: 'Third-party token refreshes by provider and outcome', labelNames: ['provider', 'outcome'], registers: [this.registry] });
+  /** outcome: ok | invalid_grant | refused | unavailable | timeout. Exchanges this replica made (cache hits are not exchanges). */
+  readonly tokenExchanges = new Counter({ name: 'switchboard_token_exchanges_total', help: 'Token exchanges (RFC 8693, Entra on-behalf-of) for backends with tokenExchange, by backend and outcome', labelNames: ['backend', 'outcome'], registers: [this.registry] });
   /** route is the route template (e.g. /mcp/:backend); never the user. */
   readonly rateLimited = new Counter({ name: 'switchboard_rate_limited_total', help: 'MCP requests refused with 429 by the per-user rate limit, by route template', labelNames: ['route'], registers: [this.registry] });
   /** reason: error | timeout. Each one is a failed or slow background sync of the limiter's counts with Redis (at most one per flush interval); meanwhile the limit counts per replica only. */
