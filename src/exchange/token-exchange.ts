@@ -3,7 +3,9 @@
  * does it get for this user? A token exchanged for the user's own (exchange-grant.ts),
  * taken from the shared cache while it lasts (exchange-cache.ts), exchanged once at a time
  * per user and target across replicas (one-exchange.ts), and on this replica once for all
- * requests that want it at the same moment.
+ * requests that want it at the same moment. Every call reads the shared cache (one store
+ * round trip) rather than a copy in memory: so every replica sends the newest token, and the
+ * one a backend refuses is always replaced by a token exchanged after the refusal.
  *
  * A failure becomes a BackendError (failure `token_exchange`) that names the backend and
  * says whether signing in again could help — `error.data` carries `exchange` (the outcome)
