@@ -75,17 +75,19 @@ export async function exchangeToken(endpoint: ExchangeEndpoint, x: TokenExchange
     clientSecret: x.clientSecret,
     quirks: { clientAuthentication: endpoint.clientAuthentication },
   };
+  let tokens;
   try {
-    const tokens = await requestTokens(client, exchangeBody(x, subjectToken), [subjectToken], { timeoutMs });
-    // Sent as `Authorization: Bearer`: anything else (RFC 8693 §2.2.1 `N_A` for a token that
-    // is not an access token, a DPoP-bound token) would be refused by the backend anyway.
-    if (tokens.tokenType.toLowerCase() !== 'bearer') {
-      throw new ProviderError('bad_response', `the exchange issued a token of type "${tokens.tokenType.slice(0, 20)}", not a Bearer access token`, undefined, 200);
-    }
-    return { accessToken: tokens.accessToken, expiresAt: tokens.expiresAt };
+    tokens = await requestTokens(client, exchangeBody(x, subjectToken), [subjectToken], { timeoutMs });
   } catch (err) {
     throw new ExchangeFailedError((err as Error).message, classifyFailure(err));
   }
+  // Sent as `Authorization: Bearer`: anything else (RFC 8693 §2.2.1 `N_A` for a token that is
+  // not an access token, a DPoP-bound token) would be refused by the backend anyway. The
+  // server's policy for this client decides that: a configuration matter.
+  if (tokens.tokenType.toLowerCase() !== 'bearer') {
+    throw new ExchangeFailedError(`the exchange issued a token of type "${tokens.tokenType.replace(/[^\x20-\x7E]/g, ' ').slice(0, 20)}", not a Bearer access token`, { outcome: 'refused', signInAgain: false });
+  }
+  return { accessToken: tokens.accessToken, expiresAt: tokens.expiresAt };
 }
 
 /** How an exchange ended: the metric's `outcome` label. */
