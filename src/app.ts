@@ -8,6 +8,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type onResponseHookHa
 import type { JWTVerifyGetKey } from 'jose';
 import { createAuthenticate } from './auth/authenticate.js';
 import { registerMetadataRoutes } from './auth/metadata-routes.js';
+import { allAudiences } from './auth/resources.js';
 import { registerBrowserFlows } from './connect/browser-flows.js';
 import { Linking } from './linking/linking.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
@@ -89,7 +90,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const coordinator = createCoordinator(store, config);
   const verifier: TokenVerifier = createTokenVerifier({
     issuer: config.auth.issuer,
-    audience: config.auth.audience,
+    audience: allAudiences(config),
     algorithms: config.auth.algorithms,
     clockToleranceMs: config.auth.clockTolerance,
     jwksUri: config.auth.jwksUri,

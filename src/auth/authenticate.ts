@@ -7,6 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { AuthError, wwwAuthenticate } from './errors.js';
+import { acceptedAudiences, advertisedScopes, audienceMatches } from './resources.js';
 import type { Principal } from './principal.js';
 import { SubjectToken } from './subject-token.js';
 import type { TokenVerifier } from './token-verifier.js';
@@ -34,30 +35,41 @@ export function bearerToken(header: string | undefined): string | undefined {
 interface PathRequirement {
   metadataUrl: string;
   required: string[];
+  /** Advertised in the 401 challenge's `scope` (resources.ts). */
+  advertised: string[];
+  /** `aud` values that open this path: the configured audience and the path's own resource. */
+  audiences: string[];
 }
 
 export function createAuthenticate(config: Config, verifier: TokenVerifier, onFailure: (code: AuthError['code']) => void = () => {}) {
   // Worked out once per backend, not per request. An unknown backend's challenge points at
   // the gateway-wide metadata, which exists.
-  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes] };
+  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes], advertised: advertisedScopes(config), audiences: acceptedAudiences(config) };
   // Backends with `tokenExchange` get a token exchanged for the caller's (src/exchange/).
   const keepsToken = config.backends.some((b) => b.tokenExchange);
   const perBackend = new Map<string, PathRequirement>(
-    config.backends.map((b) => [b.name, { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes] }]),
+    config.backends.map((b) => [
+      b.name,
+      { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes], advertised: advertisedScopes(config, b), audiences: acceptedAudiences(config, b.name) },
+    ]),
   );
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
-    const { metadataUrl, required } = (backendName && perBackend.get(backendName)) || gatewayWide;
+    const { metadataUrl, required, advertised, audiences } = (backendName && perBackend.get(backendName)) || gatewayWide;
     try {
       const token = bearerToken(request.headers.authorization);
       if (!token) {
         throw new AuthError(
           'missing_token',
           request.headers.authorization ? 'Authorization header is not a bearer token' : 'bearer token required',
-          required,
+          advertised,
         );
       }
-      const principal = await verifier.verify(token);
+      const principal = await verifier.verify(token).catch((err: unknown) => {
+        throw err instanceof AuthError && err.code === 'invalid_token' ? new AuthError(err.code, err.message, advertised) : err;
+      });
+      // A token made out to another endpoint's own resource does not open this one.
+      if (!audienceMatches(principal.claims.aud, audiences)) throw new AuthError('invalid_token', 'token claim "aud" is invalid for this endpoint', advertised);
       const missing = required.filter((s) => !principal.scopes.has(s));
       if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
       request.principal = principal;

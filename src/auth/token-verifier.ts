@@ -15,7 +15,8 @@ import { scopesOf, userKeyOf, type Principal } from './principal.js';
 
 export interface TokenVerifierOptions {
   issuer: string;
-  audience: string;
+  /** Every audience some endpoint accepts; each endpoint checks its own (authenticate.ts). */
+  audience: string | string[];
   algorithms: readonly string[];
   clockToleranceMs: number;
   /** Overrides discovery. */
@@ -84,10 +85,24 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         remember(token, principal);
         return principal;
       } catch (err) {
+        // Keys that cannot be fetched say nothing about the token: 503, not 401, so that the
+        // client keeps its token instead of sending its user through sign-in again.
+        if (keysUnreachable(err)) throw new AuthError('temporarily_unavailable', 'token cannot be verified now: the issuer\'s keys cannot be fetched');
         throw new AuthError('invalid_token', describeJoseError(err));
       }
     },
   };
+}
+
+/**
+ * A failure to fetch the JWKS (network error, timeout, an answer that is not a key set), as
+ * opposed to a token that the keys refute. jose reports fetch failures as JWKSTimeout, as
+ * a non-2xx JOSEError, or as the fetch's own TypeError.
+ */
+function keysUnreachable(err: unknown): boolean {
+  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) return true;
+  if (err instanceof joseErrors.JOSEError) return err.code === 'ERR_JOSE_GENERIC' && /response|fetch/i.test(err.message);
+  return err instanceof TypeError || (err as { code?: string })?.code === 'ECONNREFUSED';
 }
 
 function describeJoseError(err: unknown): string {

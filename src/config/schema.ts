@@ -186,6 +186,8 @@ export const configSchema = z
     auth: z
       .object({
         issuer: httpUrl.transform(trimSlash),
+        /** Scopes advertised in RFC 9728 metadata and 401 challenges; default `requiredScopes`. */
+        scopes: z.array(z.string().min(1)).optional(),
         audience: z.string().min(1),
         jwksUri: httpUrl.optional(),
         algorithms: z.array(z.enum(SUPPORTED_ALGORITHMS)).min(1).default(['RS256', 'ES256', 'EdDSA']),

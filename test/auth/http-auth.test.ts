@@ -238,7 +238,9 @@ describe('protected-resource metadata (RFC 9728)', () => {
       assert.equal(res.status, 200, path);
       assert.match(res.headers.get('content-type') ?? '', /application\/json/, path);
       const doc = (await res.json()) as Record<string, unknown>;
-      assert.equal(doc.resource, open.audience, `${path}: resource is the audience`);
+      // RFC 9728 §3.3: each document names the resource its URL was built from; the root one, the audience.
+      const expected = path.endsWith(`/mcp/${BACKEND}`) ? `${open.url}/mcp/${BACKEND}` : path.endsWith('/mcp') ? `${open.url}/mcp` : open.audience;
+      assert.equal(doc.resource, expected, `${path}: resource`);
       assert.deepEqual(doc.authorization_servers, [idp.issuer], path);
       assert.deepEqual(doc.scopes_supported, [], path);
       assert.deepEqual(doc.bearer_methods_supported, ['header'], path);
@@ -260,7 +262,7 @@ describe('protected-resource metadata (RFC 9728)', () => {
     assert.deepEqual((await get(`/.well-known/oauth-protected-resource/mcp/${BACKEND}`)).scopes_supported, ['mcp']);
     const repo = await get(`/.well-known/oauth-protected-resource/mcp/${SCOPED_BACKEND}`);
     assert.deepEqual([...(repo.scopes_supported as string[])].sort(), ['mcp', 'repo-tools']);
-    assert.equal(repo.resource, SCOPED_AUDIENCE);
+    assert.equal(repo.resource, `${scoped.url}/mcp/${SCOPED_BACKEND}`);
   });
 
   test('an unknown backend has no metadata → 404', async () => {
@@ -389,7 +391,8 @@ describe('no token passthrough', () => {
     const seen = recorder.requests;
     assert.deepEqual(
       seen.map((r) => `${r.method} ${(JSON.parse(r.body || '{}') as { method?: string }).method ?? ''}`.trim()),
-      ['POST initialize', 'POST notifications/initialized', 'POST tools/list', 'POST ping', 'DELETE'],
+      // The GET is the standalone stream the gateway opens once the session is initialized (issue 13).
+      ['POST initialize', 'POST notifications/initialized', 'GET', 'POST tools/list', 'POST ping', 'DELETE'],
     );
     for (const r of seen) {
       const what = `${r.method} ${r.body.slice(0, 60)}`;
