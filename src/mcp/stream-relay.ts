@@ -23,6 +23,12 @@ import type { SseWriter } from './sse-writer.js';
 export interface RelayContext {
   store: StateStore;
   limits: ReplayLimits;
+  /**
+   * Bytes of recent events a relay keeps in memory for clients that attach or reattach here
+   * (`streams.replayBytes`, as the stored log): with events counted only, 1000 events of
+   * 2 MiB would be 2 GB per stream.
+   */
+  recentBytes: number;
   retryMs: number;
   backend: string;
   log: FastifyBaseLogger;
@@ -62,6 +68,7 @@ export class StreamRelay {
   readonly #ctx: RelayContext;
   readonly #pending = new Map<string, JsonRpcId>();
   readonly #recent: StoredEvent[] = [];
+  #recentSize = 0;
   readonly #abort = new AbortController();
   readonly #onFinish: Array<() => void> = [];
   readonly #onDetach: Array<() => void> = [];
@@ -304,7 +311,11 @@ export class StreamRelay {
     const event: StoredEvent = { seq: ++this.#seq, data };
     if (backendEventId) event.backendEventId = backendEventId;
     this.#recent.push(event);
-    if (this.#recent.length > this.#ctx.limits.maxEvents) this.#recent.shift();
+    this.#recentSize += data.length;
+    // The newest event stays whatever its size; older ones go past either bound.
+    while (this.#recent.length > 1 && (this.#recent.length > this.#ctx.limits.maxEvents || this.#recentSize > this.#ctx.recentBytes)) {
+      this.#recentSize -= this.#recent.shift()!.data?.length ?? 0;
+    }
     this.#save(event);
     if (event.seq > this.#clientHasThrough) this.#writer?.message(data, eventId(this.key.streamId, event.seq));
   }

@@ -47,6 +47,7 @@ export function relayContext(t: StreamTarget): RelayContext {
   return {
     store: t.ctx.store,
     limits: { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl },
+    recentBytes: streams.replayBytes,
     retryMs: streams.retry,
     backend: t.backend.name,
     log: t.request.log,

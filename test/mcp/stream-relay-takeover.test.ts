@@ -38,7 +38,7 @@ describe('StreamRelay taking over from a log that lost its tail', () => {
     // client had also received event 2 (its Last-Event-ID), which never reached the log.
     await store.appendEvents(key, [{ seq: 0, meta: { kind: 'post', requestIds: [7] } }, { seq: 1, data: '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}', backendEventId: 'b1' }], limits);
     const relay = new StreamRelay(
-      { store, limits, retryMs: 1000, backend: 'resumable', log: pino({ level: 'silent' }), onBackendError: () => {} },
+      { store, limits, recentBytes: 1024 * 1024, retryMs: 1000, backend: 'resumable', log: pino({ level: 'silent' }), onBackendError: () => {} },
       key,
       { kind: 'post', requestIds: [7] },
       1,
