@@ -196,7 +196,8 @@ async function createStore(config: Config, app: FastifyInstance): Promise<StateS
     app.log.warn('no redis configured: state is in memory, so run one replica only');
     return new MemoryStore(undefined, replayBudget(config));
   }
-  const store = new RedisStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, replayBudget: replayBudget(config) });
+  // Standalone, cluster or sentinel, with TLS: src/state/redis-connection.ts.
+  const store = new RedisStore({ ...config.redis, replayBudget: replayBudget(config) });
   await store.ready();
   return store;
 }

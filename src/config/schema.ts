@@ -4,6 +4,7 @@
  * in) so that no other module re-interprets raw config.
  */
 import { z } from 'zod';
+import { redisSchema } from './redis-schema.js';
 import { parseDuration } from './duration.js';
 
 const duration = (fallback: string) =>
@@ -176,22 +177,17 @@ export const configSchema = z
     allowedOrigins: z.array(z.string().url().transform((u) => new URL(u).origin)).default([]),
     /** Extra Host header values accepted besides publicUrl's host (DNS-rebinding protection). */
     allowedHosts: z.array(z.string().min(1).transform((h) => h.toLowerCase())).default([]),
-    redis: z
-      .object({
-        url: z.string().regex(/^(rediss?|redis\+sentinel|redis\+cluster):\/\//, 'must be a redis:// or rediss:// URL'),
-        keyPrefix: z.string().default('sb:'),
-      })
-      .strict()
-      .optional(),
+    /** Shared state: standalone, cluster or sentinel, with TLS (SPEC §8; redis-schema.ts). */
+    redis: redisSchema.optional(),
     auth: z
       .object({
         issuer: httpUrl.transform(trimSlash),
-        /** Scopes advertised in RFC 9728 metadata and 401 challenges; default `requiredScopes`. */
-        scopes: z.array(z.string().min(1)).optional(),
         audience: z.string().min(1),
         jwksUri: httpUrl.optional(),
         algorithms: z.array(z.enum(SUPPORTED_ALGORITHMS)).min(1).default(['RS256', 'ES256', 'EdDSA']),
         requiredScopes: z.array(z.string()).default([]),
+        /** Scopes advertised in RFC 9728 metadata and 401 challenges; default `requiredScopes`. */
+        scopes: z.array(z.string().min(1)).optional(),
         tenantClaim: z.string().optional(),
         clockTolerance: duration('30s'),
         login: z

@@ -55,7 +55,7 @@
  * it stops the timers and makes one last bounded attempt to send what is pending.
  */
 import type { RateLimitCallback, RateLimitStore } from './rate-limit-store.js';
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from '../state/redis-connection.js';
 
 /** How often pending increments are sent to Redis (and the shared counts read back). */
 export const FLUSH_INTERVAL_MS = 100;
@@ -94,9 +94,9 @@ for i, key in ipairs(KEYS) do
 end
 return out`;
 
-interface FlushingRedis extends Redis {
+type FlushingRedis = RedisClient & {
   sbRateLimitFlush(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
-}
+};
 
 /** One key's state in its current window. */
 interface Entry {
@@ -123,8 +123,13 @@ interface Sent {
 
 export interface BatchedRateLimitStoreOptions {
   /** The client to use (its `keyPrefix` applies); the store defines one script on it. */
-  redis: Redis;
-  /** Prefix of the keys, e.g. `rl:` → `<keyPrefix>rl:<key>`. */
+  redis: RedisClient;
+  /**
+   * Prefix of the keys, e.g. `rl:` → `<keyPrefix>rl:<key>`. In a Redis Cluster, where one
+   * script's keys must share a hash slot, it is also the keys' hash tag (`rl:{rl:}<key>`):
+   * all counters sit on one shard, so a flush stays ONE call whatever the number of users
+   * (the counters are a few bytes each and written ten times a second at most per replica).
+   */
   namespace: string;
   /** Default {@link FLUSH_INTERVAL_MS}. */
   flushIntervalMs?: number;
@@ -156,7 +161,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
 
   constructor(options: BatchedRateLimitStoreOptions) {
     this.#redis = options.redis as FlushingRedis;
-    this.#namespace = options.namespace;
+    this.#namespace = isCluster(options.redis) ? `${options.namespace}{${options.namespace}}` : options.namespace;
     this.#flushIntervalMs = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     this.#slowFlushMs = options.slowFlushMs ?? SLOW_FLUSH_MS;
     this.#maxKeys = Math.max(1, options.maxKeys ?? MAX_KEYS);

@@ -17,7 +17,9 @@ export function registerHealthRoutes(app: FastifyInstance, store: StateStore, re
     try {
       await withTimeout(store.ping(), 2_000);
     } catch (err) {
-      return reply.code(503).send({ status: 'unavailable', store: store.kind, reason: (err as Error).message });
+      // E.g. "Connection is closed. (redis sentinel, connection reconnecting)" during a failover.
+      const where = store.describe?.();
+      return reply.code(503).send({ status: 'unavailable', store: store.kind, reason: `${(err as Error).message}${where ? ` (${where})` : ''}` });
     }
     return { status: 'ready', store: store.kind };
   });

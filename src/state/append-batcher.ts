@@ -13,6 +13,10 @@
  * so the events of one stream stay in order; different streams are independent. A call
  * carries at most {@link MAX_STREAMS_PER_CALL} streams and, beyond the first stream, at most
  * {@link MAX_ENTRIES_PER_CALL} entries, so a script never blocks Redis for long.
+ *
+ * Redis Cluster runs a script only on keys of one hash slot (CROSSSLOT otherwise), so with
+ * `groupOf` (the item's slot; redis-store.ts in cluster mode) one call carries the items of
+ * one group only: a turn with appends of three users on three slots makes three calls.
  */
 
 /** What the batcher needs to know of one stream's append: the entries it carries. */
@@ -33,8 +37,14 @@ export class AppendBatcher<T extends AppendItem> {
   #queue: Waiting<T>[] = [];
   #scheduled = false;
 
-  /** @param send writes one group of appends (one Redis call). */
-  constructor(private readonly send: (items: T[]) => Promise<unknown>) {}
+  /**
+   * @param send writes one group of appends (one Redis call).
+   * @param groupOf items of different groups never share a call.
+   */
+  constructor(
+    private readonly send: (items: T[]) => Promise<unknown>,
+    private readonly groupOf?: (item: T) => number,
+  ) {}
 
   /** Resolves once the item is stored; rejects with the error of the call that carried it. */
   append(item: T): Promise<void> {
@@ -50,6 +60,19 @@ export class AppendBatcher<T extends AppendItem> {
     this.#scheduled = false;
     const queue = this.#queue;
     this.#queue = [];
+    if (!this.groupOf) return this.#sendAll(queue);
+    const groups = new Map<number, Waiting<T>[]>();
+    for (const waiting of queue) {
+      const group = this.groupOf(waiting.item);
+      const list = groups.get(group);
+      if (list) list.push(waiting);
+      else groups.set(group, [waiting]);
+    }
+    for (const list of groups.values()) this.#sendAll(list);
+  }
+
+  /** Sends `queue` in calls bounded by {@link MAX_STREAMS_PER_CALL} and {@link MAX_ENTRIES_PER_CALL}. */
+  #sendAll(queue: Waiting<T>[]): void {
     for (let start = 0; start < queue.length; ) {
       let end = start + 1;
       let entries = queue[start]!.item.entries.length;

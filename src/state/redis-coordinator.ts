@@ -5,12 +5,20 @@
  * channel, and every append to a replay log is published on that stream's channel (see
  * RedisStore.appendEvents) for a replica that follows a stream read elsewhere.
  *
- * Keys: `g:<user>:<session>` standalone holder ("<replica> <stream>"),
+ * Keys (redis-keys.ts): `g:<user>:<session>` standalone holder ("<replica> <stream>"),
  * `h:<user>:<session>:<stream>` replica reading a detached stream, `m:<user>:<session>` mailbox.
+ *
+ * In a Redis Cluster (issue 17) the stream channels use sharded pub/sub: the append script
+ * SPUBLISHes on the shard that owns the user's slot, and a follower SSUBSCRIBEs there
+ * (ioredis keeps one subscriber per master and moves subscriptions when slots move), so the
+ * busiest traffic, every relayed event, never crosses the whole cluster bus. The replica
+ * inboxes and the broadcast channel stay classic pub/sub: few messages, and a broadcast has
+ * to reach every replica wherever it is connected.
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from './coordinator.js';
+import { isCluster, subscriberFor, type RedisClient } from './redis-connection.js';
+import { RedisKeys } from './redis-keys.js';
 import type { StoredEvent, StreamKey } from './store.js';
 
 const CLAIM = `
@@ -29,21 +37,19 @@ const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-interface CoordinatorRedis extends Redis {
+type CoordinatorRedis = RedisClient & {
   sbClaim(holderKey: string, mailboxKey: string, value: string, ttlMs: number, force: '0' | '1'): Promise<[number, string, ...string[]]>;
   sbRenew(key: string, value: string, ttlMs: number): Promise<number>;
   sbRelease(key: string, value: string): Promise<number>;
-}
-
-/** The channel a stream's appended events are published on (shared with RedisStore). */
-export function streamChannel(keyPrefix: string, key: StreamKey): string {
-  return `${keyPrefix}ev:${key.userKey}:${key.sessionId}:${key.streamId}`;
-}
+};
 
 export class RedisCoordinator implements Coordinator {
   readonly replicaId = randomUUID();
   readonly #redis: CoordinatorRedis;
-  readonly #subscriber: Redis;
+  readonly #subscriber: RedisClient;
+  readonly #keys: RedisKeys;
+  /** Stream channels: sharded in a cluster (SSUBSCRIBE), classic otherwise. */
+  readonly #sharded: boolean;
   readonly #prefix: string;
   readonly #handlers: Array<(message: ReplicaMessage) => void> = [];
   readonly #watchers = new Map<string, Set<(events: StoredEvent[]) => void>>();
@@ -51,57 +57,60 @@ export class RedisCoordinator implements Coordinator {
   readonly #everyone: string;
 
   /** @param redis the store's command connection (its keyPrefix applies to keys, not channels). */
-  constructor(redis: Redis, keyPrefix: string) {
+  constructor(redis: RedisClient, keyPrefix: string) {
     this.#redis = redis as CoordinatorRedis;
     this.#prefix = keyPrefix;
+    this.#sharded = isCluster(redis);
+    this.#keys = new RedisKeys(this.#sharded);
     this.#redis.defineCommand('sbClaim', { numberOfKeys: 2, lua: CLAIM });
     this.#redis.defineCommand('sbRenew', { numberOfKeys: 1, lua: RENEW });
     this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE });
     // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
-    this.#subscriber = redis.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.#subscriber = subscriberFor(redis);
     this.#subscriber.on('error', () => {});
     this.#inbox = `${keyPrefix}replica:${this.replicaId}`;
     this.#everyone = `${keyPrefix}replicas`;
     this.#subscriber.on('message', (channel: string, text: string) => this.#dispatch(channel, text));
+    this.#subscriber.on('smessage', (channel: string, text: string) => this.#dispatch(channel, text));
     void this.#subscriber.subscribe(this.#inbox, this.#everyone).catch(() => {});
   }
 
   async claimStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number, force: boolean): Promise<StandaloneClaim> {
-    const [granted, previous, ...mailbox] = await this.#redis.sbClaim(`g:${userKey}:${sessionId}`, `m:${userKey}:${sessionId}`, `${this.replicaId} ${streamId}`, ttlMs, force ? '1' : '0');
+    const [granted, previous, ...mailbox] = await this.#redis.sbClaim(this.#keys.standalone(userKey, sessionId), this.#keys.mailbox(userKey, sessionId), `${this.replicaId} ${streamId}`, ttlMs, force ? '1' : '0');
     return { granted: granted === 1, previous: parseHolder(previous), mailbox };
   }
 
   async renewStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number): Promise<boolean> {
-    return (await this.#redis.sbRenew(`g:${userKey}:${sessionId}`, `${this.replicaId} ${streamId}`, ttlMs)) === 1;
+    return (await this.#redis.sbRenew(this.#keys.standalone(userKey, sessionId), `${this.replicaId} ${streamId}`, ttlMs)) === 1;
   }
 
   async releaseStandalone(userKey: string, sessionId: string, streamId: string): Promise<void> {
-    await this.#redis.sbRelease(`g:${userKey}:${sessionId}`, `${this.replicaId} ${streamId}`);
+    await this.#redis.sbRelease(this.#keys.standalone(userKey, sessionId), `${this.replicaId} ${streamId}`);
   }
 
   async standaloneHolder(userKey: string, sessionId: string): Promise<StreamHolder | undefined> {
-    return parseHolder((await this.#redis.get(`g:${userKey}:${sessionId}`)) ?? '');
+    return parseHolder((await this.#redis.get(this.#keys.standalone(userKey, sessionId))) ?? '');
   }
 
   async holdStream(key: StreamKey, ttlMs: number): Promise<void> {
-    await this.#redis.set(holdKey(key), this.replicaId, 'PX', ttlMs);
+    await this.#redis.set(this.#keys.hold(key), this.replicaId, 'PX', ttlMs);
   }
 
   async releaseStream(key: StreamKey): Promise<void> {
-    await this.#redis.sbRelease(holdKey(key), this.replicaId);
+    await this.#redis.sbRelease(this.#keys.hold(key), this.replicaId);
   }
 
   async streamHolder(key: StreamKey): Promise<string | undefined> {
-    return (await this.#redis.get(holdKey(key))) ?? undefined;
+    return (await this.#redis.get(this.#keys.hold(key))) ?? undefined;
   }
 
   async watchStream(key: StreamKey, onEvents: (events: StoredEvent[]) => void): Promise<() => Promise<void>> {
-    const channel = streamChannel(this.#prefix, key);
+    const channel = this.#keys.streamChannel(this.#prefix, key);
     let set = this.#watchers.get(channel);
     if (!set) {
       set = new Set();
       this.#watchers.set(channel, set);
-      await this.#subscriber.subscribe(channel);
+      await (this.#sharded ? this.#subscriber.ssubscribe(channel) : this.#subscriber.subscribe(channel));
     }
     set.add(onEvents);
     return async () => {
@@ -109,7 +118,7 @@ export class RedisCoordinator implements Coordinator {
       current?.delete(onEvents);
       if (current && current.size === 0) {
         this.#watchers.delete(channel);
-        await this.#subscriber.unsubscribe(channel).catch(() => {});
+        await (this.#sharded ? this.#subscriber.sunsubscribe(channel) : this.#subscriber.unsubscribe(channel)).catch(() => {});
       }
     };
   }
@@ -127,7 +136,7 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async postToMailbox(userKey: string, sessionId: string, data: string, ttlMs: number, maxMessages: number): Promise<void> {
-    const key = `m:${userKey}:${sessionId}`;
+    const key = this.#keys.mailbox(userKey, sessionId);
     await this.#redis.multi().rpush(key, data).ltrim(key, -maxMessages, -1).pexpire(key, ttlMs).exec();
   }
 
@@ -157,4 +166,3 @@ function parseHolder(value: string): StreamHolder | undefined {
   return space > 0 ? { replicaId: value.slice(0, space), streamId: value.slice(space + 1) } : undefined;
 }
 
-const holdKey = (k: StreamKey) => `h:${k.userKey}:${k.sessionId}:${k.streamId}`;

@@ -79,8 +79,14 @@ return 0`;
  * trimming keeps it, and the newest entry, and drops the oldest of the rest. Over the user's
  * budget, the user's least recently appended other logs are deleted whole. A size recorded
  * for a log that has since expired is taken off the total when the log starts again.
+ *
+ * In one call all KEYS must share a hash slot in a cluster (redis-keys.ts: a user's keys
+ * share a tag; the store groups its calls by slot). `publish` is PUBLISH, or SPUBLISH in a
+ * cluster (sharded pub/sub: the message stays on the shard that owns the stream's slot
+ * instead of crossing the whole cluster bus; the channel shares the user's tag, so a script
+ * may publish it). Standalone and sentinel keep PUBLISH, which every Redis version has.
  */
-export const APPEND_EVENTS = `
+export const appendEventsScript = (publish: 'PUBLISH' | 'SPUBLISH'): string => `
 local function isMeta(entry)
   return type(entry) == 'string' and string.find(entry, '^{"seq":%d+,"meta":') ~= nil
 end
@@ -144,7 +150,7 @@ for k = 1, #KEYS, 3 do
   redis.call('PEXPIRE', log, ttl)
   redis.call('PEXPIRE', sizes, ttl)
   redis.call('PEXPIRE', order, ttl)
-  redis.call('PUBLISH', channel, '[' .. table.concat(ARGV, ',', first, last) .. ']')
+  redis.call('${publish}', channel, '[' .. table.concat(ARGV, ',', first, last) .. ']')
   a = last + 1
 end
 return #KEYS / 3`;

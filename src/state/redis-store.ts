@@ -4,16 +4,19 @@
  * alive), and creating a session (with the per-user cap) or appending to a replay log (push,
  * trim by count and bytes, expire) is one Lua script (redis-scripts.ts) so that nothing is
  * left unbounded or without a TTL; the appends of all streams in one turn of the event loop
- * share that script call (append-batcher.ts).
+ * share that script call (append-batcher.ts) — in a cluster, the appends of one hash slot.
  *
- * Keys (under the configured prefix): `s:<user>:<session>`, `si:<user>` (the user's sessions
- * by creation), `e:<user>:<session>:<stream>`, `eb:<user>` (sizes of the user's logs) and
- * `eo:<user>` (the user's logs by last append).
+ * Keys (under the configured prefix; redis-keys.ts, where the user part is a hash tag in
+ * cluster mode): `s:<user>:<session>`, `si:<user>` (the user's sessions by creation),
+ * `e:<user>:<session>:<stream>`, `eb:<user>` (sizes of the user's logs) and `eo:<user>` (the
+ * user's logs by last append). Standalone, cluster or sentinel: redis-connection.ts.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import type { RedisOptions } from 'ioredis';
 import { AppendBatcher } from './append-batcher.js';
-import { streamChannel } from './redis-coordinator.js';
-import { APPEND_EVENTS, CREATE_SESSION, DELETE_IF, DELETE_SESSION, TOUCH_SESSION } from './redis-scripts.js';
+import { connectRedis, isCluster, type RedisClient, type RedisEndpoint, type RedisMode } from './redis-connection.js';
+import { RedisKeys } from './redis-keys.js';
+import { appendEventsScript, CREATE_SESSION, DELETE_IF, DELETE_SESSION, TOUCH_SESSION } from './redis-scripts.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
 /** One stream's share of an append script call. */
@@ -29,7 +32,7 @@ interface RedisAppend {
 const SESSION_COUNT_TTL_MS = 15_000;
 const MAX_SCAN_ROUNDS = 1_000;
 
-interface ScriptedRedis extends Redis {
+interface ScriptCommands {
   sbDeleteIf(key: string, expected: string): Promise<number>;
   sbAppendEvents(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   sbCreateSession(key: string, index: string, record: string, ttlMs: number, sessionId: string, maxPerUser: number): Promise<string[]>;
@@ -37,8 +40,9 @@ interface ScriptedRedis extends Redis {
   sbDeleteSession(key: string, index: string, sessionId: string): Promise<number>;
 }
 
-export interface RedisStoreOptions {
-  url: string;
+type ScriptedRedis = RedisClient & ScriptCommands;
+
+export interface RedisStoreOptions extends RedisEndpoint {
   keyPrefix: string;
   /** Extra ioredis options (tests shorten timeouts). */
   redisOptions?: RedisOptions;
@@ -50,34 +54,34 @@ export interface RedisStoreOptions {
 
 export class RedisStore implements StateStore {
   readonly kind = 'redis' as const;
+  readonly mode: RedisMode;
   readonly redis: ScriptedRedis;
   readonly keyPrefix: string;
+  readonly keys: RedisKeys;
   readonly #sessionCountCacheMs: number;
   #sessionCount: { value: number; at: number } | undefined;
   readonly #budget: ReplayBudget;
-  readonly #appends = new AppendBatcher<RedisAppend>((items) => {
-    const args: (string | number)[] = items.flatMap((item) => item.keys);
-    const { maxBytes, maxBytesPerUser } = this.#budget;
-    for (const item of items) args.push(item.field, item.maxEvents, maxBytes, maxBytesPerUser, item.ttlMs, item.channel, item.entries.length, ...item.entries);
-    return this.redis.sbAppendEvents(items.length * 3, ...args);
-  });
+  readonly #appends: AppendBatcher<RedisAppend>;
 
   constructor(options: RedisStoreOptions) {
+    this.mode = options.mode ?? 'standalone';
     this.keyPrefix = options.keyPrefix;
     this.#budget = options.replayBudget ?? DEFAULT_REPLAY_BUDGET;
     this.#sessionCountCacheMs = options.sessionCountCacheMs ?? SESSION_COUNT_TTL_MS;
-    this.redis = new Redis(options.url, {
-      keyPrefix: options.keyPrefix,
-      // Fail fast while Redis is away instead of queueing requests without bound: callers
-      // turn the error into a 503 and the client retries.
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      connectTimeout: 5_000,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-      lazyConnect: false,
-      ...options.redisOptions,
-    }) as ScriptedRedis;
-    this.redis.defineCommand('sbAppendEvents', { lua: APPEND_EVENTS });
+    this.redis = connectRedis(options, options.keyPrefix, options.redisOptions) as ScriptedRedis;
+    const cluster = isCluster(this.redis);
+    this.keys = new RedisKeys(cluster);
+    this.#appends = new AppendBatcher<RedisAppend>(
+      (items) => {
+        const args: (string | number)[] = items.flatMap((item) => item.keys);
+        const { maxBytes, maxBytesPerUser } = this.#budget;
+        for (const item of items) args.push(item.field, item.maxEvents, maxBytes, maxBytesPerUser, item.ttlMs, item.channel, item.entries.length, ...item.entries);
+        return this.redis.sbAppendEvents(items.length * 3, ...args);
+      },
+      // One script call touches one slot in a cluster; the user's tag decides it.
+      cluster ? (item) => calculateSlot(item.keys[0]) : undefined,
+    );
+    this.redis.defineCommand('sbAppendEvents', { lua: appendEventsScript(cluster ? 'SPUBLISH' : 'PUBLISH') });
     this.redis.defineCommand('sbDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
     this.redis.defineCommand('sbCreateSession', { numberOfKeys: 2, lua: CREATE_SESSION });
     this.redis.defineCommand('sbTouchSession', { numberOfKeys: 2, lua: TOUCH_SESSION });
@@ -108,31 +112,31 @@ export class RedisStore implements StateStore {
   }
 
   async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
-    const flat = await this.redis.sbCreateSession(sessionKey(userKey, sessionId), indexKey(userKey), JSON.stringify(record), ttlMs, sessionId, maxPerUser ?? 0);
+    const flat = await this.redis.sbCreateSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), JSON.stringify(record), ttlMs, sessionId, maxPerUser ?? 0);
     const evicted: EvictedSession[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) evicted.push({ sessionId: flat[i]!, record: JSON.parse(flat[i + 1]!) as SessionRecord });
     return evicted;
   }
 
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(sessionKey(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs, 'XX')) === 'OK';
+    return (await this.redis.set(this.keys.session(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs, 'XX')) === 'OK';
   }
 
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
-    const text = await this.redis.sbTouchSession(sessionKey(userKey, sessionId), indexKey(userKey), ttlMs);
+    const text = await this.redis.sbTouchSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), ttlMs);
     return text ? (JSON.parse(text) as SessionRecord) : undefined;
   }
 
   async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
-    return (await this.redis.sbDeleteSession(sessionKey(userKey, sessionId), indexKey(userKey), sessionId)) > 0;
+    return (await this.redis.sbDeleteSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), sessionId)) > 0;
   }
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
     if (!events.length) return;
     await this.#appends.append({
-      keys: [streamKey(key), `eb:${key.userKey}`, `eo:${key.userKey}`],
+      keys: [this.keys.stream(key), this.keys.streamSizes(key.userKey), this.keys.streamOrder(key.userKey)],
       field: `${key.sessionId}:${key.streamId}`,
-      channel: streamChannel(this.keyPrefix, key),
+      channel: this.keys.streamChannel(this.keyPrefix, key),
       maxEvents: limits.maxEvents,
       ttlMs: limits.ttlMs,
       entries: events.map(serializeEvent),
@@ -140,7 +144,7 @@ export class RedisStore implements StateStore {
   }
 
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
-    const entries = await this.redis.lrange(streamKey(key), 0, -1);
+    const entries = await this.redis.lrange(this.keys.stream(key), 0, -1);
     return entries.map((e) => JSON.parse(e) as StoredEvent);
   }
 
@@ -176,20 +180,39 @@ export class RedisStore implements StateStore {
   async countSessions(): Promise<number> {
     const now = Date.now();
     if (this.#sessionCount && now - this.#sessionCount.at < this.#sessionCountCacheMs) return this.#sessionCount.value;
-    let cursor = '0';
+    // A cluster's keys are spread over its masters: each one is scanned.
+    const nodes = isCluster(this.redis) ? this.redis.nodes('master') : [this.redis];
     let count = 0;
-    let rounds = 0;
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.keyPrefix}s:*`, 'COUNT', 1000);
-      cursor = next;
-      count += keys.length;
-    } while (cursor !== '0' && ++rounds < MAX_SCAN_ROUNDS);
+    for (const node of nodes) {
+      let cursor = '0';
+      let rounds = 0;
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${this.keyPrefix}s:*`, 'COUNT', 1000);
+        cursor = next;
+        count += keys.length;
+      } while (cursor !== '0' && ++rounds < MAX_SCAN_ROUNDS);
+    }
     this.#sessionCount = { value: count, at: now };
     return count;
   }
 
+  /**
+   * Readiness. A cluster is asked for its state: while a lost master's slots wait for a
+   * replica to be promoted, `cluster_state` is `fail` and requests for those slots fail too.
+   */
   async ping(): Promise<void> {
-    await this.redis.ping();
+    if (!isCluster(this.redis)) {
+      await this.redis.ping();
+      return;
+    }
+    const info = String(await this.redis.cluster('INFO'));
+    const state = /cluster_state:(\w+)/.exec(info)?.[1] ?? 'unknown';
+    if (state !== 'ok') throw new Error(`cluster_state is ${state}`);
+  }
+
+  /** For /readyz: the mode and the client's connection status (ioredis: ready, connecting, reconnecting, …). */
+  describe(): string {
+    return `redis ${this.mode}, connection ${this.redis.status}`;
   }
 
   async close(): Promise<void> {
@@ -197,10 +220,7 @@ export class RedisStore implements StateStore {
   }
 }
 
-const sessionKey = (userKey: string, sessionId: string) => `s:${userKey}:${sessionId}`;
-const indexKey = (userKey: string) => `si:${userKey}`;
 const valueKey = (key: string) => `v:${key}`;
-const streamKey = (k: StreamKey) => `e:${k.userKey}:${k.sessionId}:${k.streamId}`;
 
 /** An entry's JSON; a meta entry starts `{"seq":…,"meta":`, which the append script recognises. */
 function serializeEvent(event: StoredEvent): string {

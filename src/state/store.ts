@@ -133,5 +133,7 @@ export interface StateStore {
   countSessions(): Promise<number>;
   /** Throws when the store cannot serve requests (readiness). */
   ping(): Promise<void>;
+  /** What the store is connected to and how, for /readyz (e.g. `redis sentinel, connection reconnecting`; no addresses or secrets). */
+  describe?(): string;
   close(): Promise<void>;
 }

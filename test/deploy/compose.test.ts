@@ -231,7 +231,7 @@ describe('deploy/compose/switchboard.yaml (mounted gateway config)', () => {
   });
 
   test('its addresses point at the compose services and published ports', () => {
-    assert.equal(new URL(config.redis!.url).hostname, 'redis');
+    assert.equal(new URL(config.redis!.url!).hostname, 'redis');
     const oauth = published(service('oauth'))[0]!;
     assert.equal(config.auth.issuer, `http://localhost:${oauth.host}/default`, 'iss = the URL tokens are requested through from the host');
     assert.equal(config.auth.jwksUri, `http://oauth:${oauth.container}/default/jwks`, 'keys fetched over the compose network');

@@ -132,7 +132,7 @@ const launchBinary: Launcher = async (requestedPort, dataDir) => {
 };
 
 /** Like `which`: the absolute path of an executable on PATH, or undefined. */
-function findOnPath(name: string): string | undefined {
+export function findOnPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, name);
@@ -260,7 +260,7 @@ const launchContainer: Launcher = async (requestedPort, dataDir) => {
  * uses a fresh, non-retrying ioredis client so a failed attempt leaves no
  * reconnect loop behind. Gives up at once if the server process died.
  */
-async function waitForPing(host: string, port: number, timeoutMs: number, child?: ChildHandle): Promise<void> {
+export async function waitForPing(host: string, port: number, timeoutMs: number, child?: ChildHandle): Promise<void> {
   await waitUntil(
     async () => {
       if (child?.exit) {

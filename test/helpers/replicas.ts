@@ -41,7 +41,9 @@ export interface ReplicaSet {
 
 export interface ReplicaOptions {
   count: number;
-  redisUrl: string;
+  /** The Redis to share (standalone); or `redis`, a whole `redis` config block (cluster, sentinel, TLS). */
+  redisUrl?: string;
+  redis?: Record<string, unknown>;
   issuer: string;
   /** Backends as in the config file (`upstreamAuth` and the rest pass through). */
   backends: Array<{ name: string; url: string; timeout?: string } & Record<string, unknown>>;
@@ -64,7 +66,7 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
         publicUrl,
         listen: { host: '127.0.0.1', port },
         allowedHosts: hosts,
-        redis: { url: options.redisUrl, keyPrefix: `sbrep-${ports[0]}:` },
+        redis: { ...(options.redis ?? { url: options.redisUrl }), keyPrefix: `sbrep-${ports[0]}:` },
         auth: { issuer: options.issuer, audience, algorithms: ['RS256', 'ES256'], ...options.auth },
         shutdown: { drainTimeout: '10s' },
         log: { level: process.env.SB_DEBUG_REPLICAS ? 'debug' : 'warn' },

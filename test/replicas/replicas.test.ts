@@ -3,7 +3,8 @@
  * round-robin "load balancer" with no session affinity. Server→client requests answered
  * through another replica, a replica killed with SIGKILL mid-conversation, SSE streams
  * resumed on another replica with Last-Event-ID (the first one alive, then dead), and
- * SIGTERM draining an in-flight call.
+ * SIGTERM draining an in-flight call. The same suite runs on a Redis Cluster
+ * (replicas-cluster.test.ts; SWITCHBOARD_TEST_REDIS_TOPOLOGY, test/helpers/redis-topology.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -12,13 +13,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
-import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis-topology.js';
 import { startResumableBackend } from '../helpers/resumable-backend.js';
 import { allToolNames } from '../helpers/pages.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 
-let redis: RedisHandle;
+let redis: TestRedis;
 let oauth: OAuthHandle;
 let everything: EverythingHandle;
 /** Resumes streams correctly (server-everything's event store does not: see the fixture). */
@@ -26,10 +27,10 @@ let resumable: { url: string; stop(): Promise<void> };
 let set: ReplicaSet;
 
 before(async () => {
-  [redis, oauth, everything, resumable] = await Promise.all([startRedis({ persistent: true }), startOAuthServer(), startEverything(), startResumableBackend()]);
+  [redis, oauth, everything, resumable] = await Promise.all([startTestRedis(undefined, { persistent: true }), startOAuthServer(), startEverything(), startResumableBackend()]);
   set = await startReplicas({
     count: 3,
-    redisUrl: redis.url,
+    redis: redis.config,
     issuer: oauth.issuer,
     backends: [
       { name: 'everything', url: everything.url },

@@ -25,6 +25,16 @@ describe('AppendBatcher', () => {
     assert.deepEqual(calls, [['a', 'b', 'c'], ['d']]);
   });
 
+  test('with groupOf (a Redis Cluster slot) a call carries one group only, each group in order', async () => {
+    const calls: string[][] = [];
+    const batcher = new AppendBatcher<Item>(async (items) => calls.push(items.map((i) => i.key)), (i) => (i.key.startsWith('u1') ? 1 : 2));
+    await Promise.all(['u1-a', 'u2-a', 'u1-b', 'u2-b', 'u1-c'].map((key) => batcher.append(item(key))));
+    assert.deepEqual(calls, [
+      ['u1-a', 'u1-b', 'u1-c'],
+      ['u2-a', 'u2-b'],
+    ]);
+  });
+
   test('a call carries at most MAX_STREAMS_PER_CALL streams and MAX_ENTRIES_PER_CALL entries (a bigger single append goes alone)', async () => {
     const calls: Item[][] = [];
     const batcher = new AppendBatcher<Item>(async (items) => calls.push(items));

@@ -19,6 +19,7 @@ import { RedisStore } from '../../src/state/redis-store.js';
 import type { ReplayBudget, SessionRecord, StateStore, StoredEvent, StreamKey } from '../../src/state/store.js';
 import { waitUntil } from '../helpers/child.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
 
 /** Creates a fresh, empty store (or a fresh view on a shared server under a unique prefix). */
 type StoreFactory = (replayBudget?: ReplayBudget) => Promise<StateStore>;
@@ -591,5 +592,54 @@ describe('Redis-backed', () => {
       );
       assert.equal(store.redis.status, 'ready');
     });
+  });
+});
+
+// A real 3-master Redis Cluster (issue 17): the same contract, where every multi-key script
+// must stay within one hash slot.
+let cluster: RedisClusterHandle | undefined;
+
+describe('Redis Cluster-backed', () => {
+  before(async () => {
+    cluster = await startRedisCluster({ masters: 3 });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  const openCluster = async (replayBudget?: ReplayBudget) => {
+    const store = new RedisStore({ mode: 'cluster', nodes: cluster!.nodes, keyPrefix: `sbct-${randomUUID()}:`, sessionCountCacheMs: 0, replayBudget });
+    await store.ready(10_000);
+    return store;
+  };
+
+  storeContract('RedisStore (cluster)', openCluster);
+
+  test('appends of many users in one turn of the event loop land, each user on its own slot', async (t) => {
+    const store = await openCluster();
+    t.after(() => store.close());
+    assert.equal(store.mode, 'cluster');
+    const keys = Array.from({ length: 40 }, () => streamKey());
+    // All in the same turn: one batch for the append batcher, spread over many slots.
+    await Promise.all(keys.map((key, i) => store.appendEvents(key, [{ seq: 0, meta: { kind: 'post', requestIds: [i] } }, dataEvent(1)], LIMITS)));
+    for (const [i, key] of keys.entries()) assert.deepEqual((await store.readEvents(key)).map((e) => e.meta?.requestIds ?? e.seq), [[i], 1]);
+    const slots = new Set(await Promise.all(keys.map((key) => store.redis.cluster('KEYSLOT', store.keys.stream(key)))));
+    assert.ok(slots.size > 1, 'the batch spanned several slots (one call would have been refused with CROSSSLOT)');
+  });
+
+  test('every key of one user shares a hash slot; ping reads the cluster state', async (t) => {
+    const store = await openCluster();
+    t.after(() => store.close());
+    const key = streamKey();
+    await store.createSession(key.userKey, key.sessionId, sessionRecord(), 10_000);
+    await store.appendEvents(key, [dataEvent(1)], LIMITS);
+    const slots = new Set<number>();
+    for (const name of [store.keys.session(key.userKey, key.sessionId), store.keys.sessionIndex(key.userKey), store.keys.stream(key), store.keys.streamSizes(key.userKey), store.keys.streamOrder(key.userKey)]) {
+      slots.add(Number(await store.redis.cluster('KEYSLOT', `${store.keyPrefix}${name}`)));
+      assert.equal(await store.redis.exists(name), 1, `${name} exists`);
+    }
+    assert.equal(slots.size, 1, 'one slot for the user');
+    await store.ping();
+    assert.match(store.describe(), /^redis cluster, connection ready$/);
   });
 });

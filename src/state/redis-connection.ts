@@ -1,0 +1,168 @@
+/**
+ * Makes the ioredis client for the `redis` config block (SPEC §8 "Redis", issue 17):
+ * `standalone` (one `redis.url`, `rediss://` for TLS), `cluster` (ioredis `Cluster` from the
+ * `redis.nodes` seeds) or `sentinel` (ioredis' sentinel connector: `redis.sentinels` and the
+ * monitored master's `redis.name`), with `redis.tls` (CA, client certificate, server name)
+ * and `redis.username` / `redis.password` (ACL). No client of our own: reconnects, MOVED /
+ * ASK redirections, topology refreshes and sentinel failovers are ioredis'.
+ *
+ * Every mode fails fast rather than queueing (SPEC §6: a request the store cannot serve
+ * gets 503 with Retry-After, not a hang): no offline queue, one retry per command, a
+ * command timeout, and a socket timeout that replaces a connection the server stopped
+ * answering on (a master lost without a TCP reset). So during a failover window requests
+ * fail within seconds and succeed again once ioredis has found the new master.
+ */
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { ConfigError } from '../config/errors.js';
+
+export type RedisMode = 'standalone' | 'cluster' | 'sentinel';
+
+/** `redis.tls`: each of ca, cert and key is a file path, or the PEM itself (e.g. from `${VAR}`). */
+export interface RedisTlsSettings {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  servername?: string;
+}
+
+/** Where Redis is: the connection part of the `redis` config block. */
+export interface RedisEndpoint {
+  /** Default `standalone`. */
+  mode?: RedisMode;
+  /** standalone: `redis://` or `rediss://` URL. */
+  url?: string;
+  /** cluster: seed URLs. */
+  nodes?: string[];
+  /** sentinel: `host:port` of the sentinels. */
+  sentinels?: string[];
+  /** sentinel: the monitored master's name. */
+  name?: string;
+  tls?: RedisTlsSettings;
+  username?: string;
+  password?: string;
+}
+
+export type RedisClient = Redis | Cluster;
+
+/** A command not answered within this fails (→ 503), whatever the connection looks like. */
+export const COMMAND_TIMEOUT_MS = 5_000;
+/** A socket with commands pending and nothing received for this long is replaced. */
+const SOCKET_TIMEOUT_MS = 10_000;
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/** Fail fast: what every command connection gets (tests may override). */
+const FAIL_FAST: RedisOptions = {
+  maxRetriesPerRequest: 1,
+  enableOfflineQueue: false,
+  connectTimeout: CONNECT_TIMEOUT_MS,
+  commandTimeout: COMMAND_TIMEOUT_MS,
+  socketTimeout: SOCKET_TIMEOUT_MS,
+  retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+};
+
+/** The client for `endpoint`; `keyPrefix` applies to keys (not to classic pub/sub channels). */
+export function connectRedis(endpoint: RedisEndpoint, keyPrefix: string, overrides: RedisOptions = {}): RedisClient {
+  const mode = endpoint.mode ?? 'standalone';
+  const tls = tlsOptions(endpoint.tls);
+  const auth = { ...(endpoint.username ? { username: endpoint.username } : {}), ...(endpoint.password ? { password: endpoint.password } : {}) };
+  if (mode === 'cluster') {
+    const seeds = (endpoint.nodes ?? []).map((url, i) => parseRedisUrl(url, ['redis', 'nodes', i]));
+    const secure = tls ?? (seeds.some((s) => s.secure) ? {} : undefined);
+    const options: ClusterOptions = {
+      keyPrefix,
+      enableOfflineQueue: false,
+      // A lost master's slots: retry briefly while the cluster promotes a replica, then fail.
+      maxRedirections: 16,
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      retryDelayOnTryAgain: 100,
+      slotsRefreshTimeout: 2_000,
+      clusterRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+      redisOptions: { ...FAIL_FAST, ...seeds[0]?.auth, ...auth, ...(secure ? { tls: secure } : {}), ...overrides, keyPrefix: undefined },
+    };
+    return new Cluster(
+      seeds.map((s) => ({ host: s.host, port: s.port })),
+      options,
+    );
+  }
+  if (mode === 'sentinel') {
+    const sentinels = (endpoint.sentinels ?? []).map((hostPort, i) => {
+      const { host, port } = parseRedisUrl(`redis://${hostPort}`, ['redis', 'sentinels', i]);
+      return { host, port };
+    });
+    return new Redis({
+      sentinels,
+      name: endpoint.name,
+      // A promoted replica is announced on the sentinels' +switch-master: reconnect at once.
+      failoverDetector: true,
+      sentinelMaxConnections: 10,
+      ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+      keyPrefix,
+      ...FAIL_FAST,
+      ...auth,
+      ...overrides,
+    });
+  }
+  const target = parseRedisUrl(endpoint.url ?? '', ['redis', 'url']);
+  const secure = tls ?? (target.secure ? {} : undefined);
+  return new Redis({ host: target.host, port: target.port, db: target.db, ...target.auth, ...auth, ...(secure ? { tls: secure } : {}), keyPrefix, ...FAIL_FAST, ...overrides });
+}
+
+/**
+ * A connection for pub/sub (it cannot send other commands once subscribed), with no key
+ * prefix (channels carry theirs) and an offline queue, so subscriptions wait for a
+ * reconnect instead of failing; ioredis subscribes again by itself after one. A cluster's
+ * also takes SSUBSCRIBE to the node owning each channel's slot (sharded pub/sub, Redis 7).
+ */
+export function subscriberFor(client: RedisClient): RedisClient {
+  if (client instanceof Cluster) {
+    const redisOptions = { ...client.options.redisOptions, commandTimeout: undefined, socketTimeout: undefined };
+    return client.duplicate(undefined, { keyPrefix: '', shardedSubscribers: true, enableOfflineQueue: true, redisOptions });
+  }
+  return client.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, socketTimeout: undefined });
+}
+
+export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;
+
+interface ParsedUrl {
+  host: string;
+  port: number;
+  db?: number;
+  secure: boolean;
+  auth: { username?: string; password?: string };
+}
+
+/** `redis[s]://[user:password@]host[:port][/db]`; errors name the config key. */
+function parseRedisUrl(text: string, key: Array<string | number>): ParsedUrl {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(key, 'is not a redis:// or rediss:// URL');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError(key, 'must be a redis:// or rediss:// URL');
+  const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : undefined;
+  const auth = {
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+  };
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : 6379, ...(Number.isInteger(db) ? { db } : {}), secure: url.protocol === 'rediss:', auth };
+}
+
+/** `redis.tls` as Node's TLS options; undefined when absent. PEM files are read once, here. */
+function tlsOptions(settings: RedisTlsSettings | undefined): ConnectionOptions | undefined {
+  if (!settings) return undefined;
+  const pem = (field: 'ca' | 'cert' | 'key') => {
+    const value = settings[field];
+    if (value === undefined) return {};
+    if (value.includes('-----BEGIN')) return { [field]: value };
+    try {
+      return { [field]: readFileSync(value, 'utf8') };
+    } catch (err) {
+      throw new ConfigError(['redis', 'tls', field], `cannot read ${value}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  return { ...pem('ca'), ...pem('cert'), ...pem('key'), ...(settings.servername ? { servername: settings.servername } : {}) };
+}
