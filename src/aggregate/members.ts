@@ -106,8 +106,9 @@ export class Members {
   }
 
   post(call: AggregateCall, backend: McpBackend, session: MemberSession | undefined, message: unknown, authorization: string | undefined, signal?: AbortSignal): Promise<BackendResponse> {
-    // A backend with `tokenExchange` gets the caller too: a 401 costs it one fresh exchange and a retry.
-    const caller = backend.config.tokenExchange ? call.caller : undefined;
+    // The caller goes along: a backend with `tokenExchange` exchanges for that user (and a 401
+    // costs one fresh exchange and a retry); a stdio/SSE bridge counts the user's share.
+    const { caller } = call;
     return backend.post(
       JSON.stringify(message),
       { sessionId: session?.sessionId, protocolVersion: session?.protocolVersion, authorization, traceparent: call.traceparent, tracestate: call.tracestate, caller },

@@ -75,6 +75,29 @@ describe('bridge sessions per user', () => {
     for (const [token, id] of [[alice, second.sessionId], [bob, bobs.sessionId], [carol, again.sessionId]] as const) await end(token!, id!);
   });
 
+  test("through /mcp the same share applies: a user's third aggregated session goes without the stdio backend, another user's has it", { timeout: 120_000 }, async () => {
+    const [dave, erin] = await Promise.all(['dave', 'erin'].map((sub) => oauth.token({ sub: `${sub}-bridge`, aud: gateway.audience })));
+    const aggregated = async (token: string): Promise<{ sessionId: string; tools: string[] }> => {
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      const init = await fetch(new URL('/mcp', gateway.url), { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'bridge-budget', version: '1' } } }), signal: AbortSignal.timeout(30_000) });
+      assert.equal(init.status, 200);
+      await init.text();
+      const sessionId = init.headers.get('mcp-session-id')!;
+      const listed = await fetch(new URL('/mcp', gateway.url), { method: 'POST', headers: { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': VERSION }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), signal: AbortSignal.timeout(30_000) });
+      const body = (await listed.json()) as { result: { tools: Array<{ name: string }> } };
+      return { sessionId, tools: body.result.tools.map((t) => t.name) };
+    };
+    const endAggregated = (token: string, sessionId: string) => fetch(new URL('/mcp', gateway.url), { method: 'DELETE', headers: { authorization: `Bearer ${token}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': VERSION } }).then((r) => r.text());
+    const sessions = [await aggregated(dave!), await aggregated(dave!)];
+    for (const s of sessions) assert.ok(s.tools.includes('local__echo'), JSON.stringify(s.tools));
+    const third = await aggregated(dave!);
+    assert.ok(!third.tools.includes('local__echo'), "dave's third /mcp session has no stdio child of its own");
+    const erins = await aggregated(erin!);
+    assert.ok(erins.tools.includes('local__echo'), 'erin is not starved by dave');
+    for (const s of [...sessions, third]) await endAggregated(dave!, s.sessionId);
+    await endAggregated(erin!, erins.sessionId);
+  });
+
   test('config: bridge.* keys and their defaults', () => {
     const base = { publicUrl: 'http://127.0.0.1:1', auth: { issuer: 'http://127.0.0.1:9', audience: 'a' }, backends: [{ name: 'demo', url: 'http://127.0.0.1:9/mcp' }] };
     assert.deepEqual(parseConfig(base).bridge, { maxSessions: 100, maxSessionsPerUser: 10, idleTimeout: 600_000 });
