@@ -41,6 +41,7 @@ import { appendHook, prependHook } from './ops/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
 import { exchangeForBackends } from './exchange/exchanging-backend.js';
+import { prepareBroker } from './broker/broker.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -86,16 +87,21 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     return503OnClosing: true,
   });
 
+  // Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
+  const broker = await prepareBroker(config, app.log);
+  if (broker) config = broker.config;
   const store = options.store ?? (await createStore(config, app));
   const coordinator = createCoordinator(store, config);
-  const verifier: TokenVerifier = createTokenVerifier({
-    issuer: config.auth.issuer,
-    audience: allAudiences(config),
-    algorithms: config.auth.algorithms,
-    clockToleranceMs: config.auth.clockTolerance,
-    jwksUri: config.auth.jwksUri,
-    keySet: options.keySet,
-  });
+  const verifier: TokenVerifier = createTokenVerifier(
+    broker?.verifierOptions ?? {
+      issuer: config.auth.issuer,
+      audience: allAudiences(config),
+      algorithms: config.auth.algorithms,
+      clockToleranceMs: config.auth.clockTolerance,
+      jwksUri: config.auth.jwksUri,
+      keySet: options.keySet,
+    },
+  );
   // stdio and legacy SSE backends are reached over Streamable HTTP through a local bridge.
   const bridges = await startLocalBridges(config, app.log);
   const backends = new Map(config.backends.map((b) => [b.name, new StreamableHttpBackend(bridges.configFor(b))] as const));
@@ -158,6 +164,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   registerOpenApiRoute(app);
   registerMetadataRoutes(app, config);
   const originGuard = createOriginGuard(config);
+  broker?.register(app, { store, originGuard });
   // The browser pages get the same Host/Origin checks as the MCP endpoint (DNS rebinding,
   // CSRF), attached to their routes as they are declared rather than tested on every request.
   app.addHook('onRoute', (route: RouteOptions) => {

@@ -13,7 +13,8 @@ import { advertisedScopes, endpointResource } from './resources.js';
 export function registerMetadataRoutes(app: FastifyInstance, config: Config): void {
   const document = (resource: string, scopes: string[]) => ({
     resource,
-    authorization_servers: [config.auth.issuer],
+    // Broker mode (SPEC §8): the gateway is the authorization server its clients see.
+    authorization_servers: [config.auth.mode === 'broker' ? config.publicUrl : config.auth.issuer],
     scopes_supported: scopes,
     bearer_methods_supported: ['header'],
     resource_name: 'Switchboard MCP gateway',

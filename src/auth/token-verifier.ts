@@ -21,8 +21,17 @@ export interface TokenVerifierOptions {
   clockToleranceMs: number;
   /** Overrides discovery. */
   jwksUri?: string;
-  /** A key set to use instead of fetching one (the embedded development issuer). */
+  /** A key set to use instead of fetching one (the embedded development issuer; broker mode's own keys). */
   keySet?: JWTVerifyGetKey;
+  /**
+   * Whose user `sub` names, when that is not `issuer` (broker mode, SPEC §8: the gateway
+   * issues the token but speaks for a user of the upstream identity provider). The
+   * principal's `iss` and `userKey` then name that provider, so a user is the same user in
+   * both modes and in the browser session that `/login` starts.
+   */
+  identityIssuer?: string;
+  /** The JWT `typ` required (broker mode: `at+jwt`, RFC 9068 §4, so its ID tokens never pass as access tokens). */
+  typ?: string;
   cacheSize?: number;
 }
 
@@ -73,11 +82,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
           algorithms: [...options.algorithms],
           clockTolerance: Math.round(options.clockToleranceMs / 1000),
           requiredClaims: ['sub', 'exp'],
+          ...(options.typ ? { typ: options.typ } : {}),
         });
+        const iss = options.identityIssuer ?? payload.iss!;
         const principal: Principal = {
-          iss: payload.iss!,
+          iss,
           sub: payload.sub!,
-          userKey: userKeyOf(payload.iss!, payload.sub!),
+          userKey: userKeyOf(iss, payload.sub!),
           scopes: scopesOf(payload),
           exp: payload.exp!,
           claims: payload,

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
+import { brokerModeIssues, brokerSchema } from './broker-schema.js';
 import { parseDuration } from './duration.js';
 
 const duration = (fallback: string) =>
@@ -181,6 +182,12 @@ export const configSchema = z
     redis: redisSchema.optional(),
     auth: z
       .object({
+        /**
+         * `resource-server` (default): tokens come from `issuer`. `broker`: the gateway is the
+         * authorization server its clients see (src/broker/); `issuer` and `login` name the
+         * upstream identity provider where users sign in (SPEC §8 "Broker mode").
+         */
+        mode: z.enum(['resource-server', 'broker']).default('resource-server'),
         issuer: httpUrl.transform(trimSlash),
         audience: z.string().min(1),
         jwksUri: httpUrl.optional(),
@@ -198,6 +205,8 @@ export const configSchema = z
           })
           .strict()
           .optional(),
+        /** The authorization server of `mode: broker` (broker-schema.ts); ignored in resource-server mode. */
+        broker: brokerSchema(duration).default({}),
       })
       .strict(),
     secrets: z
@@ -329,6 +338,8 @@ export const configSchema = z
     if (c.bridge.maxSessionsPerUser > c.bridge.maxSessions) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['bridge', 'maxSessionsPerUser'], message: `must be at most bridge.maxSessions (${c.bridge.maxSessions})` });
     }
+    // auth.mode broker: its client at the IdP, shared signing keys, an absolute audience (broker-schema.ts).
+    for (const issue of brokerModeIssues(c)) ctx.addIssue({ code: z.ZodIssueCode.custom, ...issue });
     const linksAccounts = c.backends.some((b) => b.upstreamAuth);
     // Linking an account needs the user signed in in the browser (SPEC §4 step 3).
     if (linksAccounts && !c.auth.login) {

@@ -1,0 +1,62 @@
+/**
+ * oidc-provider (a Koa app) mounted into Fastify: every request under `/oauth2/` that is not a
+ * consent page, and the RFC 8414 metadata at `/.well-known/oauth-authorization-server`, go to
+ * `provider.callback()` with the raw Node request and response.
+ *
+ * - The body is left unread (a pass-through content-type parser) for oidc-provider to parse
+ *   within its own limits; the gateway's JSON-only parsing does not apply here.
+ * - `X-Forwarded-Proto` and `X-Forwarded-Host` are set from `publicUrl` (the provider runs
+ *   with `proxy = true`), replacing whatever the client sent, so every URL the provider
+ *   writes — issuer, endpoints, redirects to the consent page — is under `publicUrl`
+ *   whatever Host the request came with.
+ * - RFC 8414 §3: the metadata of issuer `publicUrl` is at `/.well-known/oauth-authorization-server`;
+ *   it is oidc-provider's discovery document, with Client ID Metadata Document support added
+ *   (a Koa middleware: `provider.use` runs before its routes).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Config } from '../config/schema.js';
+import { BROKER_ROUTES } from './provider.js';
+
+const DISCOVERY = '/.well-known/openid-configuration';
+
+export interface MountOptions {
+  /** Scopes for an authorization request that names none (SPEC §8: `auth.scopes`). */
+  defaultScope: string;
+  clientIdMetadataDocuments: boolean;
+}
+
+export function mountProvider(app: FastifyInstance, provider: Provider, config: Config, options: MountOptions): void {
+  const publicUrl = new URL(config.publicUrl);
+  // A publicUrl with a path (an ingress that strips it): the provider writes its URLs under it.
+  const basePath = publicUrl.pathname.replace(/\/+$/, '');
+  provider.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path === BROKER_ROUTES.authorization && ctx.query.scope === undefined && options.defaultScope) {
+      ctx.query = { ...ctx.query, scope: options.defaultScope };
+    }
+    await next();
+    if (ctx.path === DISCOVERY && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
+      if (options.clientIdMetadataDocuments) (ctx.body as Record<string, unknown>).client_id_metadata_document_supported = true;
+    }
+  });
+  const callback = provider.callback();
+  const forward = async (request: FastifyRequest, reply: FastifyReply, url?: string) => {
+    const raw = request.raw;
+    if (url !== undefined) raw.url = url;
+    if (basePath) (raw as { originalUrl?: string }).originalUrl = basePath + raw.url;
+    raw.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
+    raw.headers['x-forwarded-host'] = publicUrl.host;
+    reply.hijack();
+    await callback(raw, reply.raw);
+  };
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    scope.route({ method: ['GET', 'POST', 'OPTIONS'], url: '/oauth2/*', handler: (request, reply) => forward(request, reply) });
+    scope.route({
+      method: ['GET', 'OPTIONS'],
+      url: '/.well-known/oauth-authorization-server',
+      handler: (request, reply) => forward(request, reply, DISCOVERY),
+    });
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * oidc-provider's storage adapter on the gateway's state store (SPEC §5: all state in the
+ * store, so any replica issues, refreshes and revokes). Every record is one value under
+ * `broker:<Model>:<id>` with the TTL oidc-provider gives it; only the StateStore interface
+ * is used (putValue, getValue, putValueIfAbsent, deleteValue), so standalone Redis, Cluster
+ * and the memory store all work unchanged.
+ *
+ * Two things need more than a key per record:
+ * - **Single use across replicas.** An authorization code or a refresh token is consumed by
+ *   setting a marker `broker:consumed:<Model>:<id>` only if absent; `find` reads the record
+ *   and its marker together. oidc-provider ends the grant when a consumed code or refresh
+ *   token comes back (OAuth 2.1 §4.3.1, §6.1: replay ends the grant). Two replicas racing on
+ *   the same token cannot both win: the loser finds the marker set, ends the grant itself
+ *   and fails with `invalid_grant`.
+ * - **Revocation by grant.** oidc-provider looks the grant up before it honours a code or a
+ *   refresh token (grant_source.js `validateGrant`), so `revokeByGrantId` deletes the grant:
+ *   what was issued under it is useless from then on and expires with its own TTL. The
+ *   gateway's JWT access tokens are not looked up at all (the hot path verifies signatures
+ *   only), so they end within `accessTokenTtl` (SPEC §8).
+ *
+ * Dynamically registered clients (RFC 7591) are kept while used: a client unused for
+ * `clientTtlMs` is forgotten (its next request gets `invalid_client`, and MCP clients then
+ * register again). A client_id that is a URL is a Client ID Metadata Document, resolved by
+ * client-metadata-documents.ts instead of read from the store.
+ */
+import { createHash } from 'node:crypto';
+import { errors, type Adapter, type AdapterFactory, type AdapterPayload } from 'oidc-provider';
+import type { StateStore } from '../state/store.js';
+
+const PREFIX = 'broker:';
+/** Records that may be used once; `consume` marks them across replicas. */
+const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PreAuthorizedCode']);
+/** A used client's TTL is slid at most this often (one write a day, not one per request). */
+const CLIENT_SLIDE_MS = 24 * 60 * 60_000;
+
+export interface StoreAdapterOptions {
+  /** A dynamically registered client unused this long is forgotten. */
+  clientTtlMs: number;
+  /** The client of a client_id that is a URL (Client ID Metadata Documents), or undefined when that is off or it fails. */
+  resolveClientUrl?: (id: string) => Promise<AdapterPayload | undefined>;
+}
+
+/** Keys built from ids that come from requests (client ids can be any string) stay short and plain. */
+function safeId(id: string): string {
+  return /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : `h.${createHash('sha256').update(id).digest('base64url')}`;
+}
+
+const grantKey = (grantId: string) => `${PREFIX}Grant:${safeId(grantId)}`;
+
+export function createStoreAdapter(store: StateStore, options: StoreAdapterOptions): AdapterFactory {
+  return (model) => new StoreAdapter(model, store, options);
+}
+
+class StoreAdapter implements Adapter {
+  constructor(
+    private readonly model: string,
+    private readonly store: StateStore,
+    private readonly options: StoreAdapterOptions,
+  ) {}
+
+  private key(id: string): string {
+    return `${PREFIX}${this.model}:${safeId(id)}`;
+  }
+
+  private consumedKey(id: string): string {
+    return `${PREFIX}consumed:${this.model}:${safeId(id)}`;
+  }
+
+  private uidKey(uid: string): string {
+    return `${PREFIX}${this.model}Uid:${safeId(uid)}`;
+  }
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    const ttlMs = expiresIn ? expiresIn * 1000 : this.model === 'Client' ? this.options.clientTtlMs : undefined;
+    // Clients carry when they were last used, to slide their TTL (see find).
+    const value = this.model === 'Client' ? JSON.stringify({ payload, usedAt: Date.now() }) : JSON.stringify(payload);
+    await this.store.putValue(this.key(id), value, ttlMs);
+    if (this.model === 'Session' && typeof payload.uid === 'string') await this.store.putValue(this.uidKey(payload.uid), id, ttlMs);
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    if (this.model === 'Client') return this.findClient(id);
+    if (!SINGLE_USE.has(this.model)) return parse(await this.store.getValue(this.key(id)));
+    const [raw, consumed] = await Promise.all([this.store.getValue(this.key(id)), this.store.getValue(this.consumedKey(id))]);
+    const payload = parse(raw);
+    if (payload && consumed !== undefined) payload.consumed = Number(consumed) || true;
+    return payload;
+  }
+
+  private async findClient(id: string): Promise<AdapterPayload | undefined> {
+    const raw = await this.store.getValue(this.key(id));
+    if (raw === undefined) return /^https?:\/\//i.test(id) ? this.options.resolveClientUrl?.(id) : undefined;
+    const record = JSON.parse(raw) as { payload: AdapterPayload; usedAt: number };
+    if (record.usedAt + CLIENT_SLIDE_MS < Date.now()) {
+      await this.store.putValue(this.key(id), JSON.stringify({ payload: record.payload, usedAt: Date.now() }), this.options.clientTtlMs);
+    }
+    return record.payload;
+  }
+
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const id = await this.store.getValue(this.uidKey(uid));
+    return id === undefined ? undefined : this.find(id);
+  }
+
+  /** The device flow is off (src/broker/provider.ts): there are no user codes to look up. */
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
+  }
+
+  async consume(id: string): Promise<void> {
+    const payload = parse(await this.store.getValue(this.key(id)));
+    // The marker lives as long as the record could (its `exp`), at least a minute.
+    const ttlMs = Math.max(60_000, ((payload?.exp ?? 0) - Math.floor(Date.now() / 1000)) * 1000 + 60_000);
+    const first = await this.store.putValueIfAbsent(this.consumedKey(id), String(Math.floor(Date.now() / 1000)), ttlMs);
+    if (first) return;
+    // Another replica used it a moment ago: this is a replay, which ends the grant.
+    if (typeof payload?.grantId === 'string') await this.store.deleteValue(grantKey(payload.grantId));
+    throw new errors.InvalidGrant('grant request is invalid (already used)');
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (this.model === 'Session') {
+      const payload = parse(await this.store.getValue(this.key(id)));
+      if (typeof payload?.uid === 'string') await this.store.deleteValue(this.uidKey(payload.uid));
+    }
+    await this.store.deleteValue(this.key(id));
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await this.store.deleteValue(grantKey(grantId));
+  }
+}
+
+function parse(raw: string | undefined): AdapterPayload | undefined {
+  return raw === undefined ? undefined : (JSON.parse(raw) as AdapterPayload);
+}
