@@ -48,8 +48,12 @@ export type RedisClient = Redis | Cluster;
 
 /** A command not answered within this fails (→ 503), whatever the connection looks like. */
 export const COMMAND_TIMEOUT_MS = 5_000;
-/** A socket with commands pending and nothing received for this long is replaced. */
-const SOCKET_TIMEOUT_MS = 10_000;
+/**
+ * A socket with commands pending and nothing received for this long is replaced (its
+ * commands have timed out by then): a master gone without a TCP reset would otherwise keep
+ * the connection, and every command on it would wait for the command timeout, for minutes.
+ */
+const SOCKET_TIMEOUT_MS = COMMAND_TIMEOUT_MS;
 const CONNECT_TIMEOUT_MS = 5_000;
 
 /** Fail fast: what every command connection gets (tests may override). */
@@ -95,9 +99,12 @@ export function connectRedis(endpoint: RedisEndpoint, keyPrefix: string, overrid
     return new Redis({
       sentinels,
       name: endpoint.name,
-      // A promoted replica is announced on the sentinels' +switch-master: reconnect at once.
-      failoverDetector: true,
-      sentinelMaxConnections: 10,
+      // A lost master closes the connection, and every reconnect asks the sentinels where the
+      // master is. A master demoted while still up (a planned failover) answers writes with
+      // READONLY: reconnect, which finds the new one. (ioredis' failoverDetector would also
+      // drop a connection already made to the new master when +switch-master arrives late:
+      // a second burst of errors after the failover.)
+      reconnectOnError: (err) => err.message.startsWith('READONLY'),
       ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
       keyPrefix,
       ...FAIL_FAST,

@@ -44,7 +44,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
             name: 'redis cluster node',
             port,
             args: [
-              ...['--port', String(port), '--cluster-enabled', 'yes', '--cluster-port', String(bus)],
+              ...['--cluster-enabled', 'yes', '--cluster-port', String(bus)],
               ...['--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 2_000)],
             ],
           }),

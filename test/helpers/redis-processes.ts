@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { spawnChild, waitUntil, type ChildHandle } from './child.js';
 import { findOnPath, waitForPing } from './redis.js';
 
@@ -33,7 +33,7 @@ function binary(name: string): string {
 }
 
 /**
- * Starts `redis-server` with the given directives (each `--name value …`) on `port` and
+ * Starts `redis-server` on `port` with the given directives (each `--name value …`) and
  * waits for PING, unless `ping` is false (TLS-only servers are probed by their caller).
  * A config file, when given, comes first (the sentinel needs one it can rewrite).
  */
@@ -41,7 +41,7 @@ export async function spawnRedisServer(options: { name: string; port: number; ar
   const child = await spawnChild({
     name: `${options.name} :${options.port}`,
     command: binary('redis-server'),
-    args: [...(options.configFile ? [options.configFile] : []), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmpdir(), ...options.args],
+    args: [...(options.configFile ? [options.configFile] : []), '--port', String(options.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tmpdir(), ...options.args],
     stopGraceMs: 3_000,
   });
   if (options.ping !== false) {
@@ -58,7 +58,9 @@ export async function spawnRedisServer(options: { name: string; port: number; ar
     stop: () => child.stop(),
     async kill() {
       if (!child.exit) child.process.kill('SIGKILL');
-      await child.exited;
+      // The child is unref'd: keep the event loop alive until it is reaped.
+      const alive = setInterval(() => {}, 1_000);
+      await child.exited.finally(() => clearInterval(alive));
     },
   };
 }
@@ -69,9 +71,13 @@ export async function redisCli(args: string[], timeoutMs = 30_000): Promise<stri
   return stdout;
 }
 
-/** One command on a fresh, non-retrying connection (for probes that must not linger). */
-export async function commandOnce(port: number, command: string, ...args: string[]): Promise<unknown> {
-  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectTimeout: 1_000, commandTimeout: 2_000, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+/**
+ * One command on a fresh, non-retrying connection to 127.0.0.1 (for probes that must not
+ * linger); `target` is the port, or connection options (TLS, credentials) with it.
+ */
+export async function commandOnce(target: number | (RedisOptions & { port: number }), command: string, ...args: string[]): Promise<unknown> {
+  const options = typeof target === 'number' ? { port: target } : target;
+  const redis = new Redis({ host: '127.0.0.1', ...options, lazyConnect: true, connectTimeout: 1_000, commandTimeout: 2_000, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
