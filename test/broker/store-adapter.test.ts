@@ -1,0 +1,96 @@
+/**
+ * The oidc-provider storage adapter on the state store (src/broker/store-adapter.ts), against
+ * the memory store and a real Redis (both implement the StateStore contract): records with
+ * their TTLs, single use across replicas (two adapters on one store stand for two replicas),
+ * revocation by grant, sessions by uid, registered clients, and documents for URL client ids.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Adapter } from 'oidc-provider';
+import { createStoreAdapter } from '../../src/broker/store-adapter.js';
+import { MemoryStore } from '../../src/state/memory-store.js';
+import { RedisStore } from '../../src/state/redis-store.js';
+import type { StateStore } from '../../src/state/store.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+
+let redis: RedisHandle;
+before(async () => {
+  redis = await startRedis();
+});
+after(() => redis?.stop());
+
+const now = () => Math.floor(Date.now() / 1000);
+
+for (const kind of ['memory', 'redis'] as const) {
+  describe(`store adapter on the ${kind} store`, () => {
+    let store: StateStore;
+    const resolved: string[] = [];
+    /** One adapter factory per replica, both on the same store. */
+    let replicaA: (model: string) => Adapter;
+    let replicaB: (model: string) => Adapter;
+
+    before(async () => {
+      store = kind === 'memory' ? new MemoryStore() : new RedisStore({ url: redis.url, keyPrefix: 'broker-adapter-test:' });
+      if (store instanceof RedisStore) await store.ready();
+      const options = {
+        clientTtlMs: 60_000,
+        resolveClientUrl: async (id: string) => {
+          resolved.push(id);
+          return { client_id: id, redirect_uris: ['https://client.example/cb'] };
+        },
+      };
+      replicaA = createStoreAdapter(store, options);
+      replicaB = createStoreAdapter(store, options);
+    });
+    after(() => store?.close());
+
+    test('a record comes back on another replica until it is destroyed', async () => {
+      await replicaA('Interaction').upsert('i1', { uid: 'i1', exp: now() + 60 }, 60);
+      assert.equal((await replicaB('Interaction').find('i1'))?.uid, 'i1');
+      await replicaB('Interaction').destroy('i1');
+      assert.equal(await replicaA('Interaction').find('i1'), undefined);
+    });
+
+    test('a refresh token is used once: the second use, on another replica, ends its grant', async () => {
+      await replicaA('Grant').upsert('g1', { accountId: 'alice', exp: now() + 600 }, 600);
+      await replicaA('RefreshToken').upsert('rt1', { grantId: 'g1', exp: now() + 600 }, 600);
+      await replicaA('RefreshToken').consume('rt1');
+      assert.ok((await replicaB('RefreshToken').find('rt1'))?.consumed, 'every replica sees it consumed');
+      await assert.rejects(replicaB('RefreshToken').consume('rt1'), (err: { error?: string }) => err.error === 'invalid_grant');
+      assert.equal(await replicaA('Grant').find('g1'), undefined, 'the grant is over');
+    });
+
+    test('revoking by grant deletes the grant, which every code and refresh token needs', async () => {
+      await replicaA('Grant').upsert('g2', { accountId: 'bob', exp: now() + 600 }, 600);
+      await replicaB('AccessToken').revokeByGrantId('g2');
+      assert.equal(await replicaA('Grant').find('g2'), undefined);
+    });
+
+    test('a session is found by its uid', async () => {
+      await replicaA('Session').upsert('s1', { uid: 'u1', accountId: 'carol', exp: now() + 60 }, 60);
+      assert.equal((await replicaB('Session').findByUid('u1'))?.accountId, 'carol');
+      await replicaB('Session').destroy('s1');
+      assert.equal(await replicaA('Session').findByUid('u1'), undefined);
+    });
+
+    test('a registered client is kept (with the client TTL); a URL client id is a metadata document', async () => {
+      // oidc-provider registers a client with no TTL (its types say otherwise).
+      await replicaA('Client').upsert('c1', { client_id: 'c1', redirect_uris: ['https://client.example/cb'] }, undefined as never);
+      assert.equal((await replicaB('Client').find('c1'))?.client_id, 'c1');
+      assert.equal(await replicaB('Client').find('unknown'), undefined);
+      assert.deepEqual(resolved, []);
+      const doc = 'https://client.example/metadata.json';
+      assert.equal((await replicaB('Client').find(doc))?.client_id, doc);
+      assert.deepEqual(resolved, [doc]);
+    });
+
+    test('an expiring record is written with its TTL', async () => {
+      await replicaA('AuthorizationCode').upsert('code1', { grantId: 'g3', exp: now() + 1 }, 1);
+      const deadline = Date.now() + 5_000;
+      while ((await replicaA('AuthorizationCode').find('code1')) !== undefined) {
+        assert.ok(Date.now() < deadline, 'the code did not expire');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    });
+  });
+}
