@@ -64,7 +64,7 @@ export async function prepareBroker(given: Config, log: FastifyBaseLogger): Prom
       // Koa prints unhandled errors to stderr unless someone listens.
       provider.app.on('error', (err: Error) => app.log.error({ err }, 'broker: request failed'));
       const defaultScopes = config.auth.scopes ?? config.auth.requiredScopes;
-      mountProvider(app, provider, config, { defaultScope: defaultScopes.join(' '), clientIdMetadataDocuments: !!documents });
+      mountProvider(app, provider, config, { defaultScope: defaultScopes.join(' '), clientIdMetadataDocuments: !!documents, registration: config.auth.broker.registration });
       registerInteractionRoutes(app, { provider, config, sessions: createBrowserSessions(store, config), grantClaims, claimNames: policyClaimNames(config), originGuard });
     },
   };

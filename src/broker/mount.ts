@@ -1,7 +1,8 @@
 /**
- * oidc-provider (a Koa app) mounted into Fastify: every request under `/oauth2/` that is not a
- * consent page, and the RFC 8414 metadata at `/.well-known/oauth-authorization-server`, go to
- * `provider.callback()` with the raw Node request and response.
+ * oidc-provider (a Koa app) mounted into Fastify: its endpoints under `/oauth2/` — each route
+ * declared here, so the HTTP surface is explicit (openapi/openapi.yaml) and anything else is
+ * the gateway's 404 — and the RFC 8414 metadata at `/.well-known/oauth-authorization-server`
+ * go to `provider.callback()` with the raw Node request and response.
  *
  * - The body is left unread (a pass-through content-type parser) for oidc-provider to parse
  *   within its own limits; the gateway's JSON-only parsing does not apply here.
@@ -24,6 +25,8 @@ export interface MountOptions {
   /** Scopes for an authorization request that names none (SPEC §8: `auth.scopes`). */
   defaultScope: string;
   clientIdMetadataDocuments: boolean;
+  /** RFC 7591 registration is on (`auth.broker.registration`). */
+  registration: boolean;
 }
 
 export function mountProvider(app: FastifyInstance, provider: Provider, config: Config, options: MountOptions): void {
@@ -49,14 +52,19 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
     reply.hijack();
     await callback(raw, reply.raw);
   };
+  const routes: Array<[Array<'GET' | 'POST' | 'OPTIONS'>, string]> = [
+    [['GET'], BROKER_ROUTES.authorization],
+    // Where the provider resumes an authorization after the consent page.
+    [['GET'], `${BROKER_ROUTES.authorization}/:uid`],
+    [['POST', 'OPTIONS'], BROKER_ROUTES.token],
+    [['POST', 'OPTIONS'], BROKER_ROUTES.revocation],
+    [['GET', 'OPTIONS'], BROKER_ROUTES.jwks],
+    ...(options.registration ? [[['POST'], BROKER_ROUTES.registration] as [Array<'POST'>, string]] : []),
+  ];
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
-    scope.route({ method: ['GET', 'POST', 'OPTIONS'], url: '/oauth2/*', handler: (request, reply) => forward(request, reply) });
-    scope.route({
-      method: ['GET', 'OPTIONS'],
-      url: '/.well-known/oauth-authorization-server',
-      handler: (request, reply) => forward(request, reply, DISCOVERY),
-    });
+    for (const [method, url] of routes) scope.route({ method, url, handler: (request, reply) => forward(request, reply) });
+    scope.route({ method: ['GET', 'OPTIONS'], url: '/.well-known/oauth-authorization-server', handler: (request, reply) => forward(request, reply, DISCOVERY) });
   });
 }
