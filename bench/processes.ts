@@ -58,7 +58,7 @@ export interface Gateway {
  * backends as `fast` / `fast-sse`). `root` is the checkout whose src/cli.ts runs: the working
  * tree, or another commit's worktree when comparing (bench/compare.ts).
  */
-export async function startGateway(opts: { redisUrl: string; issuer: string; backends: Backend[]; profileDir?: string; root?: string }): Promise<Gateway> {
+export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -66,7 +66,8 @@ export async function startGateway(opts: { redisUrl: string; issuer: string; bac
   const config = {
     publicUrl: url,
     listen: { host: '127.0.0.1', port },
-    redis: { url: opts.redisUrl, keyPrefix: 'sb:' },
+    // `redis` is a whole block (e.g. cluster mode, bench/cluster.ts); else standalone at redisUrl.
+    redis: { ...(opts.redis ?? { url: opts.redisUrl }), keyPrefix: 'sb:' },
     auth: { issuer: opts.issuer, audience, algorithms: ['RS256', 'ES256'] },
     log: { level: 'silent' },
     // One bench user makes thousands of calls a second: the per-user rate limit stays on (its

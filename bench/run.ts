@@ -21,6 +21,7 @@ import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { baseHeaders, closedLoop, createPool, median, openLoop, openSession, percentiles, type LoopResult, type Path } from './load.js';
 import { calibrate } from './calibrate.js';
+import { measureClusterCpu, startClusterGateway, type ClusterCpuResult, type ClusterGateway } from './cluster.js';
 import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { attachInspector } from './inspector.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -414,6 +415,7 @@ async function main(): Promise<void> {
   const backends: Backend[] = [];
   const naiveProxies: Array<{ child: ChildHandle; port: number }> = [];
   let gateway: Gateway | undefined;
+  let clusterGateway: ClusterGateway | undefined;
   const pools: Array<ReturnType<typeof createPool>> = [];
   let stats: Redis | undefined;
   let profileSummary: ProfileSummary | undefined;
@@ -466,6 +468,20 @@ async function main(): Promise<void> {
       roundTrips[mode] = await measureRoundTrips(redisHandle.url, pairs[mode].gateway, s.monitorCalls);
       log(`${mode.toUpperCase()} Redis (MONITOR, ${roundTrips[mode].calls} calls): ${roundTrips[mode].roundTripsPerCall.toFixed(2)} round trips/call on the message path (+${roundTrips[mode].backgroundPerCall.toFixed(2)} rate-limit sync), ${roundTrips[mode].commandsPerCall.toFixed(2)} commands/call ${JSON.stringify(roundTrips[mode].byCommand)}`);
     }
+
+    // The Redis Cluster column: a second gateway on a 3-master cluster (bench/cluster.ts).
+    log('Redis Cluster: 3 masters and a second gateway');
+    clusterGateway = await startClusterGateway(oauth, backends);
+    const clusterCpu = {} as Record<'json' | 'sse', ClusterCpuResult>;
+    for (const mode of ['json', 'sse'] as const) {
+      const paths = { standalone: pairs[mode].gateway, cluster: await clusterGateway.path(pairs[mode].gateway.path) };
+      const clusterPids = { standalone: gateway.child.pid, cluster: clusterGateway.gateway.child.pid };
+      clusterCpu[mode] = await measureClusterCpu(paths, clusterPids, { rounds: s.throughputRounds, durationMs: s.throughputMs, warmupMs: s.warmupMs, connections: s.connections });
+      const c = clusterCpu[mode];
+      log(`${mode.toUpperCase()} gateway CPU per call: standalone ${c.standaloneCpuUsPerCall.toFixed(0)} µs, cluster ${c.clusterCpuUsPerCall.toFixed(0)} µs, ratio ${c.ratio.toFixed(3)} ${JSON.stringify(c.ratioRounds)}`);
+    }
+    await clusterGateway.stop();
+    clusterGateway = undefined;
 
     // New-session cost, one at a time on one connection per path.
     log(`new sessions: ${s.newSessions} per path`);
@@ -586,6 +602,7 @@ async function main(): Promise<void> {
         { name: `gateway CPU per call, half load (${M})`, target: '≤ 100 µs', value: `${fmt(l.gatewayCpuUsPerCall)} µs`, pass: l.gatewayCpuUsPerCall <= 100 },
         { name: `added p50 at half load (${M})`, target: '≤ 0.5 ms', value: `${fmt(l.addedP50, 3)} ms`, pass: l.addedP50 <= 0.5 },
         { name: `Redis round trips per call, message path (${M})`, target: '≤ 1', value: fmt(roundTrips[mode].roundTripsPerCall, 2), pass: roundTrips[mode].roundTripsPerCall <= 1.001 },
+        { name: `gateway CPU per call, Redis Cluster ÷ standalone (${M})`, target: '≤ 1.10', value: fmt(clusterCpu[mode].ratio, 3), pass: clusterCpu[mode].ratio <= 1.1 },
       );
     }
     const memoryTarget: Target = {
@@ -615,6 +632,7 @@ async function main(): Promise<void> {
         [`  Redis commands per call (commandstats)`, '0', fmt(t.redisCommandsPerCall, 2), '', '', ''],
         [`  Redis round trips per call (MONITOR)`, '0', fmt(roundTrips[mode].roundTripsPerCall, 2), `+${fmt(roundTrips[mode].fromLuaPerCall, 2)} in Lua`, '≤ 1', mark(roundTrips[mode].roundTripsPerCall <= 1.001)],
         [`  + rate-limit sync (background, all users)`, '0', fmt(roundTrips[mode].backgroundPerCall, 2), 'every 100 ms', '', ''],
+        [`  gateway CPU per call, Redis Cluster (µs)`, '', fmt(clusterCpu[mode].clusterCpuUsPerCall), `standalone ${fmt(clusterCpu[mode].standaloneCpuUsPerCall)}, ratio ${fmt(clusterCpu[mode].ratio, 3)}`, '≤ 1.10 ×', mark(clusterCpu[mode].ratio <= 1.1)],
       );
     }
     rows.push(
@@ -648,7 +666,7 @@ async function main(): Promise<void> {
       `load average at start ${loadStart.map((x) => x.toFixed(2)).join(' ')}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
       `targets: ${targets.filter((t) => t.pass).length}/${targets.filter((t) => t.pass !== null).length} met; run took ${((Date.now() - started) / 1000).toFixed(0)} s`,
     ].join('\n');
-    const errors = throughput.json.errors + throughput.sse.errors + latency.json.errors + latency.sse.errors;
+    const errors = throughput.json.errors + throughput.sse.errors + latency.json.errors + latency.sse.errors + clusterCpu.json.errors + clusterCpu.sse.errors;
     process.stdout.write(`\n${header}\n\n${body}\n\n${footer}\n${errors ? `WARNING: ${errors} failed calls (see JSON)\n` : ''}`);
     if (profileSummary) process.stdout.write(`\n${formatProfile(profileSummary)}\n`);
 
@@ -656,8 +674,8 @@ async function main(): Promise<void> {
       machine: { ...machine, git, loadavgStart: loadStart, loadavgEnd: loadavg(), calibration },
       settings: s,
       results: {
-        json: { throughput: throughput.json, latency: latency.json, redis: roundTrips.json },
-        sse: { throughput: throughput.sse, latency: latency.sse, redis: roundTrips.sse },
+        json: { throughput: throughput.json, latency: latency.json, redis: roundTrips.json, cluster: clusterCpu.json },
+        sse: { throughput: throughput.sse, latency: latency.sse, redis: roundTrips.sse, cluster: clusterCpu.sse },
         newSession,
         storedSessions,
         idleStreams,
@@ -672,7 +690,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of pools) await p.close().catch(() => {});
     stats?.disconnect();
-    await Promise.allSettled([gateway?.child.stop(), ...backends.map((b) => b.child.stop()), ...naiveProxies.map((p) => p.child.stop()), oauth?.stop(), redisHandle?.stop()]);
+    await Promise.allSettled([gateway?.child.stop(), clusterGateway?.stop(), ...backends.map((b) => b.child.stop()), ...naiveProxies.map((p) => p.child.stop()), oauth?.stop(), redisHandle?.stop()]);
     if (gateway) rmSync(gateway.configFile, { force: true });
   }
 }
