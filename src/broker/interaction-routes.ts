@@ -43,8 +43,6 @@ export function registerInteractionRoutes(app: FastifyInstance, deps: Interactio
   const { provider, config, sessions } = deps;
   const basePath = new URL(config.publicUrl).pathname.replace(/\/+$/, '');
   const pageOf = (uid: string) => `${basePath}${INTERACTION_PATH}/${uid}`;
-  const known = resourceScopes(config);
-
   /** The interaction this browser's cookie names, when it is the one in the URL. */
   async function interaction(request: FastifyRequest<Uid>, reply: FastifyReply): Promise<Interaction | undefined> {
     try {
@@ -77,7 +75,7 @@ export function registerInteractionRoutes(app: FastifyInstance, deps: Interactio
       if (details.prompt.name !== 'consent' || details.session?.accountId !== user.sub) {
         return finish(request, reply, { login: { accountId: user.sub } }, false);
       }
-      return sendPage(reply, await consent(details, user));
+      return sendPage(reply, await consentFor(deps, details, user, pageOf(details.uid)));
     });
 
     scope.post<Uid>(`${INTERACTION_PATH}/:uid`, async (request, reply) => {
@@ -95,46 +93,50 @@ export function registerInteractionRoutes(app: FastifyInstance, deps: Interactio
       }
       if (body.action === 'deny') return finish(request, reply, { error: 'access_denied', error_description: 'the user denied the authorization' });
       if (body.action !== 'allow') return sendPage(reply, errorPage({ status: 400, title: 'Bad request', detail: 'The consent form carried no answer.' }));
-      const grantId = await grant(details, user);
+      const grantId = await recordGrant(deps, details, user);
       request.log.info({ clientId: String(details.params.client_id).slice(0, 200) }, 'broker: authorization approved');
       return finish(request, reply, { consent: { grantId } });
     });
   });
+}
 
-  /** Records what the consent prompt found missing, and the user's policy claims with it. */
-  async function grant(details: Interaction, user: BrowserUser): Promise<string> {
-    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
-    const existing = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
-    const g = existing ?? new provider.Grant({ accountId: user.sub, clientId: String(details.params.client_id) });
-    if (missing.missingOIDCScope) g.addOIDCScope(missing.missingOIDCScope.join(' '));
-    if (missing.missingOIDCClaims) g.addOIDCClaims(missing.missingOIDCClaims);
-    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) g.addResourceScope(indicator, scopes.join(' '));
-    const grantId = await g.save();
-    // Today's browser session records iss, sub and a label only; claims it carries are kept.
-    const claims = (user as BrowserUser & { claims?: Record<string, unknown> }).claims;
-    await deps.grantClaims.save(grantId, pickClaims(claims, deps.claimNames), config.auth.broker.refreshTokenTtl);
-    return grantId;
-  }
+/** Records what the consent prompt found missing, and the user's policy claims with it. */
+async function recordGrant(deps: InteractionDeps, details: Interaction, user: BrowserUser): Promise<string> {
+  const { provider, config } = deps;
+  const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+  const existing = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
+  const g = existing ?? new provider.Grant({ accountId: user.sub, clientId: String(details.params.client_id) });
+  if (missing.missingOIDCScope) g.addOIDCScope(missing.missingOIDCScope.join(' '));
+  if (missing.missingOIDCClaims) g.addOIDCClaims(missing.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) g.addResourceScope(indicator, scopes.join(' '));
+  const grantId = await g.save();
+  // Today's browser session records iss, sub and a label only; claims it carries are kept.
+  const claims = (user as BrowserUser & { claims?: Record<string, unknown> }).claims;
+  await deps.grantClaims.save(grantId, pickClaims(claims, deps.claimNames), config.auth.broker.refreshTokenTtl);
+  return grantId;
+}
 
-  async function consent(details: Interaction, user: BrowserUser) {
-    const { params } = details;
-    const clientId = String(params.client_id);
-    const client = await provider.Client.find(clientId);
-    const requested = typeof params.resource === 'string' ? [params.resource] : Array.isArray(params.resource) ? (params.resource as string[]) : [config.auth.audience];
-    const offered = new Set(requested.flatMap((r) => known.get(r) ?? []));
-    return consentPage({
-      ...(client?.clientName ? { clientName: client.clientName } : {}),
-      clientId,
-      metadataDocument: /^https?:\/\//.test(clientId),
-      redirectUri: String(params.redirect_uri),
-      accountLabel: user.label,
-      resources: requested.map((identifier) => ({ identifier, label: resourceLabel(config, identifier) })),
-      scopes: [...new Set(String(params.scope ?? '').split(' '))].filter((s) => offered.has(s)),
-      lifetime: humanDuration(config.auth.broker.refreshTokenTtl),
-      action: pageOf(details.uid),
-      csrfToken: user.csrfToken,
-    });
-  }
+/** What the consent page shows for this interaction. */
+async function consentFor(deps: InteractionDeps, details: Interaction, user: BrowserUser, action: string) {
+  const { provider, config } = deps;
+  const { params } = details;
+  const clientId = String(params.client_id);
+  const client = await provider.Client.find(clientId);
+  const requested = typeof params.resource === 'string' ? [params.resource] : Array.isArray(params.resource) ? (params.resource as string[]) : [config.auth.audience];
+  const known = resourceScopes(config);
+  const offered = new Set(requested.flatMap((r) => known.get(r) ?? []));
+  return consentPage({
+    ...(client?.clientName ? { clientName: client.clientName } : {}),
+    clientId,
+    metadataDocument: /^https?:\/\//.test(clientId),
+    redirectUri: String(params.redirect_uri),
+    accountLabel: user.label,
+    resources: requested.map((identifier) => ({ identifier, label: resourceLabel(config, identifier) })),
+    scopes: [...new Set(String(params.scope ?? '').split(' '))].filter((s) => offered.has(s)),
+    lifetime: humanDuration(config.auth.broker.refreshTokenTtl),
+    action,
+    csrfToken: user.csrfToken,
+  });
 }
 
 function resourceLabel(config: Config, identifier: string): string {

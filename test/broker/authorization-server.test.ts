@@ -206,7 +206,7 @@ describe('the consent page', () => {
     return page;
   }
 
-  test('names the client, the account, where the answer goes and what the client gets', async () => {
+  test('names the client, the account, where the answer goes and what the client gets (auth.scopes when the request named none)', async () => {
     const page = await consentPageFor('dave');
     const text = await page.locator('main').innerText();
     assert.match(text, /Edge Client/);
@@ -214,7 +214,8 @@ describe('the consent page', () => {
     assert.match(text, /dave/);
     assert.ok(text.includes(new URL(callback.url).origin));
     assert.match(text, /The MCP server "everything"/);
-    assert.match(text, /mcp/);
+    // The request named no scope: it gets auth.scopes.
+    assert.deepEqual(await page.locator('ul.scopes li').allInnerTexts(), ['mcp']);
   });
 
   test('Deny answers the client access_denied', async () => {
