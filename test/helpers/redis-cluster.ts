@@ -55,6 +55,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     await redisCli(['--cluster', 'create', ...addresses, '--cluster-replicas', String(options.replicas ?? 0), '--cluster-yes']);
     for (const p of processes) {
       await waitForInfo(p.port, ['CLUSTER', 'INFO'], new RegExp(`cluster_state:ok[\\s\\S]*cluster_known_nodes:${count}\\b`), `cluster_state:ok on node ${p.port}`, CLUSTER_READY_MS);
+      // A replica that never synced would not be promoted (its data counts as too old).
+      await waitForInfo(p.port, ['INFO', 'replication'], /role:master|master_link_status:up/, `node ${p.port} to be a master or an in-sync replica`, CLUSTER_READY_MS);
     }
   } catch (err) {
     await stopAll(processes);
