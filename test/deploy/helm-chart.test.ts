@@ -345,6 +345,48 @@ function helmBinary(): string | undefined {
   return undefined;
 }
 
+describe('Redis modes (issue 17): standalone, cluster, sentinel, TLS', () => {
+  const withRedis = (redis: Values, tls = '') => {
+    const v = structuredClone(values);
+    v.config.redis = redis;
+    v.redis.enabled = false;
+    v.externalRedis.tls.existingSecret = tls;
+    return v;
+  };
+  const cluster = { mode: 'cluster', nodes: ['rediss://redis-cluster-0.redis:6379'], password: '${REDIS_PASSWORD}', tls: { ca: '/etc/switchboard-redis-tls/ca.crt' } };
+  const sentinel = { mode: 'sentinel', sentinels: ['redis-sentinel-0.redis:26379', 'redis-sentinel-1.redis:26379'], name: 'mymaster', password: '${REDIS_PASSWORD}' };
+
+  test('cluster and sentinel values validate, and render a config the gateway accepts', () => {
+    for (const redis of [cluster, sentinel]) {
+      const v = withRedis(redis, 'switchboard-redis-tls');
+      assert.equal(schemaErrors(v), '', redis.mode);
+      const config = parseConfig(parseYaml(stringifyYaml(v.config)), { REDIS_PASSWORD: 'pw' });
+      assert.equal(config.redis?.mode, redis.mode);
+      assert.equal(config.redis?.password, 'pw');
+    }
+  });
+
+  test('the schema rejects a mode without what it needs', () => {
+    const broken: Array<[string, Values]> = [
+      ['cluster without nodes', { mode: 'cluster' }],
+      ['sentinel without the master name', { mode: 'sentinel', sentinels: ['s:26379'] }],
+      ['standalone without url', { mode: 'standalone' }],
+      ['an unknown mode', { mode: 'replicated', url: 'redis://r:6379' }],
+      ['a seed that is not a redis URL', { mode: 'cluster', nodes: ['redis-0:6379'] }],
+      ['an unknown tls key', { url: 'rediss://r:6380', tls: { insecure: true } }],
+    ];
+    for (const [what, redis] of broken) assert.notEqual(schemaErrors(withRedis(redis)), '', `schema accepted ${what}`);
+  });
+
+  test('the TLS Secret is mounted where config.redis.tls points; the bundled Redis refuses cluster and sentinel', () => {
+    const deployment = template('deployment.yaml');
+    assert.match(deployment, /\{\{- if \.Values\.externalRedis\.tls\.existingSecret \}\}\n\s+# .*\n\s+- name: redis-tls\n\s+mountPath: \{\{ \.Values\.externalRedis\.tls\.mountPath \}\}\n\s+readOnly: true/);
+    assert.match(deployment, /- name: redis-tls\n\s+secret:\n\s+secretName: \{\{ \.Values\.externalRedis\.tls\.existingSecret \}\}/);
+    assert.equal(values.externalRedis.tls.mountPath, cluster.tls.ca.split('/').slice(0, -1).join('/'));
+    assert.match(template('_helpers.tpl'), /\{\{- if and \.Values\.redis\.enabled \(has \(dig "redis" "mode" "standalone" \.Values\.config\) \(list "cluster" "sentinel"\)\) \}\}\n\{\{- fail "config\.redis\.mode is cluster or sentinel/);
+  });
+});
+
 const helm = helmBinary();
 if (!helm && process.env.SB_REQUIRE_HELM === '1') throw new Error('SB_REQUIRE_HELM=1 but no helm binary was found (run scripts/fetch-helm.sh)');
 

@@ -138,6 +138,9 @@ Checks that fail early, at `helm install`/`helm template`, instead of in a crash
 {{- if and .Values.redis.enabled (or .Values.externalRedis.url .Values.externalRedis.existingSecret) }}
 {{- fail "redis.enabled=true and externalRedis are both set: choose one (redis.enabled=false to use externalRedis)" }}
 {{- end }}
+{{- if and .Values.redis.enabled (has (dig "redis" "mode" "standalone" .Values.config) (list "cluster" "sentinel")) }}
+{{- fail "config.redis.mode is cluster or sentinel, but the bundled Redis (redis.enabled=true) is one standalone server: set redis.enabled=false and list your nodes or sentinels in config.redis" }}
+{{- end }}
 {{- if and .Values.secrets.existingSecret .Values.secrets.values }}
 {{- fail "secrets.existingSecret and secrets.values are both set: choose one" }}
 {{- end }}
