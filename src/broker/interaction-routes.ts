@@ -110,9 +110,8 @@ async function recordGrant(deps: InteractionDeps, details: Interaction, user: Br
   if (missing.missingOIDCClaims) g.addOIDCClaims(missing.missingOIDCClaims);
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) g.addResourceScope(indicator, scopes.join(' '));
   const grantId = await g.save();
-  // Today's browser session records iss, sub and a label only; claims it carries are kept.
-  const claims = (user as BrowserUser & { claims?: Record<string, unknown> }).claims;
-  await deps.grantClaims.save(grantId, pickClaims(claims, deps.claimNames), config.auth.broker.refreshTokenTtl);
+  // The policy claims of the upstream sign-in, kept with the browser session.
+  await deps.grantClaims.save(grantId, pickClaims(user.claims, deps.claimNames), config.auth.broker.refreshTokenTtl);
   return grantId;
 }
 

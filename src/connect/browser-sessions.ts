@@ -34,6 +34,11 @@ export interface BrowserUser {
   csrfToken: string;
   /** What the pages show for this user (name, username or email from the id_token; else `sub`). */
   label: string;
+  /**
+   * The upstream claims access policies read (`auth.tenantClaim`, `access.claims`), from the
+   * sign-in's ID token; broker mode carries them into the gateway's own tokens.
+   */
+  claims?: Record<string, unknown>;
 }
 
 export interface BrowserSessions {
@@ -43,7 +48,7 @@ export interface BrowserSessions {
    * Starts a new session (fresh id and CSRF token) and sets the cookie. With `previous`, the
    * session that request's cookie names is deleted first (re-sign-in, account switch).
    */
-  start(reply: FastifyReply, who: { iss: string; sub: string; label?: string }, previous?: FastifyRequest): Promise<BrowserUser>;
+  start(reply: FastifyReply, who: { iss: string; sub: string; label?: string; claims?: Record<string, unknown> }, previous?: FastifyRequest): Promise<BrowserUser>;
   /** Deletes the session server-side and clears the cookie. */
   end(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** Constant-time comparison of a submitted form token with the session's. */
@@ -57,6 +62,7 @@ interface SessionRecord {
   csrfToken: string;
   label: string;
   createdAt: number;
+  claims?: Record<string, unknown>;
 }
 
 export function createBrowserSessions(store: StateStore, config: Config): BrowserSessions {
@@ -78,7 +84,7 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
     const raw = await store.getValue(KEY_PREFIX + id);
     const record = raw === undefined ? undefined : parseRecord(raw);
     if (!record || record.createdAt + SESSION_TTL_MS <= Date.now()) return undefined;
-    return { sessionId: id, iss: record.iss, sub: record.sub, userKey: record.userKey, csrfToken: record.csrfToken, label: record.label };
+    return toUser(id, record);
   }
 
   return {
@@ -98,10 +104,11 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
         csrfToken: randomBytes(32).toString('base64url'),
         label: who.label?.trim() || who.sub,
         createdAt: Date.now(),
+        ...(who.claims && Object.keys(who.claims).length ? { claims: who.claims } : {}),
       };
       await store.putValue(KEY_PREFIX + sessionId, JSON.stringify(record), SESSION_TTL_MS);
       reply.header('set-cookie', sessionCookie(signer.sign(sessionId), SESSION_TTL_MS));
-      return { sessionId, iss: record.iss, sub: record.sub, userKey: record.userKey, csrfToken: record.csrfToken, label: record.label };
+      return toUser(sessionId, record);
     },
 
     async end(request, reply) {
@@ -117,6 +124,11 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
       return timingSafeEqual(a, b);
     },
   };
+}
+
+function toUser(sessionId: string, record: SessionRecord): BrowserUser {
+  const { iss, sub, userKey, csrfToken, label, claims } = record;
+  return { sessionId, iss, sub, userKey, csrfToken, label, ...(claims ? { claims } : {}) };
 }
 
 function parseRecord(raw: string): SessionRecord | undefined {

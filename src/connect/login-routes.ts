@@ -26,6 +26,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config/schema.js';
+import { pickClaims, policyClaimNames } from '../policy/policy-claims.js';
 import type { StateStore } from '../state/store.js';
 import { createPendingLogins, LOGIN_RETURN_TO_MAX, PENDING_LOGIN_TTL_MS, STATE_FORMAT, type PendingLogin } from './pending-login.js';
 import {
@@ -67,6 +68,8 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
     return value === undefined ? undefined : pendingLogins.read(value);
   };
   const oidc = login ? createOidcClient(config, login) : undefined;
+  // What access policies read of the user, kept with the browser session (broker mode's grants).
+  const policyClaims = policyClaimNames(config);
   const redirectUri = `${config.publicUrl}/login/callback`;
 
   const notConfigured = () =>
@@ -180,7 +183,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config
 
       // Single use from here on, even if a concurrent request raced us to it.
       if (!(await store.putValueIfAbsent(USED_PREFIX + state, '1', PENDING_LOGIN_TTL_MS))) return expired();
-      const user = await sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims) }, request);
+      const user = await sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims), claims: pickClaims(claims, policyClaims) }, request);
       request.log.info({ userKey: user.userKey }, 'sign-in: browser session started');
       return redirect(reply, returnTo);
     });

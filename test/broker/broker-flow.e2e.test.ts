@@ -40,9 +40,11 @@ before(async () => {
     count: 2,
     redis: redis.config,
     issuer: oauth.issuer,
-    backends: [{ name: 'everything', url: everything.url }],
+    // Only tenant acme may use it: the upstream sign-in's tenant claim must reach the gateway's own tokens.
+    backends: [{ name: 'everything', url: everything.url, access: { tenants: ['acme'] } }],
     auth: {
       mode: 'broker',
+      tenantClaim: 'org',
       scopes: ['mcp'],
       // The gateway's own tokens are checked to the second: a refresh must follow their expiry.
       clockTolerance: '0s',
@@ -107,7 +109,7 @@ async function tokenRequest(form: Record<string, string>, path = '/oauth2/token'
 
 async function signedInPage(sub: string): Promise<Page> {
   const context = await browser.newContext();
-  await context.addCookies([oauth.subjectCookie(sub)]);
+  await context.addCookies([oauth.subjectCookie(sub), oauth.claimsCookie({ org: 'acme', email: `${sub}@example.com` })]);
   return context.newPage();
 }
 
@@ -131,6 +133,8 @@ describe('broker mode with RFC 7591 dynamic registration', () => {
     assert.equal(claims.sub, 'alice', 'the upstream user');
     assert.equal(claims.aud, endpoint().href, 'RFC 8707: the resource the client asked for');
     assert.equal(claims.scope, 'mcp', 'auth.scopes');
+    assert.equal(claims.org, 'acme', 'the tenant claim of the upstream sign-in, which the access policy reads');
+    assert.equal(claims.email, undefined, 'nothing else of the profile');
     assert.equal(jwtHeader(token).typ, 'at+jwt');
     const jwks = (await (await fetch(`${publicUrl()}/oauth2/jwks`)).json()) as { keys: Array<{ kid: string }> };
     assert.equal(jwks.keys.length, 2, 'both configured keys are published');

@@ -50,6 +50,8 @@ export interface OAuthHandle {
   subjectCookie(sub: string): BrowserCookie;
   /** A cookie that makes /authorize answer `error=<error>` (e.g. `access_denied`) with the `state`. */
   errorCookie(error: string): BrowserCookie;
+  /** A cookie that adds these claims to the tokens issued for the browser's code (e.g. a tenant claim). */
+  claimsCookie(claims: Record<string, unknown>): BrowserCookie;
   /** Obtains a signed access token (client_credentials grant) carrying the requested claims. */
   token(opts?: TokenOptions): Promise<string>;
   /** SIGTERM (then SIGKILL) the server. Idempotent. */
@@ -91,6 +93,7 @@ export async function startOAuthServer(): Promise<OAuthHandle> {
       authorizationEndpoint,
       subjectCookie: (sub) => cookie('mock_sub', sub),
       errorCookie: (error) => cookie('mock_error', error),
+      claimsCookie: (claims) => cookie('mock_claims', JSON.stringify(claims)),
       token: (opts = {}) => requestToken(tokenEndpoint, opts, child.logs),
       stop: () => child.stop(),
     };
