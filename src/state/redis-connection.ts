@@ -86,10 +86,17 @@ export function connectRedis(endpoint: RedisEndpoint, keyPrefix: string, overrid
       clusterRetryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
       redisOptions: { ...FAIL_FAST, ...seeds[0]?.auth, ...auth, ...(secure ? { tls: secure } : {}), ...overrides, keyPrefix: undefined },
     };
-    return new Cluster(
+    const cluster = new Cluster(
       seeds.map((s) => ({ host: s.host, port: s.port })),
       options,
     );
+    // ioredis connects to a node on its first command; without an offline queue, commands
+    // arriving while that connection is still being made are refused and retried 100 ms
+    // later through another node (MOVED). Connect each node as soon as the cluster knows it.
+    cluster.on('+node', (node: Redis) => {
+      if (node.status === 'wait') node.connect().catch(() => {});
+    });
+    return cluster;
   }
   if (mode === 'sentinel') {
     const sentinels = (endpoint.sentinels ?? []).map((hostPort, i) => {

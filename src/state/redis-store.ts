@@ -91,8 +91,21 @@ export class RedisStore implements StateStore {
     this.redis.on('error', () => {});
   }
 
-  /** Resolves once connected (startup waits for it so the first request does not fail). */
+  /**
+   * Resolves once connected (startup waits for it so the first request does not fail). A
+   * cluster is ready when it knows its slots; its masters' connections are waited for too,
+   * or the first requests would be refused while they are being made (redis-connection.ts).
+   */
   async ready(timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    await this.#connected(timeoutMs);
+    if (!isCluster(this.redis)) return;
+    let timer: NodeJS.Timeout | undefined;
+    const masters = Promise.allSettled(this.redis.nodes('master').map((node) => node.ping()));
+    await Promise.race([masters, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
+  }
+
+  async #connected(timeoutMs: number): Promise<void> {
     if (this.redis.status === 'ready') return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {

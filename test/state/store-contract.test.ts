@@ -20,6 +20,7 @@ import type { ReplayBudget, SessionRecord, StateStore, StoredEvent, StreamKey } 
 import { waitUntil } from '../helpers/child.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
+import { commandOnce } from '../helpers/redis-processes.js';
 
 /** Creates a fresh, empty store (or a fresh view on a shared server under a unique prefix). */
 type StoreFactory = (replayBudget?: ReplayBudget) => Promise<StateStore>;
@@ -625,6 +626,22 @@ describe('Redis Cluster-backed', () => {
     for (const [i, key] of keys.entries()) assert.deepEqual((await store.readEvents(key)).map((e) => e.meta?.requestIds ?? e.seq), [[i], 1]);
     const slots = new Set(await Promise.all(keys.map((key) => store.redis.cluster('KEYSLOT', store.keys.stream(key)))));
     assert.ok(slots.size > 1, 'the batch spanned several slots (one call would have been refused with CROSSSLOT)');
+  });
+
+  test("a new store's first concurrent commands go straight to their nodes (none refused while connecting, none bounced with MOVED)", async (t) => {
+    // Redis counts the MOVED replies it sent (INFO errorstats); a command refused by ioredis
+    // while a node connection was still being made was retried through another node: MOVED.
+    const moved = async () => {
+      let total = 0;
+      for (const url of cluster!.nodes) total += Number(/errorstat_MOVED:count=(\d+)/.exec(String(await commandOnce(Number(new URL(url).port), 'INFO', 'errorstats')))?.[1] ?? 0);
+      return total;
+    };
+    const before = await moved();
+    const store = await openCluster();
+    t.after(() => store.close());
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => store.putValueIfAbsent(`first-${i}`, 'v', 60_000)));
+    assert.ok(results.every(Boolean));
+    assert.equal(await moved(), before, 'no command was redirected');
   });
 
   test('every key of one user shares a hash slot; ping reads the cluster state', async (t) => {
