@@ -73,6 +73,10 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     // One bench user makes thousands of calls a second: the per-user rate limit stays on (its
     // Redis round trip is part of what is measured) but far above what the bench can reach.
     limits: { rateLimit: process.env.BENCH_NO_RATE_LIMIT ? { enabled: false } : { max: 1_000_000_000 } },
+    // The idle-streams figure opens 10,000 sessions and streams for that one user: its per-user
+    // shares (issue 13) are raised past it, as an operator would for one heavy service account.
+    sessions: { maxPerUser: 1_000_000 },
+    streams: { maxPerUser: 1_000_000 },
     backends: opts.backends.map((b) => ({ name: b.sse ? 'fast-sse' : 'fast', url: `http://127.0.0.1:${b.port}/mcp` })),
   };
   const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
