@@ -16,6 +16,7 @@ import { callerOf } from './caller.js';
 import { traceHeaders } from './initialize.js';
 import type { McpContext } from './context.js';
 import { isRequest, type JsonRpcId, type JsonRpcMessage } from './jsonrpc.js';
+import { HEADER } from './protocol.js';
 import { sendBackendError, sendStateUnavailable } from './replies.js';
 import { StateUnavailableError } from './session-service.js';
 import type { StreamTarget } from './stream-service.js';
@@ -96,7 +97,7 @@ export async function answerForUnlinked(t: StreamTarget, requests: OpenRequest[]
     urlMode: supportsUrlElicitation(t.session.clientCapabilities),
   });
   request.mcpOutcome = 'answered_by_gateway';
-  return reply.code(200).type('application/json').header('mcp-session-id', t.sessionId).send(batch ? answers : answers[0]);
+  return reply.code(200).type('application/json').header(HEADER.sessionId, t.sessionId).send(batch ? answers : answers[0]);
 }
 
 /** Opens the backend session that waited for a link; the new target, undefined when the token was refused, or 'answered'. */
