@@ -6,9 +6,9 @@
  * up or fail the session.
  */
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
-import { collectMessages } from '../mcp/backend-body.js';
-import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
-import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../mcp/protocol.js';
+import { collectMessages } from '../backends/backend-body.js';
+import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../wire/protocol.js';
 import type { AggregateCall, Members } from './members.js';
 import { provisionalInitializeResult } from '../linking/provisional.js';
 import { boundedClientInfo } from '../linking/unlinked-initialize.js';

@@ -7,8 +7,8 @@
  */
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse } from '../backends/backend.js';
-import { collectMessages } from '../mcp/backend-body.js';
-import { ErrorCode, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { collectMessages } from '../backends/backend-body.js';
+import { ErrorCode, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { filterToolsResult } from '../policy/tool-policy.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { AggregateCall, Members } from './members.js';

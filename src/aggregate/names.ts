@@ -10,7 +10,7 @@
  * Backend names match [a-z0-9-]+, so neither `__` nor `+` can occur inside one and the first
  * occurrence is always the separator.
  */
-import type { JsonRpcId } from '../mcp/jsonrpc.js';
+import type { JsonRpcId } from '../wire/jsonrpc.js';
 
 const NAME_SEPARATOR = '__';
 const URI_SEPARATOR = '+';

@@ -16,7 +16,7 @@
  * update; the backend that lost stays on the missing list and joins again at the next attempt.
  */
 import type { McpContext } from '../mcp/context.js';
-import { notifySession } from '../mcp/session-notifier.js';
+import { notifySession } from '../sessions/session-notifier.js';
 import { joinMember } from './initialize.js';
 import type { AggregateCall, Members } from './members.js';
 import { abandonMemberSession, updateAggregateState } from './member-link.js';

@@ -4,7 +4,7 @@
  * prefix taken off, everything else as the client sent it.
  */
 import type { BackendConfig } from '../config/schema.js';
-import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { isToolAllowed } from '../policy/tool-policy.js';
 import { splitName, splitUri } from './names.js';
 

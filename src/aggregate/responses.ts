@@ -5,7 +5,7 @@
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
-import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 
 export function jsonResponse(value: JsonRpcMessage | JsonRpcMessage[], headers: Record<string, string> = {}): BackendResponse {
   return { status: 200, headers: { 'content-type': 'application/json', ...headers }, body: syntheticBody(JSON.stringify(value)), contentType: 'application/json' };

@@ -5,7 +5,7 @@
  * backend-qualified; towards a backend, the prefix comes off again. Everything else in a
  * message, known or not, is carried over as it was.
  */
-import type { JsonRpcMessage } from '../mcp/jsonrpc.js';
+import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { qualifyMeta, qualifyTask } from './extensions.js';
 import { qualifyId, qualifyName, qualifyUri, splitId } from './names.js';
 

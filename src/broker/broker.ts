@@ -16,7 +16,7 @@ import type { FastifyBaseLogger, FastifyInstance, onRequestHookHandler } from 'f
 import { allAudiences } from '../auth/resources.js';
 import type { TokenVerifierOptions } from '../auth/token-verifier.js';
 import type { Config } from '../config/schema.js';
-import { createBrowserSessions } from '../connect/browser-sessions.js';
+import { createBrowserSessions } from '../browser/browser-sessions.js';
 import type { StateStore } from '../state/store.js';
 import { createClientMetadataDocuments } from './client-metadata-documents.js';
 import { createGrantClaims, policyClaimNames } from './grant-claims.js';

@@ -7,7 +7,7 @@
  * - the URL is https with a path, no credentials, no fragment, and written in its normal
  *   form (so no dot segments and one spelling per client); plain http only for a loopback
  *   host while `publicUrl` itself is loopback (development and tests);
- * - it is fetched through the SSRF-guarded client (src/connect/safe-fetch.ts): public
+ * - it is fetched through the SSRF-guarded client (src/providers/safe-fetch.ts): public
  *   addresses only (loopback only in that development case), no redirects, 5 s, 64 KiB;
  * - the document is a JSON object whose `client_id` equals the URL exactly; it holds no
  *   secret, and authenticates with `none` (the default) or `private_key_jwt`;
@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import type { StateStore } from '../state/store.js';
-import { safeFetch, SafeFetchError } from '../connect/safe-fetch.js';
+import { safeFetch, SafeFetchError } from '../providers/safe-fetch.js';
 
 const CACHE_PREFIX = 'broker:cimd:';
 const MIN_CACHE_S = 60;

@@ -5,10 +5,10 @@
  * URL of its metadata document or that it registered itself), where the answer goes (the
  * redirect URI's origin, the one fact an impostor cannot fake), who is signed in, and what
  * the client gets (which MCP endpoints, which scopes, for how long). Same frame, styles and
- * headers as the connect pages (src/connect/page-layout.ts).
+ * headers as the connect pages (src/browser/page-layout.ts).
  */
-import { CSRF_FIELD, type Page } from '../connect/pages.js';
-import { html, layout, securityHeaders } from '../connect/page-layout.js';
+import { CSRF_FIELD, type Page } from '../browser/pages.js';
+import { html, layout, securityHeaders } from '../browser/page-layout.js';
 
 export interface ConsentView {
   /** `client_name` from the client's metadata (self-asserted), if any. */

@@ -2,7 +2,7 @@
  * The broker's interaction pages (`/oauth2/interaction/{uid}`): where oidc-provider sends the
  * browser when an authorization needs the user (SPEC §8).
  *
- * 1. Who the user is comes from the gateway's browser session (src/connect/browser-sessions.ts),
+ * 1. Who the user is comes from the gateway's browser session (src/browser/browser-sessions.ts),
  *    established by the existing `/login` OIDC client at the upstream identity provider. No
  *    session → `/login?returnTo=` this page, and back here after sign-in.
  * 2. The provider's own login is then finished at once with the upstream `sub` as account id,
@@ -19,8 +19,8 @@ import { errors, type InteractionResults } from 'oidc-provider';
 import type Provider from 'oidc-provider';
 import { endpointResource } from '../auth/resources.js';
 import type { Config } from '../config/schema.js';
-import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from '../connect/browser-sessions.js';
-import { CSRF_FIELD, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from '../connect/pages.js';
+import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from '../browser/browser-sessions.js';
+import { CSRF_FIELD, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from '../browser/pages.js';
 import { consentPage } from './consent-page.js';
 import { pickClaims, type GrantClaims } from './grant-claims.js';
 import { INTERACTION_PATH } from './provider.js';

@@ -21,7 +21,7 @@ import { hkdfSync } from 'node:crypto';
 import Provider, { interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
-import { errorPage } from '../connect/pages.js';
+import { errorPage } from '../browser/pages.js';
 import type { BrokerKeys } from './signing-keys.js';
 import { createStoreAdapter } from './store-adapter.js';
 import { resourceIndicators, resourceScopes } from './resource-servers.js';

@@ -39,7 +39,7 @@ const backendName = z
   .regex(/^[a-z0-9-]+$/, 'must match [a-z0-9-]+ (it becomes the path /mcp/{name})');
 
 /**
- * Providers with a preset (src/connect/provider-presets.ts): their endpoints and quirks are
+ * Providers with a preset (src/providers/provider-presets.ts): their endpoints and quirks are
  * known, so `authorizationUrl` and `tokenUrl` may be left out (configured values still win).
  */
 export const PROVIDER_PRESETS = ['github', 'google', 'microsoft', 'atlassian', 'slack'] as const;

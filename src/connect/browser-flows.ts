@@ -13,14 +13,14 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { McpContext } from '../mcp/context.js';
-import { createBrowserSessions } from './browser-sessions.js';
+import { createBrowserSessions } from '../browser/browser-sessions.js';
 import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
 import { ElicitationStore } from './elicitations.js';
-import { registerLoginRoutes } from './login-routes.js';
+import { registerLoginRoutes } from '../browser/login-routes.js';
 import { registerCallbackRoutes, type LinkHooks } from './oauth-callback.js';
-import { createEndpointResolver } from './provider-endpoints.js';
-import { createTokenCipher } from './secrets.js';
+import { createEndpointResolver } from '../providers/provider-endpoints.js';
+import { createTokenCipher } from '../state/secrets.js';
 import { TokenVault } from './token-vault.js';
 import { UpstreamAuth } from './upstream-auth.js';
 

@@ -14,12 +14,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
-import { loginUrl, registerFormParser, type BrowserUser } from './browser-sessions.js';
+import { loginUrl, registerFormParser, type BrowserUser } from '../browser/browser-sessions.js';
 import type { Elicitation } from './elicitations.js';
 import type { CallbackDeps } from './oauth-callback.js';
-import { consentPage, declinedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from './pages.js';
+import { consentPage, declinedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from '../browser/pages.js';
 import { beginAuthorization } from './pending-authorization.js';
-import type { ResolvedProvider } from './provider-endpoints.js';
+import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 
 /** The connect pages need what the callback needs: both ends of one flow. */
 export type ConnectDeps = CallbackDeps;

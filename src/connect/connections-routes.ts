@@ -12,12 +12,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
-import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from './browser-sessions.js';
+import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from '../browser/browser-sessions.js';
 import { providerOrPage } from './connect-routes.js';
-import { connectionsPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type ConnectionEntry } from './pages.js';
+import { connectionsPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type ConnectionEntry } from '../browser/pages.js';
 import { beginAuthorization } from './pending-authorization.js';
-import { revokeToken } from './provider-client.js';
-import type { ResolvedProvider } from './provider-endpoints.js';
+import { revokeToken } from '../providers/provider-client.js';
+import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
 export interface ConnectionsDeps {

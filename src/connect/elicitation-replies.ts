@@ -8,7 +8,7 @@
  *   error whose message carries the link — so the feature is never invisible to them.
  */
 import { connectUrl, type Elicitation } from './elicitations.js';
-import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 
 export const URL_ELICITATION_REQUIRED = -32042;
 

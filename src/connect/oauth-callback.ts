@@ -17,14 +17,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { McpContext } from '../mcp/context.js';
-import { notifySession } from '../mcp/session-notifier.js';
+import { notifySession } from '../sessions/session-notifier.js';
 import type { StateStore } from '../state/store.js';
-import type { BrowserSessions, BrowserUser } from './browser-sessions.js';
+import type { BrowserSessions, BrowserUser } from '../browser/browser-sessions.js';
 import type { Elicitation, ElicitationStore } from './elicitations.js';
-import { connectedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type Page } from './pages.js';
+import { connectedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type Page } from '../browser/pages.js';
 import { callbackMismatch, parsePending, readPending, takePending, type CallbackMismatch, type PendingAuthorization } from './pending-authorization.js';
-import { exchangeCode, ProviderError } from './provider-client.js';
-import type { ResolvedProvider } from './provider-endpoints.js';
+import { exchangeCode, ProviderError } from '../providers/provider-client.js';
+import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
 /** What the MCP layer may do once an account is linked (e.g. bring waiting sessions to life). */

@@ -16,9 +16,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
-import type { BrowserUser } from './browser-sessions.js';
-import { authorizationRequestUrl, createPkce } from './provider-client.js';
-import type { ResolvedProvider } from './provider-endpoints.js';
+import type { BrowserUser } from '../browser/browser-sessions.js';
+import { authorizationRequestUrl, createPkce } from '../providers/provider-client.js';
+import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 
 export interface PendingAuthorization {
   provider: string;

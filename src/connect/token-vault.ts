@@ -13,8 +13,8 @@
  * Nothing here logs or throws a token: messages name the provider and the reason only.
  */
 import type { StateStore } from '../state/store.js';
-import type { TokenCipher } from './secrets.js';
-import type { ProviderTokens } from './provider-client.js';
+import type { TokenCipher } from '../state/secrets.js';
+import type { ProviderTokens } from '../providers/provider-client.js';
 
 /** 400 days, in milliseconds. */
 export const DEFAULT_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;

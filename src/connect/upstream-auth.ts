@@ -13,10 +13,10 @@ import type { BackendConfig } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { StateStore } from '../state/store.js';
 import type { Elicitation, ElicitationStore } from './elicitations.js';
-import type { ResolvedProvider } from './provider-endpoints.js';
+import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 import { usableToken } from './usable-token.js';
-import { ProviderError } from './provider-client.js';
+import { ProviderError } from '../providers/provider-client.js';
 
 export type UpstreamDecision = { authorization: string } | { elicitation: Elicitation };
 

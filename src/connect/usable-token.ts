@@ -19,7 +19,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StateStore } from '../state/store.js';
-import { ProviderError, refreshTokens, type ProviderEndpoints, type ProviderRequestOptions, type ProviderTokens } from './provider-client.js';
+import { ProviderError, refreshTokens, type ProviderEndpoints, type ProviderRequestOptions, type ProviderTokens } from '../providers/provider-client.js';
 import type { TokenVault } from './token-vault.js';
 
 export type RefreshOutcome = 'ok' | 'invalid_grant' | 'error';

@@ -1,13 +1,13 @@
 /**
  * Exchanged tokens at rest (SPEC §8 "Token exchange"): one per user (`iss`+`sub`, as the
  * opaque userKey) and exchange target, in the shared store so that every replica uses it,
- * sealed like the vault (connect/secrets.ts: AES-256-GCM, the store key as associated data,
+ * sealed like the vault (state/secrets.ts: AES-256-GCM, the store key as associated data,
  * so a value copied under another user's key does not open), and kept only until shortly
  * before it expires: {@link reuseUntil}.
  *
  * Nothing here logs or returns a token in a message.
  */
-import type { TokenCipher } from '../connect/secrets.js';
+import type { TokenCipher } from '../state/secrets.js';
 import type { StateStore } from '../state/store.js';
 import type { ExchangedToken } from './exchange-grant.js';
 

@@ -14,7 +14,7 @@
  * default authentication, and a backend without one gets the failure.
  */
 import { discoverIssuerMetadata, type IssuerMetadata } from '../auth/discovery.js';
-import { ProviderError } from '../connect/provider-client.js';
+import { ProviderError } from '../providers/provider-client.js';
 import type { ExchangeEndpoint, TokenExchangeConfig } from './exchange-grant.js';
 
 const RETRY_DISCOVERY_MS = 30_000;

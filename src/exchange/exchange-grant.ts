@@ -18,7 +18,7 @@
  * endpoint needs a retry later; any other refusal is the gateway's configuration.
  */
 import type { Config } from '../config/schema.js';
-import { ProviderError, requestTokens, type TokenEndpoint } from '../connect/provider-client.js';
+import { ProviderError, requestTokens, type TokenEndpoint } from '../providers/provider-client.js';
 
 export type TokenExchangeConfig = NonNullable<Config['backends'][number]['tokenExchange']>;
 

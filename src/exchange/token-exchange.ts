@@ -16,7 +16,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { BackendCaller } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import type { BackendConfig, Config } from '../config/schema.js';
-import { createTokenCipher, type TokenCipher } from '../connect/secrets.js';
+import { createTokenCipher, type TokenCipher } from '../state/secrets.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { StateStore } from '../state/store.js';
 import { ExchangeCache } from './exchange-cache.js';

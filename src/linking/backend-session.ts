@@ -12,9 +12,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BackendCaller, McpBackend } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
-import { collectMessages } from '../mcp/backend-body.js';
+import { collectMessages } from '../backends/backend-body.js';
 import type { McpContext } from '../mcp/context.js';
-import { HEADER } from '../mcp/protocol.js';
+import { HEADER } from '../wire/protocol.js';
 import type { SessionRecord } from '../state/store.js';
 import type { BackendCatalog } from './catalog.js';
 

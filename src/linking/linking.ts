@@ -10,7 +10,7 @@
  * backend session (backend-session.ts) on whichever replica it reaches.
  */
 import type { McpContext } from '../mcp/context.js';
-import { notifySession } from '../mcp/session-notifier.js';
+import { notifySession } from '../sessions/session-notifier.js';
 import { BackendCatalog } from './catalog.js';
 import { LinkWaiters } from './waiters.js';
 

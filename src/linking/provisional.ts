@@ -16,8 +16,8 @@
 import type { BackendConfig } from '../config/schema.js';
 import type { Elicitation } from '../connect/elicitations.js';
 import { elicitationRequiredMessages } from '../connect/elicitation-replies.js';
-import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
-import { isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../mcp/protocol.js';
+import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
+import { isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../wire/protocol.js';
 import { filterToolsResult } from '../policy/tool-policy.js';
 import { CATALOG_LISTS, type BackendCatalog, type InitializeSnapshot } from './catalog.js';
 

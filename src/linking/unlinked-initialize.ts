@@ -9,10 +9,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { McpBackend } from '../backends/backend.js';
 import type { McpContext } from '../mcp/context.js';
-import type { JsonRpcId, JsonRpcMessage } from '../mcp/jsonrpc.js';
-import { HEADER } from '../mcp/protocol.js';
-import { sendStateUnavailable } from '../mcp/replies.js';
-import { newSessionId, StateUnavailableError } from '../mcp/session-service.js';
+import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER } from '../wire/protocol.js';
+import { sendStateUnavailable } from '../http/replies.js';
+import { newSessionId, StateUnavailableError } from '../sessions/session-service.js';
 import { announcedLists, provisionalInitializeResult } from './provisional.js';
 
 /** `clientInfo` is repeated to the backend later; a client must not make the store keep much of it. */

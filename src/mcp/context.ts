@@ -10,8 +10,8 @@ import type { TokenExchange } from '../exchange/token-exchange.js';
 import type { Linking } from '../linking/linking.js';
 import type { Coordinator } from '../state/coordinator.js';
 import type { StateStore } from '../state/store.js';
-import type { SessionService } from './session-service.js';
-import type { StreamRegistry } from './stream-registry.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { StreamRegistry } from '../streams/stream-registry.js';
 
 export interface McpContext {
   config: Config;

@@ -7,14 +7,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { McpBackend } from '../backends/backend.js';
-import { callerOf } from './caller.js';
-import { collectMessages } from './backend-body.js';
+import { callerOf } from '../backends/caller.js';
+import { collectMessages } from '../backends/backend-body.js';
 import type { McpContext } from './context.js';
-import { ErrorCode, type JsonRpcMessage } from './jsonrpc.js';
-import { HEADER, isSupportedVersion } from './protocol.js';
-import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from './replies.js';
-import { newSessionId, StateUnavailableError } from './session-service.js';
-import { SseWriter } from './sse-writer.js';
+import { ErrorCode, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER, isSupportedVersion } from '../wire/protocol.js';
+import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from '../http/replies.js';
+import { newSessionId, StateUnavailableError } from '../sessions/session-service.js';
+import { SseWriter } from '../streams/sse-writer.js';
 import { hasUpstreamAuth, linkedAuthorization } from './upstream-gate.js';
 import { initializeUnlinked } from '../linking/unlinked-initialize.js';
 

@@ -18,11 +18,11 @@
  * A client that never comes lets it lapse after {@link AWAIT_CLIENT_MS}.
  */
 import type { StreamHolder } from '../state/coordinator.js';
-import { callerOf } from './caller.js';
-import { wantsPriming } from './protocol.js';
-import { followRemoteStream } from './stream-follow.js';
-import { claimStandalone, LEASE_TTL_MS } from './stream-leases.js';
-import { eventId, StreamRelay } from './stream-relay.js';
+import { callerOf } from '../backends/caller.js';
+import { wantsPriming } from '../wire/protocol.js';
+import { followRemoteStream } from '../streams/stream-follow.js';
+import { claimStandalone, LEASE_TTL_MS } from '../streams/stream-leases.js';
+import { eventId, StreamRelay } from '../streams/stream-relay.js';
 import { newStreamId, openWriter, relayContext, resumeFromStore, streamKey, type StreamTarget } from './stream-service.js';
 import { hasUpstreamAuth } from './upstream-gate.js';
 

@@ -11,16 +11,16 @@ import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
 import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import type { McpContext } from './context.js';
-import { callerOf } from './caller.js';
-import { HEADER, wantsPriming } from './protocol.js';
-import { ErrorCode, type JsonRpcId } from './jsonrpc.js';
-import { sendBackendError, sendJsonRpcError, sendSessionNotFound } from './replies.js';
-import { followRemoteStream } from './stream-follow.js';
-import { claimStandalone, holdWhileDetached } from './stream-leases.js';
+import { callerOf } from '../backends/caller.js';
+import { HEADER, wantsPriming } from '../wire/protocol.js';
+import { ErrorCode, type JsonRpcId } from '../wire/jsonrpc.js';
+import { sendBackendError, sendJsonRpcError, sendSessionNotFound } from '../http/replies.js';
+import { followRemoteStream } from '../streams/stream-follow.js';
+import { claimStandalone, holdWhileDetached } from '../streams/stream-leases.js';
 import { hasUpstreamAuth } from './upstream-gate.js';
-import { StateUnavailableError } from './session-service.js';
-import { SseWriter } from './sse-writer.js';
-import { eventId, StreamRelay, type RelayContext } from './stream-relay.js';
+import { StateUnavailableError } from '../sessions/session-service.js';
+import { SseWriter } from '../streams/sse-writer.js';
+import { eventId, StreamRelay, type RelayContext } from '../streams/stream-relay.js';
 import { attachAwaiting, followAwaiting } from './standalone-early.js';
 
 export interface StreamTarget {

@@ -8,17 +8,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
 import { supportsUrlElicitation } from '../connect/elicitation-replies.js';
-import { ProviderError } from '../connect/provider-client.js';
+import { ProviderError } from '../providers/provider-client.js';
 import { BackendError } from '../backends/errors.js';
 import { openBackendSession } from '../linking/backend-session.js';
 import { answeredProvisionally, answerUnlinked } from '../linking/provisional.js';
-import { callerOf } from './caller.js';
+import { callerOf } from '../backends/caller.js';
 import { traceHeaders } from './initialize.js';
 import type { McpContext } from './context.js';
-import { isRequest, type JsonRpcId, type JsonRpcMessage } from './jsonrpc.js';
-import { HEADER } from './protocol.js';
-import { sendBackendError, sendStateUnavailable } from './replies.js';
-import { StateUnavailableError } from './session-service.js';
+import { isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER } from '../wire/protocol.js';
+import { sendBackendError, sendStateUnavailable } from '../http/replies.js';
+import { StateUnavailableError } from '../sessions/session-service.js';
 import type { StreamTarget } from './stream-service.js';
 import { notifyListsChanged } from '../linking/linking.js';
 

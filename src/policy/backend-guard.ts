@@ -9,8 +9,8 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { McpContext } from '../mcp/context.js';
-import { ErrorCode } from '../mcp/jsonrpc.js';
-import { sendJsonRpcError } from '../mcp/replies.js';
+import { ErrorCode } from '../wire/jsonrpc.js';
+import { sendJsonRpcError } from '../http/replies.js';
 import { backendAccessDenial } from './backend-access.js';
 
 export function createBackendAccessGuard(ctx: Pick<McpContext, 'backends' | 'config' | 'metrics'>) {

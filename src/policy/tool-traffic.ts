@@ -20,7 +20,7 @@
  * The policy judges the parsed message while the backend gets the client's bytes, so the two
  * must read the same tool name: a body such as `{"name":"denied","name":"allowed"}` would be
  * judged by its last `name` here and run by its first in a backend whose parser keeps the
- * first. parseMessages (mcp/jsonrpc.ts, json-guard.ts) refuses any message with a duplicate
+ * first. parseMessages (wire/jsonrpc.ts, json-guard.ts) refuses any message with a duplicate
  * member name before it gets here (issue 13).
  */
 import type { FastifyRequest } from 'fastify';
@@ -28,8 +28,8 @@ import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
-import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
-import { formatSseEvent, transformSse } from '../mcp/sse-transform.js';
+import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { formatSseEvent, transformSse } from '../wire/sse.js';
 import { filterToolsResult, hasToolPolicy, isToolAllowed } from './tool-policy.js';
 
 export type Screened = { body: string; refusal?: undefined } | { body?: undefined; refusal: JsonRpcMessage | JsonRpcMessage[] };

@@ -9,7 +9,7 @@
  *    (404 once a session exists) or the token is no longer accepted (401), both 1008
  *    (policy violation) with a reason that says what to do.
  */
-import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 
 /** RFC 6455 §7.4.1 close codes the bridge uses. */
 export const CloseCode = {

@@ -34,8 +34,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
-import { HEADER } from '../mcp/protocol.js';
+import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER } from '../wire/protocol.js';
 import { isEventStream, readEventStream, readJsonMessages } from './answer-reader.js';
 import { closeFor, CloseCode, closeReason, errorFrameFor, type CloseInstruction, type HttpRefusal } from './error-frames.js';
 import type { Loopback, LoopbackResponse } from './loopback.js';

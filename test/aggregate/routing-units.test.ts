@@ -13,7 +13,7 @@ import { qualifyId, qualifyName, qualifyUri, splitId, splitName, splitUri } from
 import { messageToClient, responseToBackend, resultToClient } from '../../src/aggregate/rewrite.js';
 import { routeOf } from '../../src/aggregate/request-routes.js';
 import { decodeAggregateState, encodeAggregateState } from '../../src/aggregate/session-map.js';
-import { transformSse } from '../../src/mcp/sse-transform.js';
+import { transformSse } from '../../src/wire/sse.js';
 
 describe('names', () => {
   test('tool names round-trip, including names that contain the separator themselves', () => {

@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BRIDGED_PROTOCOL_VERSION } from '../../src/backends/bridge/legacy-revision.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../../src/mcp/protocol.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../../src/wire/protocol.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { withDeadline } from '../helpers/deadline.js';

@@ -3,7 +3,7 @@
  * options, src/broker/broker.ts): verified against the broker's local key set (no fetch),
  * issuer `publicUrl`, `typ: at+jwt` required (RFC 9068 §4), and the principal named after
  * the upstream identity provider, so a user keeps one `userKey` across modes and matches the
- * browser session `/login` starts (src/connect/browser-sessions.ts).
+ * browser session `/login` starts (src/browser/browser-sessions.ts).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

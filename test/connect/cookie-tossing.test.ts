@@ -16,7 +16,7 @@ import { after, before, test } from 'node:test';
 import type { BrowserContext } from 'playwright-core';
 import { userKeyOf } from '../../src/auth/principal.js';
 import { ElicitationStore } from '../../src/connect/elicitations.js';
-import { createTokenCipher } from '../../src/connect/secrets.js';
+import { createTokenCipher } from '../../src/state/secrets.js';
 import { TokenVault } from '../../src/connect/token-vault.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';

@@ -1,7 +1,7 @@
 /**
  * `/login` costs the store nothing (issue 13 §2: 2,000 unauthenticated GET /login in 8 s left
  * 2,000 keys of ~2.2 KB for 10 minutes): the pending sign-in travels in the signed pre-login
- * cookie (src/connect/pending-login.ts). On a real Redis with the real OAuth server: 200
+ * cookie (src/browser/pending-login.ts). On a real Redis with the real OAuth server: 200
  * requests add no key; sign-in still completes, once; `returnTo` is bounded and so is the
  * cookie, however many sign-ins one browser starts; concurrent tabs each finish theirs.
  * (The browser journeys and the attacks: login.test.ts, in Chromium.)
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { MAX_PENDING } from '../../src/connect/pending-login.js';
+import { MAX_PENDING } from '../../src/browser/pending-login.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import { startLoginApp, type LoginApp, type WhoAmI } from '../helpers/login-app.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';

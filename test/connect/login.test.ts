@@ -17,7 +17,7 @@ import Fastify from 'fastify';
 import { decodeJwt } from 'jose';
 import type { BrowserContext, Page } from 'playwright-core';
 import { parseConfig } from '../../src/config/load.js';
-import { cookiePolicy, cookieSecure, loginUrl, safeReturnTo } from '../../src/connect/browser-sessions.js';
+import { cookiePolicy, cookieSecure, loginUrl, safeReturnTo } from '../../src/browser/browser-sessions.js';
 import { launchBrowser, watchPage, type BrowserHandle } from '../helpers/browser.js';
 import { freePort } from '../helpers/free-port.js';
 import { startLoginApp, type LoginApp, type WhoAmI } from '../helpers/login-app.js';

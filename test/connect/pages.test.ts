@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Page as BrowserPage } from 'playwright-core';
-import { registerFormParser } from '../../src/connect/browser-sessions.js';
+import { registerFormParser } from '../../src/browser/browser-sessions.js';
 import {
   connectedPage,
   connectionsPage,
@@ -23,7 +23,7 @@ import {
   setPageErrorHandler,
   signedOutPage,
   type Page,
-} from '../../src/connect/pages.js';
+} from '../../src/browser/pages.js';
 import { launchBrowser, watchPage, type BrowserHandle } from '../helpers/browser.js';
 
 const EVIL = `<script>alert(1)</script>"'&<img src=x>`;

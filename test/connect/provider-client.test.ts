@@ -15,8 +15,8 @@ import {
   refreshTokens,
   revokeToken,
   type ProviderEndpoints,
-} from '../../src/connect/provider-client.js';
-import { guardedFetch } from '../../src/connect/safe-fetch.js';
+} from '../../src/providers/provider-client.js';
+import { guardedFetch } from '../../src/providers/safe-fetch.js';
 import { hold, sendForm, sendJson, startHttpFixture, type HttpFixture } from '../fixtures/provider-http-fixture.js';
 import { freePort } from '../helpers/free-port.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';

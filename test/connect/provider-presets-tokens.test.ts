@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { exchangeCode, ProviderError, refreshTokens, revokeToken, type ProviderEndpoints, type ProviderTokens } from '../../src/connect/provider-client.js';
-import { createTokenCipher } from '../../src/connect/secrets.js';
+import { exchangeCode, ProviderError, refreshTokens, revokeToken, type ProviderEndpoints, type ProviderTokens } from '../../src/providers/provider-client.js';
+import { createTokenCipher } from '../../src/state/secrets.js';
 import { TokenVault } from '../../src/connect/token-vault.js';
 import { usableToken, type RefreshOutcome } from '../../src/connect/usable-token.js';
 import { MemoryStore } from '../../src/state/memory-store.js';

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { authorizationRequestUrl, type ProviderEndpoints } from '../../src/connect/provider-client.js';
-import { PRESETS } from '../../src/connect/provider-presets.js';
+import { authorizationRequestUrl, type ProviderEndpoints } from '../../src/providers/provider-client.js';
+import { PRESETS } from '../../src/providers/provider-presets.js';
 import { resolveUpstream as resolve } from '../helpers/preset-endpoints.js';
 
 const REDIRECT_URI = 'https://mcp.example.com/oauth/callback/acme';

@@ -1,7 +1,7 @@
 /** Token encryption at rest and cookie signing (SPEC §4): round trips, tampering, wrong key or context. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createSigner, createTokenCipher } from '../../src/connect/secrets.js';
+import { createSigner, createTokenCipher } from '../../src/state/secrets.js';
 
 const KEY = 'k'.repeat(32);
 

@@ -6,15 +6,15 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { classifyAddress, safeFetch, SafeFetchError } from '../../src/connect/safe-fetch.js';
-import { createTokenCipher } from '../../src/connect/secrets.js';
+import { classifyAddress, safeFetch, SafeFetchError } from '../../src/providers/safe-fetch.js';
+import { createTokenCipher } from '../../src/state/secrets.js';
 import {
   DiscoveryError,
   discoverUpstreamAuth,
   parseWwwAuthenticate,
   registerClient,
   registeredClient,
-} from '../../src/connect/upstream-discovery.js';
+} from '../../src/providers/upstream-discovery.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { hold, sendJson, startHttpFixture, type HttpFixture, type RecordedRequest } from '../fixtures/provider-http-fixture.js';
 

@@ -14,7 +14,7 @@ import { SubjectToken } from '../../src/auth/subject-token.js';
 import { userKeyOf, type Principal } from '../../src/auth/principal.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { BackendConfig } from '../../src/config/schema.js';
-import { createTokenCipher } from '../../src/connect/secrets.js';
+import { createTokenCipher } from '../../src/state/secrets.js';
 import { reuseUntil, UNKNOWN_LIFETIME_MS } from '../../src/exchange/exchange-cache.js';
 import { TokenExchange } from '../../src/exchange/token-exchange.js';
 import { Metrics } from '../../src/ops/metrics.js';

@@ -1,11 +1,11 @@
 /**
  * The provider endpoints the gateway would use for a backend with a given `upstreamAuth`:
- * through the real config parser and endpoint resolver (src/connect/provider-endpoints.ts),
+ * through the real config parser and endpoint resolver (src/providers/provider-endpoints.ts),
  * so preset tests exercise what production does. clientId and clientSecret default to
  * test values; pass them to override.
  */
 import { parseConfig } from '../../src/config/load.js';
-import { createEndpointResolver, type ResolvedProvider } from '../../src/connect/provider-endpoints.js';
+import { createEndpointResolver, type ResolvedProvider } from '../../src/providers/provider-endpoints.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 
 export const CLIENT_SECRET = 'sb-secret-value';

@@ -2,7 +2,7 @@
  * The gateway's token vault and state, opened from the test process: the same Redis, key
  * prefix and token key as the app, so a test can see what a flow stored (or did not).
  */
-import { createTokenCipher } from '../../src/connect/secrets.js';
+import { createTokenCipher } from '../../src/state/secrets.js';
 import { TokenVault } from '../../src/connect/token-vault.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 

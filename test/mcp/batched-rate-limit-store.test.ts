@@ -1,5 +1,5 @@
 /**
- * The batched Redis rate-limit store (src/mcp/batched-rate-limit-store.ts) against a real
+ * The batched Redis rate-limit store (src/state/batched-rate-limit-store.ts) against a real
  * Redis: two store instances on one Redis act as two replicas. Shows: every request is
  * answered synchronously (never waiting for Redis); a burst is limited locally; replicas
  * share the budget once a flush has carried the counts (within one flush interval, with the
@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { BatchedRateLimitStore, FLUSH_INTERVAL_MS, type BatchedRateLimitStoreOptions } from '../../src/mcp/batched-rate-limit-store.js';
+import { BatchedRateLimitStore, FLUSH_INTERVAL_MS, type BatchedRateLimitStoreOptions } from '../../src/state/batched-rate-limit-store.js';
 import { waitUntil } from '../helpers/child.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 

@@ -1,5 +1,5 @@
 /**
- * What a client message may not be (src/mcp/json-guard.ts, issue 13): nested deeper than
+ * What a client message may not be (src/wire/json-guard.ts, issue 13): nested deeper than
  * MAX_JSON_DEPTH, or holding an object with two members of the same name. First the scanner
  * alone (strings, escapes, siblings, large objects); then end to end with real parts — a real
  * Redis, the real OAuth server, the gateway in-process and a raw node:http backend that
@@ -14,8 +14,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { jsonShapeProblem, MAX_JSON_DEPTH } from '../../src/mcp/json-guard.js';
-import { parseMessages } from '../../src/mcp/jsonrpc.js';
+import { jsonShapeProblem, MAX_JSON_DEPTH } from '../../src/wire/json-guard.js';
+import { parseMessages } from '../../src/wire/jsonrpc.js';
 import { startFirstWinsBackend, type FirstWinsBackend } from '../fixtures/first-wins-backend.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';

@@ -1,11 +1,11 @@
 /**
- * The in-process rate-limit store (src/mcp/rate-limit-store.ts): counts per key in fixed
+ * The in-process rate-limit store (src/state/rate-limit-store.ts): counts per key in fixed
  * windows, answers before `incr` returns, starts a new window when the old one ended, and
  * keeps at most `maxKeys` users (least recently seen dropped first).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LocalRateLimitStore, type RateLimitCount } from '../../src/mcp/rate-limit-store.js';
+import { LocalRateLimitStore, type RateLimitCount } from '../../src/state/rate-limit-store.js';
 
 function hit(store: LocalRateLimitStore, key: string, windowMs: number): RateLimitCount {
   let answer: RateLimitCount | undefined;

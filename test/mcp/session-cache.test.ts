@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { supportsUrlElicitation } from '../../src/connect/elicitation-replies.js';
-import { MAX_STORED_CAPABILITIES_BYTES, storedClientCapabilities } from '../../src/mcp/client-capabilities.js';
-import { SessionCache } from '../../src/mcp/session-cache.js';
+import { MAX_STORED_CAPABILITIES_BYTES, storedClientCapabilities } from '../../src/sessions/client-capabilities.js';
+import { SessionCache } from '../../src/sessions/session-cache.js';
 import type { SessionRecord } from '../../src/state/store.js';
 
 const record = (padding: number): SessionRecord => ({ backend: 'b', protocolVersion: '2025-11-25', clientCapabilities: { experimental: { pad: { p: 'x'.repeat(padding) } } }, createdAt: 0 });

@@ -1,5 +1,5 @@
 /**
- * SSE backpressure (`streams.maxBufferedBytes`, src/mcp/sse-writer.ts, issue 13), end to end:
+ * SSE backpressure (`streams.maxBufferedBytes`, src/streams/sse-writer.ts, issue 13), end to end:
  * the real OAuth server, the gateway in-process with the bound lowered to 256 KiB, and a raw
  * node:http backend whose `flood` tool answers with 32 MiB of SSE as fast as the gateway
  * reads it. The client reads the stream's first event (its priming id) and then nothing.

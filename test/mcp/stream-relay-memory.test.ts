@@ -1,5 +1,5 @@
 /**
- * What a relay keeps in memory for clients that attach to it here (src/mcp/stream-relay.ts,
+ * What a relay keeps in memory for clients that attach to it here (src/streams/stream-relay.ts,
  * issue 13 "Replay logs"): recent events bounded in bytes (`streams.replayBytes`) as well as
  * in count, the newest kept whatever its size. A late client still gets the newest events;
  * a stream of big events does not grow the gateway's memory without bound.
@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import pino from 'pino';
-import type { SseWriter } from '../../src/mcp/sse-writer.js';
-import { StreamRelay } from '../../src/mcp/stream-relay.js';
+import type { SseWriter } from '../../src/streams/sse-writer.js';
+import { StreamRelay } from '../../src/streams/stream-relay.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 
 const store = new MemoryStore();

@@ -1,5 +1,5 @@
 /**
- * Taking over a stream whose replay log lost its tail (src/mcp/stream-relay.ts): a replica
+ * Taking over a stream whose replay log lost its tail (src/streams/stream-relay.ts): a replica
  * that died may have sent events its appends had not stored yet. The relay that continues
  * from the log gets those events again from the backend, numbers them the same, stores them,
  * and does not send the client what its Last-Event-ID says it has. (End to end, with a
@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import { syntheticBody } from '../../src/backends/body.js';
-import type { SseWriter } from '../../src/mcp/sse-writer.js';
-import { StreamRelay } from '../../src/mcp/stream-relay.js';
+import type { SseWriter } from '../../src/streams/sse-writer.js';
+import { StreamRelay } from '../../src/streams/stream-relay.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 
 /** Records what the relay writes to its client. */

@@ -1,5 +1,5 @@
 /**
- * The body read timeout (`limits.bodyTimeout`, src/ops/body-timeout.ts, issue 13), end to end:
+ * The body read timeout (`limits.bodyTimeout`, src/http/body-timeout.ts, issue 13), end to end:
  * the real OAuth server, the gateway in-process with the timeout lowered to 1 s, and a raw
  * node:http backend. A POST whose body stops halfway gets 408 and its socket is closed
  * (before: it stayed open for ever); a body that arrives slowly but within the timeout is

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { SESSION_CACHE_MAX_AGE_MS } from '../../src/mcp/session-service.js';
+import { SESSION_CACHE_MAX_AGE_MS } from '../../src/sessions/session-service.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';

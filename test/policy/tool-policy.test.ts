@@ -13,7 +13,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { BackendConfig } from '../../src/config/schema.js';
 import { filterToolsResult, hasToolPolicy, isToolAllowed, patternToRegExp } from '../../src/policy/tool-policy.js';
 import { applyToolPolicy } from '../../src/policy/tool-traffic.js';
-import type { JsonRpcMessage } from '../../src/mcp/jsonrpc.js';
+import type { JsonRpcMessage } from '../../src/wire/jsonrpc.js';
 
 function backend(tools?: { allow?: string[]; deny?: string[] }): BackendConfig {
   return parseConfig({

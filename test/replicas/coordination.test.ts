@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { notifySession } from '../../src/mcp/session-notifier.js';
+import { notifySession } from '../../src/sessions/session-notifier.js';
 import { userKeyOf } from '../../src/auth/principal.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';

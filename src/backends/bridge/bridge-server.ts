@@ -21,7 +21,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { BackendConfig } from '../../config/schema.js';
-import { ErrorCode, errorResponse } from '../../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse } from '../../wire/jsonrpc.js';
 import { openBackendLink, type BackendLink } from './backend-link.js';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge-headers.js';
 import { BridgeSession } from './bridge-session.js';

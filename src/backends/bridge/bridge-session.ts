@@ -19,7 +19,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { BackendConfig } from '../../config/schema.js';
-import { ErrorCode } from '../../mcp/jsonrpc.js';
+import { ErrorCode } from '../../wire/jsonrpc.js';
 import type { BackendLink } from './backend-link.js';
 import { presentInitializeResult, refusalMessage } from './legacy-revision.js';
 import type { BridgeLogger } from './logger.js';

@@ -1,7 +1,7 @@
 /**
  * Presenting a 2024-11-05 backend to the gateway as a 2025-03-26 session.
  *
- * Why: the gateway speaks 2025-11-25, 2025-06-18 and 2025-03-26 (src/mcp/protocol.ts) and
+ * Why: the gateway speaks 2025-11-25, 2025-06-18 and 2025-03-26 (src/wire/protocol.ts) and
  * refuses a backend that negotiates anything else, but legacy HTTP+SSE servers — and many
  * stdio servers — built on older SDKs know only 2024-11-05: asked for 2025-11-25 they
  * answer `protocolVersion: "2024-11-05"` (MCP "Lifecycle", version negotiation). The bridge
@@ -50,7 +50,7 @@
  * than the gateway knows, or no string at all — cannot be bridged: the bridge answers the
  * `initialize` with a JSON-RPC error instead (bridge-session.ts).
  */
-import { isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../../mcp/protocol.js';
+import { isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../../wire/protocol.js';
 
 /**
  * Published MCP revisions older than any the gateway speaks, which the bridge can present

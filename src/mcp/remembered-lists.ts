@@ -8,13 +8,13 @@
 import type { FastifyReply } from 'fastify';
 import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
-import { collectMessages } from '../mcp/backend-body.js';
-import { sendCollected } from '../mcp/initialize.js';
-import { isRequest, type JsonRpcId, type JsonRpcMessage } from '../mcp/jsonrpc.js';
-import { HEADER } from '../mcp/protocol.js';
-import { sendBackendError } from '../mcp/replies.js';
-import type { StreamTarget } from '../mcp/stream-service.js';
-import { CATALOG_LISTS } from './catalog.js';
+import { collectMessages } from '../backends/backend-body.js';
+import { sendCollected } from './initialize.js';
+import { isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER } from '../wire/protocol.js';
+import { sendBackendError } from '../http/replies.js';
+import type { StreamTarget } from './stream-service.js';
+import { CATALOG_LISTS } from '../linking/catalog.js';
 
 /** The list method when the message is one first-page list request (no cursor). */
 export function firstPageList(messages: readonly JsonRpcMessage[]): string | undefined {

@@ -4,7 +4,7 @@
  * backend with `tokenExchange` exchanges the caller's token for its own (src/exchange/).
  */
 import type { FastifyRequest } from 'fastify';
-import type { BackendCaller } from '../backends/backend.js';
+import type { BackendCaller } from './backend.js';
 
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
   return { principal: request.principal!, sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken };

@@ -5,7 +5,7 @@
  * session's mailbox until it opens one.
  */
 import type { ReplicaMessage } from '../state/coordinator.js';
-import type { McpContext } from './context.js';
+import type { McpContext } from '../mcp/context.js';
 import { joinBackendStream } from './standalone-join.js';
 
 const MAILBOX_TTL_MS = 10 * 60_000;

@@ -26,7 +26,7 @@
  */
 import type { StateStore } from '../state/store.js';
 import { checkUrl, safeFetch, type SafeFetchInit } from './safe-fetch.js';
-import type { TokenCipher } from './secrets.js';
+import type { TokenCipher } from '../state/secrets.js';
 
 export interface DiscoveryOptions {
   /** Permit loopback hosts and `http:` for them (tests, local development). */

@@ -21,7 +21,7 @@
  */
 import type { ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import { ErrorCode, errorResponse } from '../mcp/jsonrpc.js';
+import { ErrorCode, errorResponse } from '../wire/jsonrpc.js';
 
 /** Node's default `headersTimeout`; it may not exceed `requestTimeout`. */
 const NODE_HEADERS_TIMEOUT_MS = 60_000;

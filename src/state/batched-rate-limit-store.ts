@@ -55,7 +55,7 @@
  * it stops the timers and makes one last bounded attempt to send what is pending.
  */
 import type { RateLimitCallback, RateLimitStore } from './rate-limit-store.js';
-import { isCluster, type RedisClient } from '../state/redis-connection.js';
+import { isCluster, type RedisClient } from './redis-connection.js';
 
 /** How often pending increments are sent to Redis (and the shared counts read back). */
 export const FLUSH_INTERVAL_MS = 100;

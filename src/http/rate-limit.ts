@@ -42,10 +42,10 @@ import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import { RedisStore } from '../state/redis-store.js';
 import type { StateStore } from '../state/store.js';
-import { BatchedRateLimitStore } from './batched-rate-limit-store.js';
-import { ErrorCode, errorResponse } from './jsonrpc.js';
-import { LocalRateLimitStore, type RateLimitCount, type RateLimitStore } from './rate-limit-store.js';
-import { appendHook } from '../ops/route-hooks.js';
+import { BatchedRateLimitStore } from '../state/batched-rate-limit-store.js';
+import { ErrorCode, errorResponse } from '../wire/jsonrpc.js';
+import { LocalRateLimitStore, type RateLimitCount, type RateLimitStore } from '../state/rate-limit-store.js';
+import { appendHook } from './route-hooks.js';
 
 /** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
 export const WARN_EVERY_MS = 30_000;

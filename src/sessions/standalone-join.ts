@@ -6,7 +6,7 @@
  * changed, and the one holding that stream opens the backend's GET into it. Server requests
  * the backend sends on its standalone stream then reach the client without a reconnect.
  */
-import type { McpContext } from './context.js';
+import type { McpContext } from '../mcp/context.js';
 
 export async function joinBackendStream(ctx: McpContext, userKey: string, sessionId: string): Promise<void> {
   const relay = ctx.streams.standalone(userKey, sessionId);

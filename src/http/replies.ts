@@ -6,7 +6,7 @@
 import type { FastifyReply } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { McpOutcome } from '../ops/metrics.js';
-import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

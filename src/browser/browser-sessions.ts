@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { userKeyOf } from '../auth/principal.js';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
-import { createSigner, type Signer } from './secrets.js';
+import { createSigner, type Signer } from '../state/secrets.js';
 
 export const SESSION_TTL_MS = 8 * 60 * 60_000;
 const KEY_PREFIX = 'browser:';

@@ -17,7 +17,7 @@ import { createParser } from 'eventsource-parser';
 import type { FastifyBaseLogger } from 'fastify';
 import { BackendError, toBackendError, type BackendFailure } from '../backends/errors.js';
 import type { ReplayLimits, StateStore, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
-import { ErrorCode, errorResponse, type JsonRpcId } from './jsonrpc.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import type { SseWriter } from './sse-writer.js';
 
 export interface RelayContext {

@@ -4,8 +4,8 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
-import type { BackendResponse } from '../backends/streamable-http.js';
-import type { JsonRpcMessage } from './jsonrpc.js';
+import type { BackendResponse } from './streamable-http.js';
+import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 export interface CollectedMessages {
   /** Raw message texts, in order, as the backend sent them. */

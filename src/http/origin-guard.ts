@@ -7,7 +7,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
-import { ErrorCode } from './jsonrpc.js';
+import { ErrorCode } from '../wire/jsonrpc.js';
 import { sendJsonRpcError } from './replies.js';
 
 export function allowedHostsOf(config: Config): Set<string> {
