@@ -19,6 +19,7 @@ import type { StateStore } from '../state/store.js';
 import type { BrowserUser } from '../browser/browser-sessions.js';
 import { authorizationRequestUrl, createPkce } from '../providers/provider-client.js';
 import type { ResolvedProvider } from '../providers/provider-endpoints.js';
+import { callbackUri, legacyCallbackUri } from '../providers/redirect-uri.js';
 
 export interface PendingAuthorization {
   provider: string;
@@ -42,16 +43,6 @@ export type CallbackMismatch = 'another-browser' | 'wrong-redirect-uri' | 'issue
 
 const STATE_TTL_MS = 10 * 60_000;
 const stateKey = (state: string) => `oauth-state:${state}`;
-
-/** The redirect URI for `provider`: what operators register and what every request sends. */
-export function callbackUri(publicUrl: string, provider: string): string {
-  return `${publicUrl}/oauth/callback/${provider}`;
-}
-
-/** The redirect URI registrations made before per-provider URIs point at. */
-export function legacyCallbackUri(publicUrl: string): string {
-  return `${publicUrl}/oauth/callback`;
-}
 
 /**
  * Stores a pending authorization under a fresh `state` and returns the provider URL to send

@@ -9,7 +9,7 @@
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import type { ProviderEndpoints, ProviderRequestOptions } from './provider-client.js';
-import { callbackUri } from '../connect/pending-authorization.js';
+import { callbackUri } from './redirect-uri.js';
 import { configuredEndpoints } from './provider-presets.js';
 import { guardedFetch } from './safe-fetch.js';
 import { discoverUpstreamAuth, registeredClient } from './upstream-discovery.js';
