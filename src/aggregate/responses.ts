@@ -2,10 +2,10 @@
  * Responses the aggregated backend makes itself, in the shape of a backend's HTTP answer,
  * so that the MCP layer treats them like any other (SPEC §2: `/mcp` behaves as one backend).
  */
-import { BackendError } from '../backends/errors.js';
+import type { BackendError } from '../backends/errors.js';
 import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
-import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 
 export function jsonResponse(value: JsonRpcMessage | JsonRpcMessage[], headers: Record<string, string> = {}): BackendResponse {
   return { status: 200, headers: { 'content-type': 'application/json', ...headers }, body: syntheticBody(JSON.stringify(value)), contentType: 'application/json' };
@@ -25,6 +25,5 @@ export function errorReply(id: JsonRpcId, code: number, message: string, data?: 
 
 /** The error a request gets when its backend failed; same codes and data as on `/mcp/{backend}`. */
 export function backendFailureReply(id: JsonRpcId, error: BackendError): BackendResponse {
-  const code = error.failure === 'timeout' ? ErrorCode.BackendTimeout : ErrorCode.BackendUnavailable;
-  return errorReply(id, code, error.message, error.data);
+  return jsonResponse(error.rpcError(id));
 }

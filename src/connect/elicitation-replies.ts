@@ -10,8 +10,6 @@
 import { connectUrl, type Elicitation } from './elicitations.js';
 import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 
-export const URL_ELICITATION_REQUIRED = -32042;
-
 /** Whether the client declared URL-mode elicitation in `initialize` (2025-11-25 capabilities). */
 export function supportsUrlElicitation(capabilities: Record<string, unknown> | undefined): boolean {
   const elicitation = capabilities?.elicitation as Record<string, unknown> | undefined;
@@ -23,7 +21,7 @@ export function elicitationRequiredMessages(requests: ReadonlyArray<JsonRpcMessa
   const message = `Connect your ${elicitation.provider} account to use "${elicitation.backend}".`;
   return requests.map((request) => {
     if (urlMode) {
-      return errorResponse(request.id, URL_ELICITATION_REQUIRED, message, { elicitations: [{ mode: 'url', elicitationId: elicitation.id, url, message }] });
+      return errorResponse(request.id, ErrorCode.UrlElicitationRequired, message, { elicitations: [{ mode: 'url', elicitationId: elicitation.id, url, message }] });
     }
     const text = `${message} Open ${url} in your browser, sign in and approve, then retry.`;
     if (request.method === 'tools/call') return { jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text }], isError: true } };

@@ -4,7 +4,7 @@
  * HTTP 200 so that SDK clients surface it as an McpError rather than a transport failure.
  */
 import type { FastifyReply } from 'fastify';
-import { BackendError } from '../backends/errors.js';
+import type { BackendError } from '../backends/errors.js';
 import type { McpOutcome } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 
@@ -22,16 +22,15 @@ export function sendJsonRpcError(reply: FastifyReply, status: number, code: numb
 
 /**
  * A backend failure: each open request gets a JSON-RPC error (one body, or an array for a
- * batch); with no request open, 502 or 504.
+ * batch); with no request open, 502 or 504. Code, data and status come from the error's
+ * one table (backends/errors.ts).
  */
 export function sendBackendError(reply: FastifyReply, error: BackendError, requestIds: readonly JsonRpcId[], batch: boolean): FastifyReply {
-  const code = error.failure === 'timeout' ? ErrorCode.BackendTimeout : ErrorCode.BackendUnavailable;
-  const data = error.data;
   reply.log.warn({ backend: error.backend, failure: error.failure, status: error.status }, error.message);
   reply.server.metrics.backendErrors.inc({ backend: error.backend, reason: error.failure });
   reply.request.mcpOutcome = 'backend_error';
-  if (!requestIds.length) return sendJsonRpcError(reply, error.httpStatus, code, error.message, null, data);
-  const errors = requestIds.map((id) => errorResponse(id, code, error.message, data));
+  if (!requestIds.length) return reply.code(error.httpStatus).type('application/json').send(error.rpcError(null));
+  const errors = requestIds.map((id) => error.rpcError(id));
   return reply.code(200).type('application/json').send(batch ? errors : errors[0]);
 }
 

@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
+import { StateUnavailableError } from '../state/errors.js';
 import type { EvictedSession, SessionRecord, StateStore } from '../state/store.js';
 import { storedClientCapabilities } from './client-capabilities.js';
 import { DEFAULT_SESSION_CACHE_LIMITS, SessionCache, type SessionCacheLimits } from './session-cache.js';
@@ -19,14 +20,6 @@ const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
 export function newSessionId(): string {
   return randomBytes(32).toString('base64url');
-}
-
-/** Thrown when the state store cannot be reached; becomes 503 (SPEC §5, "Redis going away"). */
-export class StateUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super(`session state is unavailable: ${(cause as Error)?.message ?? cause}`);
-    this.name = 'StateUnavailableError';
-  }
 }
 
 /** How long a cached session record is used before the store is asked (and its TTL slid) again. */

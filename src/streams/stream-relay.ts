@@ -17,7 +17,7 @@ import { createParser } from 'eventsource-parser';
 import type { FastifyBaseLogger } from 'fastify';
 import { BackendError, toBackendError, type BackendFailure } from '../backends/errors.js';
 import type { ReplayLimits, StateStore, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
-import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
+import { errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import type { SseWriter } from './sse-writer.js';
 
 export interface RelayContext {
@@ -52,15 +52,6 @@ const DRAIN_GRACE_MS = 1_000;
 function destroyBody(body: AsyncIterable<Buffer>): void {
   (body as { destroy?: () => void }).destroy?.();
 }
-
-const FAILURE_CODE: Record<BackendFailure, number> = {
-  timeout: ErrorCode.BackendTimeout,
-  unreachable: ErrorCode.BackendUnavailable,
-  bad_status: ErrorCode.BackendUnavailable,
-  protocol: ErrorCode.BackendUnavailable,
-  stream_broken: ErrorCode.BackendStreamBroken,
-  token_exchange: ErrorCode.BackendUnavailable,
-};
 
 export class StreamRelay {
   readonly key: StreamKey;
@@ -301,7 +292,7 @@ export class StreamRelay {
     this.#ctx.log.warn({ backend: this.#ctx.backend, failure: error.failure }, 'backend stream ended without a response');
     this.#ctx.onBackendError(error.failure);
     for (const id of this.#pending.values()) {
-      this.#emit(JSON.stringify(errorResponse(id, FAILURE_CODE[error.failure], error.message, { ...error.data, backend: this.#ctx.backend })), undefined);
+      this.#emit(JSON.stringify(errorResponse(id, error.rpcCode, error.message, { ...error.rpcData, backend: this.#ctx.backend })), undefined);
     }
     this.#pending.clear();
     this.#finish(true);

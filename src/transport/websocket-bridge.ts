@@ -34,6 +34,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
+import { FAILURE_RPC_CODE } from '../backends/errors.js';
 import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { isEventStream, readEventStream, readJsonMessages } from './answer-reader.js';
@@ -184,7 +185,7 @@ export class WebSocketBridge {
     }
     const outcome = await this.#followStream(res, id, onMessage);
     if (outcome !== 'done' && id !== undefined) {
-      this.#send(errorResponse(id, ErrorCode.BackendStreamBroken, 'The answer stream ended before the response arrived', { reason: 'stream_broken' }));
+      this.#send(errorResponse(id, FAILURE_RPC_CODE.stream_broken, 'The answer stream ended before the response arrived', { reason: 'stream_broken' }));
     }
     return true;
   }

@@ -39,6 +39,12 @@ export const ErrorCode = {
   RateLimited: -32029,
   /** The backend's access policy (`backends[].access`) does not admit this user (HTTP 403). */
   AccessDenied: -32015,
+  /**
+   * The user must open a URL first (link a third-party account); `data.elicitations` says
+   * where. MCP 2025-11-25 "Elicitation" §"URL Elicitation Required Error", for clients that
+   * declared `elicitation.url`.
+   */
+  UrlElicitationRequired: -32042,
 } as const;
 
 export function isRequest(m: JsonRpcMessage): m is JsonRpcMessage & { id: JsonRpcId; method: string } {
