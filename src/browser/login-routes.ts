@@ -15,22 +15,24 @@
  * - a state the browser's own cookie does not list was started in another browser (login
  *   CSRF) and is refused without using it up; a request with two pre-login cookies (one
  *   planted by a sibling host) is refused the same way;
- * - the id_token is verified against the issuer's JWKS (signature, algorithm allowlist, `iss`,
- *   `aud` = client id, `azp`, `exp`, `nonce`);
+ * - the code is redeemed and the id_token verified against the issuer's JWKS (signature,
+ *   algorithm allowlist, `iss`, `aud` = client id, `azp`, `exp`, `nonce`) by oidc-client.ts;
  * - `returnTo` is a same-origin path of at most 512 characters, or `/connections` — never an
  *   open redirect (checked when stored and again before the redirect).
  * Errors end on an HTML error page (never a stack); codes, tokens and query values are not logged.
  */
-import { discoverIssuerMetadata } from '../auth/discovery.js';
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { JWTPayload } from 'jose';
 import type { Config } from '../config/schema.js';
 import { pickClaims, policyClaimNames } from '../policy/policy-claims.js';
+import type { Signer } from '../state/secrets.js';
 import type { StateStore } from '../state/store.js';
-import { createPendingLogins, LOGIN_RETURN_TO_MAX, PENDING_LOGIN_TTL_MS, STATE_FORMAT, type PendingLogin } from './pending-login.js';
+import { createOidcClient, SignInError, type OidcClient, type ProviderMetadata, type SignInClaims } from './oidc-client.js';
+import { createPendingLogins, LOGIN_RETURN_TO_MAX, PENDING_LOGIN_TTL_MS, STATE_FORMAT, type PendingLogin, type PendingLogins } from './pending-login.js';
 import {
   type BrowserSessions,
+  type CookiePolicy,
   cookiePolicy,
   cookieSigner,
   loginUrl,
@@ -39,285 +41,213 @@ import {
   safeReturnTo,
   serializeCookie,
 } from './browser-sessions.js';
-import { CSRF_FIELD, errorPage, refusalPage, sendPage, setPageErrorHandler, signedOutPage } from './pages.js';
+import { CSRF_FIELD, errorPage, refusalPage, sendPage, setPageErrorHandler, signedOutPage, type Page } from './pages.js';
 
 /** A redeemed state, remembered until it would have expired anyway. */
 const USED_PREFIX = 'login-used:';
-const HTTP_TIMEOUT_MS = 10_000;
 const RETURN_DEFAULT = '/connections';
 
 type LoginConfig = NonNullable<Config['auth']['login']>;
 
-interface ProviderMetadata {
-  issuer: string;
-  authorizationEndpoint: string;
-  tokenEndpoint: string;
-  jwksUri: string;
-  authMethods?: string[];
+interface LoginDeps {
+  config: Config;
+  store: StateStore;
+  sessions: BrowserSessions;
 }
 
-export function registerLoginRoutes(app: FastifyInstance, deps: { config: Config; store: StateStore; sessions: BrowserSessions }): void {
-  const { config, store, sessions } = deps;
+/** What the sign-in handlers share, built once per app. */
+interface SignIn extends LoginDeps {
+  /** Present exactly when `auth.login` is configured. */
+  client: { login: LoginConfig; oidc: OidcClient } | undefined;
+  pendingLogins: PendingLogins;
+  cookies: CookiePolicy;
+  signer: Signer;
+  /** What access policies read of the user, kept with the browser session (broker mode's grants). */
+  policyClaims: ReturnType<typeof policyClaimNames>;
+  redirectUri: string;
+}
+
+export function registerLoginRoutes(app: FastifyInstance, deps: LoginDeps): void {
+  const { config } = deps;
   const login = config.auth.login;
-  const signer = cookieSigner(config);
-  const cookies = cookiePolicy(config);
-  const pendingLogins = createPendingLogins(config.secrets.cookieKey!);
-  /** The sign-ins this browser has under way, when it holds exactly one pre-login cookie that verifies. */
-  const heldPending = (request: FastifyRequest): PendingLogin[] | undefined => {
-    const value = onlySignedCookie(request, cookies.login, signer);
-    return value === undefined ? undefined : pendingLogins.read(value);
+  const signIn: SignIn = {
+    ...deps,
+    client: login ? { login, oidc: createOidcClient(config, login) } : undefined,
+    pendingLogins: createPendingLogins(config.secrets.cookieKey!),
+    cookies: cookiePolicy(config),
+    signer: cookieSigner(config),
+    policyClaims: policyClaimNames(config),
+    redirectUri: `${config.publicUrl}/login/callback`,
   };
-  const oidc = login ? createOidcClient(config, login) : undefined;
-  // What access policies read of the user, kept with the browser session (broker mode's grants).
-  const policyClaims = policyClaimNames(config);
-  const redirectUri = `${config.publicUrl}/login/callback`;
-
-  const notConfigured = () =>
-    errorPage({
-      status: 503,
-      title: 'Sign-in is not configured',
-      detail: 'This Switchboard has no sign-in client (auth.login), so browser sign-in is unavailable. Ask its operator to configure it.',
-    });
-
   app.register(async (scope) => {
     registerFormParser(scope);
     setPageErrorHandler(scope);
-
-    scope.get('/login', async (request, reply) => {
-      if (!login || !oidc) return sendPage(reply, notConfigured());
-      const query = request.query as Record<string, unknown>;
-      const returnTo = loginReturnTo(first(query.returnTo));
-      let metadata: ProviderMetadata;
-      try {
-        metadata = await oidc.metadata();
-      } catch (err) {
-        request.log.warn({ reason: (err as Error).message }, 'sign-in: issuer discovery failed');
-        return sendPage(reply, unavailable(returnTo));
-      }
-
-      // Added to the sign-ins this browser has under way (two tabs must not evict each other).
-      const state = randomBytes(32).toString('base64url');
-      const pending = [...(heldPending(request) ?? []), { state, returnTo, createdAt: Date.now() }];
-
-      const target = new URL(metadata.authorizationEndpoint);
-      const params: Record<string, string> = {
-        response_type: 'code',
-        client_id: login.clientId,
-        redirect_uri: redirectUri,
-        scope: [...new Set(['openid', ...login.scopes])].join(' '),
-        state,
-        nonce: pendingLogins.nonce(state),
-        code_challenge: createHash('sha256').update(pendingLogins.verifier(state)).digest('base64url'),
-        code_challenge_method: 'S256',
-      };
-      const hint = first(query.login_hint);
-      if (typeof hint === 'string' && /^[\x21-\x7e]{1,256}$/.test(hint)) params.login_hint = hint;
-      const prompt = first(query.prompt);
-      if (prompt === 'login' || prompt === 'select_account') params.prompt = prompt;
-      for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
-
-      reply.header('set-cookie', serializeCookie(cookies.login, signer.sign(pendingLogins.write(pending)), { maxAgeMs: PENDING_LOGIN_TTL_MS, path: cookies.loginPath, secure: cookies.secure }));
-      return redirect(reply, target.href);
-    });
-
-    scope.get('/login/callback', async (request, reply) => {
-      if (!login || !oidc) return sendPage(reply, notConfigured());
-      const query = request.query as Record<string, unknown>;
-      const state = first(query.state);
-      if (typeof state !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(state)) {
-        return sendPage(reply, errorPage({ status: 400, title: 'Sign-in link is incomplete', detail: 'The sign-in response did not carry a valid state. Please sign in again.', retryUrl: '/login' }));
-      }
-      const expired = () =>
-        sendPage(reply, errorPage({ status: 400, title: 'Sign-in expired', detail: 'This sign-in attempt has expired or was already used. Please sign in again.', retryUrl: '/login' }));
-      if (!STATE_FORMAT.test(state) || (await store.getValue(USED_PREFIX + state)) !== undefined) {
-        request.log.info('sign-in: unknown or used state');
-        return expired();
-      }
-      const held = heldPending(request);
-      const pending = held?.find((p) => p.state === state);
-      if (!pending) {
-        // Not used up: the browser that started this sign-in can still finish it.
-        request.log.warn('sign-in: state not started in this browser');
-        return sendPage(
-          reply,
-          refusalPage({ title: 'Sign-in refused', reason: 'This sign-in was started in a different browser (or its cookies were cleared). Start the sign-in again in this browser.' }),
-        );
-      }
-      // Checked again: a cookie written by an older version may hold an unsafe target.
-      const returnTo = loginReturnTo(pending.returnTo);
-      const retryUrl = loginUrl(returnTo);
-
-      const error = first(query.error);
-      if (typeof error === 'string') {
-        request.log.info({ error: /^[a-z_]{1,64}$/.test(error) ? error : 'other' }, 'sign-in: authorization server returned an error');
-        if (error === 'access_denied') {
-          return sendPage(reply, errorPage({ status: 403, title: 'Sign-in cancelled', detail: 'Sign-in was cancelled or refused, so you are not signed in.', retryUrl }));
-        }
-        const code = /^[a-z_]{1,64}$/.test(error) ? ` (${error})` : '';
-        return sendPage(reply, errorPage({ status: 400, title: 'Sign-in failed', detail: `The sign-in service reported an error${code}.`, retryUrl }));
-      }
-      const code = first(query.code);
-      if (typeof code !== 'string' || code.length === 0 || code.length > 2048) {
-        return sendPage(reply, errorPage({ status: 400, title: 'Sign-in link is incomplete', detail: 'The sign-in response carried no authorization code.', retryUrl }));
-      }
-
-      let claims: JWTPayload & { iss: string; sub: string };
-      try {
-        claims = await oidc.redeem({ code, verifier: pendingLogins.verifier(state), nonce: pendingLogins.nonce(state), redirectUri });
-      } catch (err) {
-        const failure = err instanceof SignInError ? err : new SignInError('exchange', 'unexpected failure');
-        request.log.warn({ stage: failure.stage, reason: failure.message }, 'sign-in: code exchange failed');
-        return sendPage(
-          reply,
-          errorPage({
-            status: 502,
-            title: 'Sign-in failed',
-            detail:
-              failure.stage === 'id_token'
-                ? 'The sign-in service answered with an identity that could not be verified.'
-                : 'The sign-in service did not complete the sign-in. Please try again.',
-            retryUrl,
-          }),
-        );
-      }
-
-      // Single use from here on, even if a concurrent request raced us to it.
-      if (!(await store.putValueIfAbsent(USED_PREFIX + state, '1', PENDING_LOGIN_TTL_MS))) return expired();
-      const user = await sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims), claims: pickClaims(claims, policyClaims) }, request);
-      request.log.info({ userKey: user.userKey }, 'sign-in: browser session started');
-      return redirect(reply, returnTo);
-    });
-
+    scope.get('/login', (request, reply) => startSignIn(signIn, request, reply));
+    scope.get('/login/callback', (request, reply) => finishSignIn(signIn, request, reply));
     scope.get('/login/signed-out', async (_request, reply) => sendPage(reply, signedOutPage()));
-
-    scope.post('/logout', async (request, reply) => {
-      const user = await sessions.current(request);
-      if (user) {
-        const body = request.body as Record<string, string> | undefined;
-        if (!sessions.csrfValid(user, body?.[CSRF_FIELD])) {
-          request.log.warn('sign-out: missing or wrong CSRF token');
-          return sendPage(reply, refusalPage({ title: 'Sign-out refused', reason: 'The sign-out form was not sent by this site (its security token is missing or wrong).' }));
-        }
-      }
-      await sessions.end(request, reply);
-      return redirect(reply, '/login/signed-out');
-    });
+    scope.post('/logout', (request, reply) => signOut(deps.sessions, request, reply));
   });
-
-  function unavailable(returnTo: string) {
-    return errorPage({ status: 503, title: 'Sign-in unavailable', detail: 'The sign-in service cannot be reached right now. Please try again in a moment.', retryUrl: loginUrl(returnTo) });
-  }
 }
 
-/** A failure while redeeming the code; `stage` says which step (for logs and the page). */
-class SignInError extends Error {
-  constructor(
-    readonly stage: 'discovery' | 'exchange' | 'id_token',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-interface OidcClient {
-  metadata(): Promise<ProviderMetadata>;
-  /** Exchanges the code and returns the verified id_token claims. */
-  redeem(o: { code: string; verifier: string; nonce: string; redirectUri: string }): Promise<JWTPayload & { iss: string; sub: string }>;
-}
-
-function createOidcClient(config: Config, login: LoginConfig): OidcClient {
-  let metadata: Promise<ProviderMetadata> | undefined;
-  let keys: { uri: string; set: JWTVerifyGetKey } | undefined;
-
-  function getMetadata(): Promise<ProviderMetadata> {
-    metadata ??= discover(config.auth.issuer).catch((err: unknown) => {
-      metadata = undefined; // the issuer may just be starting: try again next time
-      throw err;
-    });
-    return metadata;
+/**
+ * `GET /login`: the authorization request (code, PKCE S256, nonce, state), with the new
+ * sign-in added to this browser's pre-login cookie (two tabs must not evict each other).
+ */
+async function startSignIn(signIn: SignIn, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (!signIn.client) return sendPage(reply, notConfigured());
+  const { login, oidc } = signIn.client;
+  const query = request.query as Record<string, unknown>;
+  const returnTo = loginReturnTo(first(query.returnTo));
+  let metadata: ProviderMetadata;
+  try {
+    metadata = await oidc.metadata();
+  } catch (err) {
+    request.log.warn({ reason: (err as Error).message }, 'sign-in: issuer discovery failed');
+    return sendPage(reply, unavailable(returnTo));
   }
 
-  return {
-    metadata: getMetadata,
-    async redeem({ code, verifier, nonce, redirectUri }) {
-      let m: ProviderMetadata;
-      try {
-        m = await getMetadata();
-      } catch (err) {
-        throw new SignInError('discovery', (err as Error).message);
-      }
-      const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier });
-      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
-      if (login.clientSecret !== undefined) {
-        const methods = m.authMethods;
-        if (methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')) {
-          form.set('client_id', login.clientId);
-          form.set('client_secret', login.clientSecret);
-        } else {
-          // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
-          const basic = `${encodeURIComponent(login.clientId)}:${encodeURIComponent(login.clientSecret)}`;
-          headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
-        }
-      } else {
-        form.set('client_id', login.clientId);
-      }
-
-      let body: Record<string, unknown>;
-      try {
-        const res = await fetch(m.tokenEndpoint, { method: 'POST', headers, body: form, redirect: 'error', signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
-        const text = await res.text();
-        const parsed = safeJson(text);
-        if (!res.ok) {
-          const error = typeof parsed?.error === 'string' && /^[a-z_]{1,64}$/.test(parsed.error) ? parsed.error : 'no error code';
-          throw new SignInError('exchange', `token endpoint answered HTTP ${res.status} (${error})`);
-        }
-        if (!parsed) throw new SignInError('exchange', 'token endpoint answered with no JSON object');
-        body = parsed;
-      } catch (err) {
-        if (err instanceof SignInError) throw err;
-        throw new SignInError('exchange', `token endpoint unreachable: ${(err as Error).name}`);
-      }
-      const idToken = body.id_token;
-      if (typeof idToken !== 'string') throw new SignInError('id_token', 'token response has no id_token');
-
-      const jwksUri = config.auth.jwksUri ?? m.jwksUri;
-      if (keys?.uri !== jwksUri) keys = { uri: jwksUri, set: createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: HTTP_TIMEOUT_MS }) };
-      let payload: JWTPayload;
-      try {
-        ({ payload } = await jwtVerify(idToken, keys.set, {
-          issuer: config.auth.issuer,
-          audience: login.clientId,
-          algorithms: config.auth.algorithms,
-          clockTolerance: Math.round(config.auth.clockTolerance / 1000),
-          requiredClaims: ['sub', 'exp', 'iat'],
-        }));
-      } catch (err) {
-        throw new SignInError('id_token', `id_token rejected: ${(err as { code?: string }).code ?? (err as Error).name}`);
-      }
-      if (payload.nonce !== nonce) throw new SignInError('id_token', 'id_token nonce does not match');
-      const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-      if ((payload.azp !== undefined || audiences.length > 1) && payload.azp !== login.clientId) {
-        throw new SignInError('id_token', 'id_token azp is not this client');
-      }
-      if (typeof payload.sub !== 'string' || payload.sub === '' || typeof payload.iss !== 'string') {
-        throw new SignInError('id_token', 'id_token has no subject');
-      }
-      return payload as JWTPayload & { iss: string; sub: string };
-    },
+  const { pendingLogins, cookies } = signIn;
+  const state = randomBytes(32).toString('base64url');
+  const pending = [...(heldPending(signIn, request) ?? []), { state, returnTo, createdAt: Date.now() }];
+  const target = new URL(metadata.authorizationEndpoint);
+  const params: Record<string, string> = {
+    response_type: 'code',
+    client_id: login.clientId,
+    redirect_uri: signIn.redirectUri,
+    scope: [...new Set(['openid', ...login.scopes])].join(' '),
+    state,
+    nonce: pendingLogins.nonce(state),
+    code_challenge: createHash('sha256').update(pendingLogins.verifier(state)).digest('base64url'),
+    code_challenge_method: 'S256',
   };
+  const hint = first(query.login_hint);
+  if (typeof hint === 'string' && /^[\x21-\x7e]{1,256}$/.test(hint)) params.login_hint = hint;
+  const prompt = first(query.prompt);
+  if (prompt === 'login' || prompt === 'select_account') params.prompt = prompt;
+  for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
+
+  const cookie = serializeCookie(cookies.login, signIn.signer.sign(pendingLogins.write(pending)), { maxAgeMs: PENDING_LOGIN_TTL_MS, path: cookies.loginPath, secure: cookies.secure });
+  reply.header('set-cookie', cookie);
+  return redirect(reply, target.href);
 }
 
-/** The sign-in endpoints from the issuer's metadata (src/auth/discovery.ts). */
-async function discover(issuer: string): Promise<ProviderMetadata> {
-  const doc = await discoverIssuerMetadata(issuer, HTTP_TIMEOUT_MS, ['authorization_endpoint', 'token_endpoint', 'jwks_uri']);
-  const methods = doc.token_endpoint_auth_methods_supported;
-  return {
-    issuer: doc.issuer,
-    authorizationEndpoint: doc.authorization_endpoint as string,
-    tokenEndpoint: doc.token_endpoint as string,
-    jwksUri: doc.jwks_uri as string,
-    ...(Array.isArray(methods) ? { authMethods: methods.filter((x): x is string => typeof x === 'string') } : {}),
-  };
+/**
+ * `GET /login/callback`: the checks in the order of the module comment, then the code
+ * exchange, the single-use mark and the browser session.
+ */
+async function finishSignIn(signIn: SignIn, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  if (!signIn.client) return sendPage(reply, notConfigured());
+  const query = request.query as Record<string, unknown>;
+  const held = await heldState(signIn, request, first(query.state));
+  if ('page' in held) return sendPage(reply, held.page);
+  const { state, pending } = held;
+  // Checked again: a cookie written by an older version may hold an unsafe target.
+  const returnTo = loginReturnTo(pending.returnTo);
+  const retryUrl = loginUrl(returnTo);
+  const refused = answerRefusal(request, first(query.error), retryUrl);
+  if (refused) return sendPage(reply, refused);
+  const code = first(query.code);
+  if (typeof code !== 'string' || code.length === 0 || code.length > 2048) {
+    return sendPage(reply, errorPage({ status: 400, title: 'Sign-in link is incomplete', detail: 'The sign-in response carried no authorization code.', retryUrl }));
+  }
+
+  const { pendingLogins } = signIn;
+  let claims: SignInClaims;
+  try {
+    claims = await signIn.client.oidc.redeem({ code, verifier: pendingLogins.verifier(state), nonce: pendingLogins.nonce(state), redirectUri: signIn.redirectUri });
+  } catch (err) {
+    return sendPage(reply, exchangeFailedPage(request, err, retryUrl));
+  }
+
+  // Single use from here on, even if a concurrent request raced us to it.
+  if (!(await signIn.store.putValueIfAbsent(USED_PREFIX + state, '1', PENDING_LOGIN_TTL_MS))) return sendPage(reply, expiredPage());
+  const user = await signIn.sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims), claims: pickClaims(claims, signIn.policyClaims) }, request);
+  request.log.info({ userKey: user.userKey }, 'sign-in: browser session started');
+  return redirect(reply, returnTo);
+}
+
+/**
+ * The callback's `state` and the pending sign-in this browser holds for it, or the page that
+ * ends the callback: a malformed state, one unknown or already used, or one started in another
+ * browser (login CSRF) — that last one is not used up, so the browser that started it can
+ * still finish.
+ */
+async function heldState(signIn: SignIn, request: FastifyRequest, state: unknown): Promise<{ state: string; pending: PendingLogin } | { page: Page }> {
+  if (typeof state !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(state)) {
+    return { page: errorPage({ status: 400, title: 'Sign-in link is incomplete', detail: 'The sign-in response did not carry a valid state. Please sign in again.', retryUrl: '/login' }) };
+  }
+  if (!STATE_FORMAT.test(state) || (await signIn.store.getValue(USED_PREFIX + state)) !== undefined) {
+    request.log.info('sign-in: unknown or used state');
+    return { page: expiredPage() };
+  }
+  const pending = heldPending(signIn, request)?.find((p) => p.state === state);
+  if (!pending) {
+    request.log.warn('sign-in: state not started in this browser');
+    return {
+      page: refusalPage({ title: 'Sign-in refused', reason: 'This sign-in was started in a different browser (or its cookies were cleared). Start the sign-in again in this browser.' }),
+    };
+  }
+  return { state, pending };
+}
+
+/** The page for an `error` the authorization server sent back instead of a code; undefined when there is none. */
+function answerRefusal(request: FastifyRequest, error: unknown, retryUrl: string): Page | undefined {
+  if (typeof error !== 'string') return undefined;
+  const known = /^[a-z_]{1,64}$/.test(error);
+  request.log.info({ error: known ? error : 'other' }, 'sign-in: authorization server returned an error');
+  if (error === 'access_denied') {
+    return errorPage({ status: 403, title: 'Sign-in cancelled', detail: 'Sign-in was cancelled or refused, so you are not signed in.', retryUrl });
+  }
+  return errorPage({ status: 400, title: 'Sign-in failed', detail: `The sign-in service reported an error${known ? ` (${error})` : ''}.`, retryUrl });
+}
+
+/** A failed code exchange or id_token check: logged by stage, a 502 page without detail. */
+function exchangeFailedPage(request: FastifyRequest, err: unknown, retryUrl: string): Page {
+  const failure = err instanceof SignInError ? err : new SignInError('exchange', 'unexpected failure');
+  request.log.warn({ stage: failure.stage, reason: failure.message }, 'sign-in: code exchange failed');
+  return errorPage({
+    status: 502,
+    title: 'Sign-in failed',
+    detail:
+      failure.stage === 'id_token' ? 'The sign-in service answered with an identity that could not be verified.' : 'The sign-in service did not complete the sign-in. Please try again.',
+    retryUrl,
+  });
+}
+
+/** `POST /logout`: a signed-in browser must send its CSRF token; then the session ends. */
+async function signOut(sessions: BrowserSessions, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const user = await sessions.current(request);
+  if (user) {
+    const body = request.body as Record<string, string> | undefined;
+    if (!sessions.csrfValid(user, body?.[CSRF_FIELD])) {
+      request.log.warn('sign-out: missing or wrong CSRF token');
+      return sendPage(reply, refusalPage({ title: 'Sign-out refused', reason: 'The sign-out form was not sent by this site (its security token is missing or wrong).' }));
+    }
+  }
+  await sessions.end(request, reply);
+  return redirect(reply, '/login/signed-out');
+}
+
+/** The sign-ins this browser has under way, when it holds exactly one pre-login cookie that verifies. */
+function heldPending(signIn: SignIn, request: FastifyRequest): PendingLogin[] | undefined {
+  const value = onlySignedCookie(request, signIn.cookies.login, signIn.signer);
+  return value === undefined ? undefined : signIn.pendingLogins.read(value);
+}
+
+function notConfigured(): Page {
+  return errorPage({
+    status: 503,
+    title: 'Sign-in is not configured',
+    detail: 'This Switchboard has no sign-in client (auth.login), so browser sign-in is unavailable. Ask its operator to configure it.',
+  });
+}
+
+function unavailable(returnTo: string): Page {
+  return errorPage({ status: 503, title: 'Sign-in unavailable', detail: 'The sign-in service cannot be reached right now. Please try again in a moment.', retryUrl: loginUrl(returnTo) });
+}
+
+function expiredPage(): Page {
+  return errorPage({ status: 400, title: 'Sign-in expired', detail: 'This sign-in attempt has expired or was already used. Please sign in again.', retryUrl: '/login' });
 }
 
 function redirect(reply: FastifyReply, location: string): FastifyReply {
@@ -328,15 +258,6 @@ function redirect(reply: FastifyReply, location: string): FastifyReply {
 function loginReturnTo(raw: unknown): string {
   const returnTo = safeReturnTo(raw, RETURN_DEFAULT);
   return returnTo.length <= LOGIN_RETURN_TO_MAX ? returnTo : RETURN_DEFAULT;
-}
-
-function safeJson(text: string): Record<string, unknown> | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function first(value: unknown): unknown {

@@ -16,6 +16,7 @@
  * their deviations as {@link ProviderQuirks}; provider-presets.ts holds them per provider.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { errorCauseCode } from '../wire/error-cause.js';
 import { errorAnswer, ProviderError, tokenAnswer, toTokens, type ProviderAnswer } from './provider-response.js';
 import { SafeFetchError } from './safe-fetch.js';
 
@@ -156,7 +157,7 @@ export async function exchangeCode(
   const resource = resourceOf(p);
   if (resource) body.set('resource', resource);
   const startedAt = Date.now();
-  const json = await tokenRequest(p, body, [o.code, o.codeVerifier], options);
+  const json = await tokenResponse(p, body, [o.code, o.codeVerifier], options);
   const tokens = toTokens(json, startedAt);
   const requested = joinScopes(p);
   if (tokens.scope === undefined && requested) tokens.scope = requested;
@@ -177,7 +178,7 @@ export async function refreshTokens(p: ProviderEndpoints, refreshToken: string, 
   const scope = p.quirks?.scopeOnRefresh ? joinScopes(p) : '';
   if (scope) body.set('scope', scope);
   const startedAt = Date.now();
-  const json = await tokenRequest(p, body, [refreshToken], options);
+  const json = await tokenResponse(p, body, [refreshToken], options);
   const tokens = toTokens(json, startedAt);
   tokens.refreshToken ??= refreshToken;
   return tokens;
@@ -212,7 +213,20 @@ export type TokenEndpoint = Pick<ProviderEndpoints, 'tokenUrl' | 'clientId' | 'c
  */
 export async function requestTokens(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions = {}): Promise<ProviderTokens> {
   const startedAt = Date.now();
-  return toTokens(await tokenRequest(p, body, secrets, options), startedAt);
+  return toTokens(await tokenResponse(p, body, secrets, options), startedAt);
+}
+
+/**
+ * The gateway's one token request (every grant above, and browser sign-in's OpenID Connect
+ * code exchange in browser/oidc-client.ts): POSTs `body` to the token endpoint with this
+ * client's authentication, follows no redirect, reads at most 256 KiB, and returns the
+ * members that describe the user's token — unread, for a caller that needs more than
+ * ProviderTokens (sign-in reads `id_token`) — or throws a ProviderError whose message holds
+ * nothing of `secrets` or the client secret.
+ */
+export async function tokenResponse(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions = {}): Promise<Record<string, unknown>> {
+  const res = await post(p, p.tokenUrl, body, options, 'token');
+  return tokenAnswer(res, [...secrets, p.clientSecret], p.quirks);
 }
 
 /** The configured scopes, empty ones dropped, joined (RFC 6749 §3.3: by spaces). */
@@ -226,12 +240,6 @@ function resourceOf(p: ProviderEndpoints): string | undefined {
 }
 
 // ------------------------------------------------------------------ internals ---
-
-/** POSTs to the token endpoint and returns the user's token part of a success body, or throws. */
-async function tokenRequest(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions): Promise<Record<string, unknown>> {
-  const res = await post(p, p.tokenUrl, body, options, 'token');
-  return tokenAnswer(res, [...secrets, p.clientSecret], p.quirks);
-}
 
 /**
  * One form-encoded POST with client authentication: `client_secret_basic` when a secret
@@ -297,17 +305,8 @@ function transportError(err: unknown, what: string): ProviderError {
   }
   const name = (err as { name?: string } | undefined)?.name;
   if (name === 'TimeoutError' || name === 'AbortError') return new ProviderError('timeout', `${what} did not answer in time`);
-  const code = causeCode(err);
+  const code = errorCauseCode(err);
   return new ProviderError('network', `${what} is unreachable${code ? ` (${code})` : ''}`);
-}
-
-function causeCode(err: unknown): string | undefined {
-  let e = err as { code?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 4; depth++) {
-    if (typeof e.code === 'string' && /^[A-Z0-9_]{2,40}$/.test(e.code)) return e.code;
-    e = e.cause as typeof e;
-  }
-  return undefined;
 }
 
 /** Reads at most `max` bytes of the body; more is a bad response. */
