@@ -30,11 +30,7 @@ import { Metrics } from './ops/metrics.js';
 import { registerMetricsRoute } from './ops/metrics-route.js';
 import { bodyTimeoutOptions } from './http/body-timeout.js';
 import { registerOpenApiRoute } from './ops/openapi-route.js';
-import { MemoryStore } from './state/memory-store.js';
-import { RedisStore } from './state/redis-store.js';
-import type { Coordinator } from './state/coordinator.js';
-import { MemoryCoordinator } from './state/memory-coordinator.js';
-import { RedisCoordinator } from './state/redis-coordinator.js';
+import { createState } from './state/create-state.js';
 import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './sessions/session-notifier.js';
 import { appendHook, prependHook } from './http/route-hooks.js';
@@ -90,8 +86,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
   const broker = await prepareBroker(config, app.log);
   if (broker) config = broker.config;
-  const store = options.store ?? (await createStore(config, app));
-  const coordinator = createCoordinator(store, config);
+  // Store, coordinator and rate-limit counter, on one Redis connection (src/state/create-state.ts).
+  const state = await createState(config, app.log, { store: options.store });
+  const { store, coordinator } = state;
   const verifier: TokenVerifier = createTokenVerifier(
     broker?.verifierOptions ?? {
       issuer: config.auth.issuer,
@@ -157,7 +154,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
 
   // Before any route: it attaches itself to the /mcp… and /ws/mcp… routes as they are added.
-  await registerRateLimit(app, config, store, metrics);
+  registerRateLimit(app, config, state.rateCounter, metrics);
   registerHealthRoutes(app, store, readiness);
   // With `metrics.listen`, /metrics has a listener of its own (server.ts) instead.
   if (!config.metrics.listen) registerMetricsRoute(app, metrics, config.metrics.bearerToken);
@@ -184,27 +181,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   app.addHook('onClose', async () => {
     await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);
-    await coordinator.close();
-    if (!options.store) await store.close();
+    await state.close();
   });
   return app;
-}
-
-/** Coordination follows the store: Redis-backed replicas coordinate over that same Redis. */
-function createCoordinator(store: StateStore, config: Config): Coordinator {
-  return store instanceof RedisStore ? new RedisCoordinator(store.redis, config.redis?.keyPrefix ?? store.keyPrefix) : new MemoryCoordinator();
-}
-
-/** `streams.replayBytes` and `streams.replayBytesPerUser` for the store's replay logs. */
-const replayBudget = (config: Config) => ({ maxBytes: config.streams.replayBytes, maxBytesPerUser: config.streams.replayBytesPerUser });
-
-async function createStore(config: Config, app: FastifyInstance): Promise<StateStore> {
-  if (!config.redis) {
-    app.log.warn('no redis configured: state is in memory, so run one replica only');
-    return new MemoryStore(undefined, replayBudget(config));
-  }
-  // Standalone, cluster or sentinel, with TLS: src/state/redis-connection.ts.
-  const store = new RedisStore({ ...config.redis, replayBudget: replayBudget(config) });
-  await store.ready();
-  return store;
 }

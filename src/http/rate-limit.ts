@@ -16,14 +16,15 @@
  * {@link registerRateLimit}, whichever module declares it; health, metrics, OpenAPI,
  * metadata and browser pages are untouched.
  *
- * State: with a Redis state store the counters live in that same Redis, on the store's own
- * connection (no second connection), under `<redis.keyPrefix>rl:<userKey>`, so all replicas
- * share one budget per user. Otherwise (in-memory state, one replica) in process
- * ({@link LocalRateLimitStore}).
+ * State: the counter is part of the gateway's state (state/create-state.ts), given to
+ * {@link registerRateLimit}. With a Redis state store the counters live in that same Redis,
+ * on the store's own connection (no second connection), under `<redis.keyPrefix>rl:<userKey>`
+ * (state/redis-keys.ts), so all replicas share one budget per user. Otherwise (in-memory
+ * state, one replica) in process (LocalRateLimitStore); the state closes it.
  *
  * Performance: with Redis, requests are decided from local counts and the counts are synced
  * with Redis in the background, one script call per flush interval for all users
- * ({@link BatchedRateLimitStore}), so the limiter adds no Redis round trip to a request
+ * (BatchedRateLimitStore), so the limiter adds no Redis round trip to a request
  * (issue 7: at most one per proxied message). The price: other replicas' requests are seen up
  * to about two flush intervals late, so with several replicas a user can briefly exceed `max`
  * (bounded in that class's documentation). Operators who limit upstream set `enabled: false`.
@@ -40,19 +41,12 @@
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
-import { RedisStore } from '../state/redis-store.js';
-import type { StateStore } from '../state/store.js';
-import { BatchedRateLimitStore } from '../state/batched-rate-limit-store.js';
 import { ErrorCode, errorResponse } from '../wire/jsonrpc.js';
-import { LocalRateLimitStore, type RateLimitCount, type RateLimitStore } from '../state/rate-limit-store.js';
+import type { RateLimitCount, RateLimitStore } from '../state/rate-limit-store.js';
 import { appendHook } from './route-hooks.js';
 
 /** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
 export const WARN_EVERY_MS = 30_000;
-/** Redis key namespace under the configured `redis.keyPrefix`. */
-export const KEY_NAMESPACE = 'rl:';
-/** Users tracked by the in-memory store (LRU); beyond that the least recent ones restart at 0. */
-const MEMORY_USERS = 10_000;
 
 /** The routes limited: the MCP endpoints over HTTP and WebSocket, with or without a backend. */
 const MCP_ROUTE = /^\/(ws\/)?mcp(\/|$)/;
@@ -63,10 +57,11 @@ export function isRateLimitedRoute(url: string): boolean {
 }
 
 /**
- * Registers the limiter. Must be awaited before the MCP routes are declared: it attaches
- * itself to routes as they are added. Does nothing when `limits.rateLimit.enabled` is false.
+ * Registers the limiter over `counts` (the state's rateCounter). Must be called before the
+ * MCP routes are declared: it attaches itself to routes as they are added. Does nothing
+ * when `limits.rateLimit.enabled` is false.
  */
-export async function registerRateLimit(app: FastifyInstance, config: Config, store: StateStore, metrics: Metrics): Promise<void> {
+export function registerRateLimit(app: FastifyInstance, config: Config, counts: RateLimitStore, metrics: Metrics): void {
   const settings = config.limits.rateLimit;
   if (!settings.enabled) return;
   const { max, window } = settings;
@@ -82,18 +77,7 @@ export async function registerRateLimit(app: FastifyInstance, config: Config, st
     lastWarning = now;
     skippedSinceWarning = 0;
   };
-
-  let counts: RateLimitStore;
-  if (store instanceof RedisStore) {
-    const batched = new BatchedRateLimitStore({ redis: store.redis, namespace: KEY_NAMESPACE, onFailure });
-    // Stops its timers (and sends what is pending, if Redis is still connected).
-    app.addHook('onClose', async () => {
-      await batched.close();
-    });
-    counts = batched;
-  } else {
-    counts = new LocalRateLimitStore(MEMORY_USERS);
-  }
+  counts.onFailure(onFailure);
 
   const limitHook: onRequestHookHandler = function (request, reply, done) {
     const key = request.principal?.userKey;

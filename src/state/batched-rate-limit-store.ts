@@ -54,7 +54,7 @@
  * request since) are swept every {@link SWEEP_INTERVAL_MS}. Call {@link close} on shutdown:
  * it stops the timers and makes one last bounded attempt to send what is pending.
  */
-import type { RateLimitCallback, RateLimitStore } from './rate-limit-store.js';
+import type { RateLimitCallback, RateLimitFailureListener, RateLimitStore } from './rate-limit-store.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
 
 /** How often pending increments are sent to Redis (and the shared counts read back). */
@@ -139,8 +139,8 @@ export interface BatchedRateLimitStoreOptions {
   maxKeys?: number;
   /** Default {@link SWEEP_INTERVAL_MS}. */
   sweepIntervalMs?: number;
-  /** A flush failed ('error', once per call) or was slow ('timeout', once per call). */
-  onFailure?: (reason: 'error' | 'timeout', error?: Error) => void;
+  /** A flush failed ('error', once per call) or was slow ('timeout', once per call); more listeners: {@link BatchedRateLimitStore.onFailure}. */
+  onFailure?: RateLimitFailureListener;
 }
 
 export class BatchedRateLimitStore implements RateLimitStore {
@@ -149,7 +149,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
   readonly #flushIntervalMs: number;
   readonly #slowFlushMs: number;
   readonly #maxKeys: number;
-  readonly #onFailure: (reason: 'error' | 'timeout', error?: Error) => void;
+  readonly #failureListeners: RateLimitFailureListener[] = [];
   /** Map order is recency: the first entry is the least recently used. */
   readonly #entries = new Map<string, Entry>();
   /** Entries with pending increments (evicted ones included, so their counts still go out). */
@@ -165,12 +165,20 @@ export class BatchedRateLimitStore implements RateLimitStore {
     this.#flushIntervalMs = options.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     this.#slowFlushMs = options.slowFlushMs ?? SLOW_FLUSH_MS;
     this.#maxKeys = Math.max(1, options.maxKeys ?? MAX_KEYS);
-    this.#onFailure = options.onFailure ?? (() => {});
+    if (options.onFailure) this.#failureListeners.push(options.onFailure);
     if (typeof this.#redis.sbRateLimitFlush !== 'function') {
       this.#redis.defineCommand('sbRateLimitFlush', { lua: FLUSH });
     }
     this.#sweepTimer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
     this.#sweepTimer.unref();
+  }
+
+  onFailure(listener: RateLimitFailureListener): void {
+    this.#failureListeners.push(listener);
+  }
+
+  #failed(reason: 'error' | 'timeout', error?: Error): void {
+    for (const listener of this.#failureListeners) listener(reason, error);
   }
 
   /** Keys currently tracked (for tests and introspection). */
@@ -261,7 +269,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
     let reported = false;
     const slow = setTimeout(() => {
       reported = true;
-      this.#onFailure('timeout');
+      this.#failed('timeout');
     }, this.#slowFlushMs);
     slow.unref();
 
@@ -282,7 +290,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
           s.entry.pending += s.n;
           this.#dirty.add(s.entry);
         }
-        if (!reported) this.#onFailure('error', reply instanceof Error ? reply : new Error('unexpected rate-limit flush reply'));
+        if (!reported) this.#failed('error', reply instanceof Error ? reply : new Error('unexpected rate-limit flush reply'));
       } else {
         const at = Date.now();
         batch.forEach((s, i) => {

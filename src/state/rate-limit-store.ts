@@ -13,9 +13,19 @@ export interface RateLimitCount {
 
 export type RateLimitCallback = (error: Error | null, result?: RateLimitCount) => void;
 
+/** A sync with the shared counts failed ('error') or was slow ('timeout'); requests never wait for it. */
+export type RateLimitFailureListener = (reason: 'error' | 'timeout', error?: Error) => void;
+
 export interface RateLimitStore {
   /** Counts one request for `key` in its window of `windowMs` and reports where it stands. */
   incr(key: string, callback: RateLimitCallback, windowMs: number, max: number): void;
+  /**
+   * Reports each failed or slow sync to `listener` (rate-limit.ts counts and logs them). The
+   * counter is built with the state (create-state.ts), before the metrics that count them.
+   */
+  onFailure(listener: RateLimitFailureListener): void;
+  /** Stops the counter's timers and sends what is pending (create-state.ts closes it first). */
+  close(): Promise<void>;
 }
 
 interface Window {
@@ -47,4 +57,9 @@ export class LocalRateLimitStore implements RateLimitStore {
   get size(): number {
     return this.#windows.size;
   }
+
+  /** Counts kept in process never fail. */
+  onFailure(_listener: RateLimitFailureListener): void {}
+
+  async close(): Promise<void> {}
 }

@@ -6,7 +6,8 @@
  * RedisStore.appendEvents) for a replica that follows a stream read elsewhere.
  *
  * Keys (redis-keys.ts): `g:<user>:<session>` standalone holder ("<replica> <stream>"),
- * `h:<user>:<session>:<stream>` replica reading a detached stream, `m:<user>:<session>` mailbox.
+ * `h:<user>:<session>:<stream>` replica reading a detached stream, `m:<user>:<session>` mailbox;
+ * channels `replica:<id>` (one replica's inbox) and `replicas` (broadcast).
  *
  * In a Redis Cluster (issue 17) the stream channels use sharded pub/sub: the append script
  * SPUBLISHes on the shard that owns the user's slot, and a follower SSUBSCRIBEs there
@@ -68,8 +69,8 @@ export class RedisCoordinator implements Coordinator {
     // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
     this.#subscriber = subscriberFor(redis);
     this.#subscriber.on('error', () => {});
-    this.#inbox = `${keyPrefix}replica:${this.replicaId}`;
-    this.#everyone = `${keyPrefix}replicas`;
+    this.#inbox = this.#keys.replicaChannel(keyPrefix, this.replicaId);
+    this.#everyone = this.#keys.broadcastChannel(keyPrefix);
     this.#subscriber.on('message', (channel: string, text: string) => this.#dispatch(channel, text));
     this.#subscriber.on('smessage', (channel: string, text: string) => this.#dispatch(channel, text));
     void this.#subscriber.subscribe(this.#inbox, this.#everyone).catch(() => {});
@@ -124,7 +125,7 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async send(replicaId: string, message: ReplicaMessage): Promise<void> {
-    await this.#redis.publish(`${this.#prefix}replica:${replicaId}`, JSON.stringify(message));
+    await this.#redis.publish(this.#keys.replicaChannel(this.#prefix, replicaId), JSON.stringify(message));
   }
 
   async broadcast(message: ReplicaMessage): Promise<void> {

@@ -16,13 +16,18 @@
  * deployment keeps its sessions, replay logs and leases. A cluster is a new Redis anyway
  * (moving data from a standalone Redis into a cluster is a migration of its own).
  *
- * Keyed values (`v:<key>`: elicitations, vault entries, OAuth `state`, locks) are only ever
- * touched one key at a time, so they need no tag and spread by their whole name.
+ * Keyed values (`v:<key>`: elicitations, vault entries, OAuth `state`, locks; their names in
+ * value-keys.ts) are only ever touched one key at a time, so they need no tag and spread by
+ * their whole name. The rate limiter's counters (`rl:<user>`) share one tag in a cluster
+ * (batched-rate-limit-store.ts), so that a flush of every user's counts stays one call.
  *
  * Names are relative to the client's keyPrefix (ioredis adds it to keys); channels are not
- * keys for ioredis' classic PUBLISH, so {@link RedisKeys.streamChannel} carries the prefix.
+ * keys for ioredis' classic PUBLISH, so the channel names carry the prefix.
  */
 import type { StreamKey } from './store.js';
+
+/** The rate limiter's counters: `<redis.keyPrefix>rl:<userKey>` (http/rate-limit.ts). */
+export const RATE_LIMIT_NAMESPACE = 'rl:';
 
 export class RedisKeys {
   /** @param tagged true in cluster mode: the user part becomes a hash tag. */
@@ -73,5 +78,25 @@ export class RedisKeys {
   /** The replica reading a detached stream. */
   hold(k: StreamKey): string {
     return `h:${this.user(k.userKey)}:${k.sessionId}:${k.streamId}`;
+  }
+
+  /** A keyed value (`StateStore.putValue`…), by its name from value-keys.ts. */
+  value(name: string): string {
+    return `v:${name}`;
+  }
+
+  /** What SCAN matches to count sessions (with the prefix: SCAN patterns are not prefixed by ioredis). */
+  sessionPattern(keyPrefix: string): string {
+    return `${keyPrefix}s:*`;
+  }
+
+  /** A replica's own channel (what `Coordinator.send` addresses to it). */
+  replicaChannel(keyPrefix: string, replicaId: string): string {
+    return `${keyPrefix}replica:${replicaId}`;
+  }
+
+  /** The channel every replica listens on (broadcasts). */
+  broadcastChannel(keyPrefix: string): string {
+    return `${keyPrefix}replicas`;
   }
 }

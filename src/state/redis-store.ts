@@ -162,28 +162,28 @@ export class RedisStore implements StateStore {
   }
 
   async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
-    if (ttlMs === undefined) await this.redis.set(valueKey(key), value);
-    else await this.redis.set(valueKey(key), value, 'PX', ttlMs);
+    if (ttlMs === undefined) await this.redis.set(this.keys.value(key), value);
+    else await this.redis.set(this.keys.value(key), value, 'PX', ttlMs);
   }
 
   async getValue(key: string): Promise<string | undefined> {
-    return (await this.redis.get(valueKey(key))) ?? undefined;
+    return (await this.redis.get(this.keys.value(key))) ?? undefined;
   }
 
   async takeValue(key: string): Promise<string | undefined> {
-    return (await this.redis.getdel(valueKey(key))) ?? undefined;
+    return (await this.redis.getdel(this.keys.value(key))) ?? undefined;
   }
 
   async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(valueKey(key), value, 'PX', ttlMs, 'NX')) === 'OK';
+    return (await this.redis.set(this.keys.value(key), value, 'PX', ttlMs, 'NX')) === 'OK';
   }
 
   async deleteValueIf(key: string, expected: string): Promise<boolean> {
-    return (await this.redis.sbDeleteIf(valueKey(key), expected)) === 1;
+    return (await this.redis.sbDeleteIf(this.keys.value(key), expected)) === 1;
   }
 
   async deleteValue(key: string): Promise<boolean> {
-    return (await this.redis.del(valueKey(key))) > 0;
+    return (await this.redis.del(this.keys.value(key))) > 0;
   }
 
   /**
@@ -200,7 +200,7 @@ export class RedisStore implements StateStore {
       let cursor = '0';
       let rounds = 0;
       do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${this.keyPrefix}s:*`, 'COUNT', 1000);
+        const [next, keys] = await node.scan(cursor, 'MATCH', this.keys.sessionPattern(this.keyPrefix), 'COUNT', 1000);
         cursor = next;
         count += keys.length;
       } while (cursor !== '0' && ++rounds < MAX_SCAN_ROUNDS);
@@ -232,8 +232,6 @@ export class RedisStore implements StateStore {
     this.redis.disconnect();
   }
 }
-
-const valueKey = (key: string) => `v:${key}`;
 
 /** An entry's JSON; a meta entry starts `{"seq":…,"meta":`, which the append script recognises. */
 function serializeEvent(event: StoredEvent): string {
