@@ -16,7 +16,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const file = findConfigFile(argv, process.env);
   if (!file) {
-    await startDevelopment(argv);
+    await startDevelopment(argv, { start: startServer, closeOnSignals });
     return;
   }
   const config = loadConfigFile(file, process.env);

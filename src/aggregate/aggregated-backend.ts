@@ -23,7 +23,7 @@ import { BackendError } from '../backends/errors.js';
 import type { BackendConfig } from '../config/schema.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
 import type { Elicitation } from '../connect/elicitations.js';
-import type { McpContext } from '../mcp/context.js';
+import type { LinkingContext } from '../linking/linking.js';
 import { ErrorCode, isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { collectMessages } from '../backends/backend-body.js';
 import { transformSse } from '../wire/sse.js';
@@ -54,7 +54,7 @@ export class AggregatedBackend implements McpBackend {
   readonly #rejoiner: Rejoiner;
   readonly #linker: MemberLinker;
 
-  constructor(ctx: McpContext) {
+  constructor(ctx: LinkingContext) {
     this.#members = new Members(ctx);
     this.#rejoiner = new Rejoiner(ctx, this.#members, AGGREGATE_NAME);
     this.#linker = new MemberLinker(ctx, this.#members, AGGREGATE_NAME);

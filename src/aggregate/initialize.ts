@@ -71,7 +71,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
     // that backends admitting it can join (and the account can be linked later).
     const authorization = await members.tokenIfAny(call.caller, backend);
     const res = await members.post(call, backend, undefined, message, authorization, controller.signal);
-    if (res.status === 401 && backend.config.upstreamAuth && members.catalog) {
+    if (res.status === 401 && backend.config.upstreamAuth) {
       // It needs the user's account: a member all the same, answered for until linked.
       await res.body.dump().catch(() => {});
       return waitingMember(members, call, backend, message, authorization !== undefined);
@@ -88,7 +88,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
     const version = String(result.protocolVersion);
     if (!isSupportedVersion(version)) throw new Error(`negotiated unsupported protocol version ${version}`);
     const capabilities = result.capabilities ?? {};
-    if (backend.config.upstreamAuth) await members.catalog?.rememberInitialize(backend.name, result);
+    if (backend.config.upstreamAuth) await members.catalog.rememberInitialize(backend.name, result);
     return {
       name: backend.name,
       session: { sessionId: Array.isArray(sessionId) ? sessionId[0] : sessionId, protocolVersion: version, capabilities: Object.keys(capabilities) },
@@ -109,7 +109,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
 async function waitingMember(members: Members, call: AggregateCall, backend: McpBackend, message: JsonRpcMessage, sentToken: boolean): Promise<Joined> {
   if (sentToken) await members.forgetToken(call, backend);
   const requested = (message.params as { protocolVersion?: unknown } | undefined)?.protocolVersion;
-  const result = provisionalInitializeResult(backend.config, await members.catalog!.initialize(backend.name), requested);
+  const result = provisionalInitializeResult(backend.config, await members.catalog.initialize(backend.name), requested);
   const capabilities = result.capabilities as Record<string, unknown>;
   return {
     name: backend.name,

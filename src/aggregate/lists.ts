@@ -82,7 +82,7 @@ async function fetchPage(members: Members, linker: MemberLinker, call: Aggregate
     if (at.cursor === undefined) delete params.cursor;
     else params.cursor = at.cursor;
     const res = await members.post(call, member.backend, session, { jsonrpc: '2.0', id: message.id, method: message.method, params }, authorization, controller.signal);
-    if (res.status === 401 && member.backend.config.upstreamAuth && members.catalog) {
+    if (res.status === 401 && member.backend.config.upstreamAuth) {
       await res.body.dump().catch(() => {});
       return await provisionalPage(members, call, member.backend, message.method);
     }
@@ -92,7 +92,7 @@ async function fetchPage(members: Members, linker: MemberLinker, call: Aggregate
     }
     const response = (await collectMessages(res)).messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
     if (!response?.result) throw new Error(response?.error ? `refused ${message.method}: ${response.error.message}` : `did not answer ${message.method}`);
-    if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog?.rememberList(at.backend, message.method, response.result);
+    if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog.rememberList(at.backend, message.method, response.result);
     const result = message.method === 'tools/list' ? filterToolsResult(member.backend.config, response.result) : response.result;
     return pageOf(at.backend, message.method, result);
   } catch (err) {
@@ -118,6 +118,6 @@ async function provisionalPage(members: Members, call: AggregateCall, backend: M
   await members.waitForLink(call, backend);
   // Only what a catalog keeps (tools, prompts, resources) is known before the link; not tasks.
   if (!(method in CATALOG_LISTS)) return { items: [] };
-  const { items } = pageOf(backend.name, method, await provisionalList(backend.config, members.catalog!, method));
+  const { items } = pageOf(backend.name, method, await provisionalList(backend.config, members.catalog, method));
   return { items };
 }

@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal.js';
 import type { McpBackend } from '../backends/backend.js';
-import type { McpContext } from '../mcp/context.js';
+import type { LinkingContext } from '../linking/linking.js';
 import { joinMember } from './initialize.js';
 import type { AggregateCall, Members } from './members.js';
 import { decodeAggregateState, encodeAggregateState, type AggregateState, type MemberSession } from './session-map.js';
@@ -20,7 +20,7 @@ const WAIT_POLL_MS = 100;
  * Applies `change` to the aggregated session's stored state; the new state, or undefined
  * when the session has ended (an update never revives it).
  */
-export async function updateAggregateState(ctx: McpContext, principal: Pick<Principal, 'userKey'>, sessionId: string, aggregateName: string, change: (state: AggregateState) => void): Promise<AggregateState | undefined> {
+export async function updateAggregateState(ctx: LinkingContext, principal: Pick<Principal, 'userKey'>, sessionId: string, aggregateName: string, change: (state: AggregateState) => void): Promise<AggregateState | undefined> {
   const record = await ctx.sessions.find(principal, sessionId, aggregateName);
   if (!record) return undefined;
   const state = decodeAggregateState(record.backendSessionId);
@@ -41,7 +41,7 @@ export async function abandonMemberSession(members: Members, call: AggregateCall
 
 export class MemberLinker {
   constructor(
-    private readonly ctx: McpContext,
+    private readonly ctx: LinkingContext,
     private readonly members: Members,
     private readonly aggregateName: string,
   ) {}

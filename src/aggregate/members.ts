@@ -7,7 +7,7 @@
  */
 import type { BackendCaller, BackendResponse, McpBackend } from '../backends/backend.js';
 import type { Elicitation } from '../connect/elicitations.js';
-import type { McpContext } from '../mcp/context.js';
+import type { LinkingContext } from '../linking/linking.js';
 import type { BackendCatalog } from '../linking/catalog.js';
 import { LIST_CAPABILITIES } from '../linking/provisional.js';
 import { backendAccessDenial } from '../policy/backend-access.js';
@@ -23,7 +23,7 @@ export interface AggregateCall {
 }
 
 export class Members {
-  constructor(private readonly ctx: McpContext) {}
+  constructor(private readonly ctx: LinkingContext) {}
 
   /** Backends this user may use now, in configuration order. */
   allowed(caller: BackendCaller): McpBackend[] {
@@ -55,7 +55,7 @@ export class Members {
    */
   async authorization(caller: BackendCaller, backend: McpBackend): Promise<string | undefined> {
     if (backend.config.tokenExchange) return this.ctx.exchange?.authorizationFor(caller, backend.config);
-    if (!backend.config.upstreamAuth || !this.ctx.upstream) return undefined;
+    if (!backend.config.upstreamAuth) return undefined;
     return this.ctx.upstream.linkedAuthorization(caller.principal, backend.config);
   }
 
@@ -70,20 +70,20 @@ export class Members {
   /** Starts the elicitation a client is about to be shown, and remembers the session as waiting for the link. */
   async elicit(call: AggregateCall, backend: McpBackend): Promise<Elicitation> {
     await this.waitForLink(call, backend);
-    return this.ctx.upstream!.elicit(call.caller.principal, backend.config, call.caller.sessionId);
+    return this.ctx.upstream.elicit(call.caller.principal, backend.config, call.caller.sessionId);
   }
 
   /** Remembers the session as waiting for the user's link to this backend's provider (linking/waiters.ts). */
   async waitForLink(call: AggregateCall, backend: McpBackend): Promise<void> {
     const { sessionId, principal } = call.caller;
-    if (!sessionId || !backend.config.upstreamAuth || !this.ctx.linking) return;
+    if (!sessionId || !backend.config.upstreamAuth ) return;
     const lists = call.state.announced.filter((name) => (LIST_CAPABILITIES as readonly string[]).includes(name));
     await this.ctx.linking.waiters.add(principal.userKey, backend.config.upstreamAuth.provider, { sessionId, lists }).catch(() => {});
   }
 
   /** The backend refused the token: forget it, so that the next message asks for the link again. */
   async forgetToken(call: AggregateCall, backend: McpBackend): Promise<void> {
-    await this.ctx.upstream!.forget(call.caller.principal, backend.config);
+    await this.ctx.upstream.forget(call.caller.principal, backend.config);
   }
 
   /** The backend refused the token: forget it and start a new elicitation. */
@@ -92,9 +92,9 @@ export class Members {
     return this.elicit(call, backend);
   }
 
-  /** Catalog of backends that need the user's account (absent when none has `upstreamAuth`). */
-  get catalog(): BackendCatalog | undefined {
-    return this.ctx.linking?.catalog;
+  /** Catalog of backends that need the user's account. */
+  get catalog(): BackendCatalog {
+    return this.ctx.linking.catalog;
   }
 
   /** `notifications/initialized` to a member that just joined (MCP 2025-11-25 "Lifecycle"); best effort. */

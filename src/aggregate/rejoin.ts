@@ -15,7 +15,7 @@
  * Two replicas adding two different backends at the same moment may overwrite each other's
  * update; the backend that lost stays on the missing list and joins again at the next attempt.
  */
-import type { McpContext } from '../mcp/context.js';
+import type { LinkingContext } from '../linking/linking.js';
 import { notifySession } from '../sessions/session-notifier.js';
 import { joinMember } from './initialize.js';
 import type { AggregateCall, Members } from './members.js';
@@ -28,7 +28,7 @@ export class Rejoiner {
   readonly #running = new Set<string>();
 
   constructor(
-    private readonly ctx: McpContext,
+    private readonly ctx: LinkingContext,
     private readonly members: Members,
     /** The session record's backend name of aggregated sessions. */
     private readonly aggregateName: string,

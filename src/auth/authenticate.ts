@@ -20,6 +20,17 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The verified principal of a request on a route behind `authenticate`. Every MCP route is;
+ * a handler reaching this without one is a wiring error, never a client's: it fails loudly
+ * (500) rather than serving a request as nobody.
+ */
+export function principalOf(request: FastifyRequest): Principal {
+  const principal = request.principal;
+  if (!principal) throw new Error('an MCP handler ran without an authenticated principal');
+  return principal;
+}
+
 /** The RFC 9728 metadata URL for an MCP path ("" for the aggregated endpoint). */
 export function resourceMetadataUrl(config: Config, backend?: string): string {
   return `${config.publicUrl}/.well-known/oauth-protected-resource/mcp${backend ? `/${backend}` : ''}`;

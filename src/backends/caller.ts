@@ -5,7 +5,8 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { BackendCaller } from './backend.js';
+import { principalOf } from '../auth/authenticate.js';
 
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
-  return { principal: request.principal!, sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken };
+  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken };
 }

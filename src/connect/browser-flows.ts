@@ -12,7 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/schema.js';
-import type { McpContext } from '../mcp/context.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { StateStore } from '../state/store.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
 import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
@@ -24,19 +25,26 @@ import { createTokenCipher } from '../state/secrets.js';
 import { TokenVault } from './token-vault.js';
 import { UpstreamAuth } from './upstream-auth.js';
 
-export function registerBrowserFlows(app: FastifyInstance, mcp: McpContext, hooks?: LinkHooks): UpstreamAuth {
-  const config = withSecrets(mcp.config, app);
-  const { store } = mcp;
+/** What the browser flows are built from. */
+export interface BrowserFlowDeps {
+  config: Config;
+  store: StateStore;
+  metrics: Metrics;
+}
+
+export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps, hooks: LinkHooks): UpstreamAuth {
+  const config = withSecrets(deps.config, app);
+  const { store, metrics } = deps;
   const vault = new TokenVault(store, createTokenCipher(config.secrets.tokenKey!), { log: app.log });
   const elicitations = new ElicitationStore(store);
   const sessions = createBrowserSessions(store, config);
   const endpoints = createEndpointResolver(config, store);
   registerLoginRoutes(app, { config, store, sessions });
-  const flow = { config, store, mcp, sessions, elicitations, vault, endpoints, ...(hooks ? { hooks } : {}) };
+  const flow = { config, store, metrics, sessions, elicitations, vault, endpoints, hooks };
   registerConnectRoutes(app, flow);
   registerCallbackRoutes(app, flow);
   registerConnectionsRoutes(app, flow);
-  return new UpstreamAuth({ store, vault, elicitations, metrics: mcp.metrics, endpoints, log: app.log });
+  return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }
 
 function withSecrets(config: Config, app: FastifyInstance): Config {

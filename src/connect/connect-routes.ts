@@ -64,7 +64,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
       }
       if (form.action === 'cancel') {
         await deps.elicitations.setStatus(elicitation, 'declined');
-        deps.mcp.metrics.elicitations.inc({ provider: elicitation.provider, event: 'declined' });
+        deps.metrics.elicitations.inc({ provider: elicitation.provider, event: 'declined' });
         return sendPage(reply, declinedPage({ provider: elicitation.provider }));
       }
       if (form.action !== 'continue') return sendPage(reply, errorPage({ status: 400, title: 'Unknown action', detail: 'Choose Continue or Cancel.' }));

@@ -16,8 +16,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig, Config } from '../config/schema.js';
-import type { McpContext } from '../mcp/context.js';
-import { notifySession } from '../sessions/session-notifier.js';
+import type { Metrics } from '../ops/metrics.js';
 import type { StateStore } from '../state/store.js';
 import type { BrowserSessions, BrowserUser } from '../browser/browser-sessions.js';
 import type { Elicitation, ElicitationStore } from './elicitations.js';
@@ -27,20 +26,26 @@ import { exchangeCode, ProviderError } from '../providers/provider-client.js';
 import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
-/** What the MCP layer may do once an account is linked (e.g. bring waiting sessions to life). */
+/**
+ * What the browser flow asks of the MCP layer, which it does not import (connect/ sits below
+ * sessions/ and mcp/): deliver a gateway message to one MCP session, and bring the sessions
+ * that waited for an account to life once it is linked.
+ */
 export interface LinkHooks {
+  /** Delivers `data` (one JSON-RPC message) to the session's standalone stream, or its mailbox. */
+  notify(userKey: string, sessionId: string, data: string): Promise<'delivered' | 'sent' | 'queued'>;
   afterLink?(link: { userKey: string; provider: string; elicitation?: Elicitation }): Promise<void>;
 }
 
 export interface CallbackDeps {
   config: Config;
   store: StateStore;
-  mcp: McpContext;
+  metrics: Metrics;
   sessions: BrowserSessions;
   elicitations: ElicitationStore;
   vault: TokenVault;
   endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
-  hooks?: LinkHooks;
+  hooks: LinkHooks;
 }
 
 type CallbackQuery = Record<string, string | string[] | undefined>;
@@ -120,10 +125,10 @@ async function exchangeAndStore(
 /** Marks the elicitation complete and tells the MCP session that asked (MCP "Completion Notifications"). */
 async function complete(deps: CallbackDeps, request: FastifyRequest, elicitation: Elicitation): Promise<void> {
   await deps.elicitations.setStatus(elicitation, 'complete');
-  deps.mcp.metrics.elicitations.inc({ provider: elicitation.provider, event: 'completed' });
+  deps.metrics.elicitations.inc({ provider: elicitation.provider, event: 'completed' });
   if (elicitation.mcpSessionId) {
     const notification = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: elicitation.id } });
-    const how = await notifySession(deps.mcp, elicitation.userKey, elicitation.mcpSessionId, notification).catch((err: Error) => {
+    const how = await deps.hooks.notify(elicitation.userKey, elicitation.mcpSessionId, notification).catch((err: Error) => {
       request.log.warn({ err: err.message }, 'could not notify the MCP session');
       return 'failed';
     });
@@ -134,7 +139,7 @@ async function complete(deps: CallbackDeps, request: FastifyRequest, elicitation
 
 /** The hook runs after the link is stored and announced; its failure never undoes or hides the link. */
 async function afterLink(deps: CallbackDeps, request: FastifyRequest, link: { userKey: string; provider: string; elicitation?: Elicitation }): Promise<void> {
-  if (!deps.hooks?.afterLink) return;
+  if (!deps.hooks.afterLink) return;
   try {
     await deps.hooks.afterLink(link);
   } catch (err) {

@@ -1,23 +1,32 @@
 /**
  * Starts the embedded development default and tells the newcomer how to use it: the
- * endpoint, a bearer token minted by the development issuer, and a client command.
+ * endpoint, a bearer token minted by the development issuer, and a client command. The
+ * server itself is started through the functions cli.ts hands in (the root wires; dev/ sits
+ * below it and does not import it).
  */
 import { createDevIssuer } from '../auth/dev-issuer.js';
 import { developmentConfig } from '../config/default.js';
 import { ConfigError } from '../config/errors.js';
-import { closeOnSignals, startServer } from '../server.js';
+import type { JWTVerifyGetKey } from 'jose';
+import type { Config } from '../config/schema.js';
 import { startDemoBackend } from './demo-backend.js';
 
 const TOKEN_TTL_SECONDS = 12 * 3600;
 
-export async function startDevelopment(argv: readonly string[]): Promise<void> {
+/** How the development default starts and stops the gateway (server.ts). */
+export interface ServerControl<S> {
+  start(config: Config, options: { keySet: JWTVerifyGetKey }): Promise<S>;
+  closeOnSignals(server: S, onClosed: () => Promise<void>): void;
+}
+
+export async function startDevelopment<S>(argv: readonly string[], { start, closeOnSignals }: ServerControl<S>): Promise<void> {
   const port = portFrom(argv);
   const demo = await startDemoBackend();
   const config = developmentConfig({ port, demoBackendUrl: demo.url });
   const issuer = await createDevIssuer(config.auth.issuer);
   let server;
   try {
-    server = await startServer(config, { keySet: issuer.keySet });
+    server = await start(config, { keySet: issuer.keySet });
   } catch (err) {
     await demo.stop();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new ConfigError([], `port ${port} is in use; start with --port <n>`);

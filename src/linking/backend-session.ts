@@ -13,13 +13,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BackendCaller, McpBackend } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { collectMessages } from '../backends/backend-body.js';
-import type { McpContext } from '../mcp/context.js';
+import type { SessionContext } from '../sessions/context.js';
 import { HEADER } from '../wire/protocol.js';
 import type { SessionRecord } from '../state/store.js';
 import type { BackendCatalog } from './catalog.js';
 
 export interface LinkedSessionInput {
-  ctx: McpContext;
+  ctx: SessionContext;
   catalog: BackendCatalog;
   backend: McpBackend;
   caller: BackendCaller & { sessionId: string };
@@ -63,7 +63,7 @@ async function initializeNow(input: LinkedSessionInput): Promise<SessionRecord |
   const res = await backend.post(JSON.stringify(initialize), { authorization, ...trace, caller });
   if (res.status === 401) {
     await res.body.dump().catch(() => {});
-    await ctx.upstream!.forget(caller.principal, backend.config);
+    await ctx.upstream.forget(caller.principal, backend.config);
     return undefined;
   }
   if (res.status !== 200) {
@@ -91,7 +91,7 @@ async function initializeNow(input: LinkedSessionInput): Promise<SessionRecord |
   return updated;
 }
 
-async function waitForOther(ctx: McpContext, caller: LinkedSessionInput['caller'], backend: string, claim: string, holdMs: number): Promise<SessionRecord | undefined> {
+async function waitForOther(ctx: SessionContext, caller: LinkedSessionInput['caller'], backend: string, claim: string, holdMs: number): Promise<SessionRecord | undefined> {
   const deadline = Date.now() + holdMs;
   while (Date.now() < deadline) {
     await sleep(WAIT_POLL_MS);

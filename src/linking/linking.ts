@@ -9,10 +9,15 @@
  * out before, from the browser flow). The client re-lists, and that request opens the real
  * backend session (backend-session.ts) on whichever replica it reaches.
  */
-import type { McpContext } from '../mcp/context.js';
+import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
 import { BackendCatalog } from './catalog.js';
 import { LinkWaiters } from './waiters.js';
+
+/** The session layer's context with the linking: what the aggregated endpoint and the MCP routes build on. */
+export interface LinkingContext extends SessionContext {
+  readonly linking: Linking;
+}
 
 export interface LinkedAccount {
   userKey: string;
@@ -24,7 +29,7 @@ export class Linking {
   readonly waiters: LinkWaiters;
 
   constructor(
-    private readonly ctx: McpContext,
+    private readonly ctx: SessionContext,
     private readonly log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
   ) {
     this.catalog = new BackendCatalog(ctx.store, log);
@@ -44,7 +49,7 @@ export class Linking {
 }
 
 /** `notifications/{list}/list_changed` for each list (MCP 2025-11-25 "Tools", "Prompts", "Resources"). */
-export async function notifyListsChanged(ctx: McpContext, userKey: string, sessionId: string, lists: readonly string[]): Promise<void> {
+export async function notifyListsChanged(ctx: SessionContext, userKey: string, sessionId: string, lists: readonly string[]): Promise<void> {
   for (const list of lists) {
     await notifySession(ctx, userKey, sessionId, JSON.stringify({ jsonrpc: '2.0', method: `notifications/${list}/list_changed` }));
   }

@@ -8,20 +8,22 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { McpBackend } from '../backends/backend.js';
-import type { McpContext } from '../mcp/context.js';
+import type { LinkingContext } from './linking.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { sendStateUnavailable } from '../http/replies.js';
-import { newSessionId, StateUnavailableError } from '../sessions/session-service.js';
+import { newSessionId } from '../sessions/session-service.js';
+import { StateUnavailableError } from '../state/errors.js';
 import { announcedLists, provisionalInitializeResult } from './provisional.js';
+import { principalOf } from '../auth/authenticate.js';
 
 /** `clientInfo` is repeated to the backend later; a client must not make the store keep much of it. */
 const MAX_CLIENT_INFO_BYTES = 2048;
 
-export async function initializeUnlinked(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: McpBackend, message: JsonRpcMessage & { id: JsonRpcId }): Promise<FastifyReply> {
-  const principal = request.principal!;
+export async function initializeUnlinked(ctx: LinkingContext, request: FastifyRequest, reply: FastifyReply, backend: McpBackend, message: JsonRpcMessage & { id: JsonRpcId }): Promise<FastifyReply> {
+  const principal = principalOf(request);
   const params = (message.params ?? {}) as { protocolVersion?: unknown; capabilities?: Record<string, unknown>; clientInfo?: unknown };
-  const linking = ctx.linking!;
+  const { linking } = ctx;
   const result = provisionalInitializeResult(backend.config, await linking.catalog.initialize(backend.name), params.protocolVersion);
   const announced = announcedLists(result);
   const sessionId = newSessionId();

@@ -13,10 +13,12 @@ import type { McpContext } from './context.js';
 import { ErrorCode, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER, isSupportedVersion } from '../wire/protocol.js';
 import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from '../http/replies.js';
-import { newSessionId, StateUnavailableError } from '../sessions/session-service.js';
+import { newSessionId } from '../sessions/session-service.js';
+import { StateUnavailableError } from '../state/errors.js';
 import { SseWriter } from '../streams/sse-writer.js';
-import { hasUpstreamAuth, linkedAuthorization } from './upstream-gate.js';
+import { linkedAuthorization } from './upstream-gate.js';
 import { initializeUnlinked } from '../linking/unlinked-initialize.js';
+import { principalOf } from '../auth/authenticate.js';
 
 export async function handleInitialize(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: McpBackend, message: JsonRpcMessage & { id: string | number }, body: string): Promise<FastifyReply | void> {
   let collected;
@@ -28,9 +30,9 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
   if (!upstream) return reply;
   try {
     const res = await backend.post(body, { authorization: upstream.authorization, ...traceHeaders(request), caller: callerOf(request, undefined, params.capabilities) });
-    if (res.status === 401 && hasUpstreamAuth(ctx, backend.config)) {
+    if (res.status === 401 && Boolean(backend.config.upstreamAuth)) {
       await res.body.dump();
-      if (upstream.authorization) await ctx.upstream!.forget(request.principal!, backend.config);
+      if (upstream.authorization) await ctx.upstream.forget(principalOf(request), backend.config);
       return initializeUnlinked(ctx, request, reply, backend, message);
     }
     if (res.status !== 200) {
@@ -60,10 +62,10 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
     if (!isSupportedVersion(version)) {
       return sendJsonRpcError(reply, 200, ErrorCode.InternalError, `backend "${backend.name}" negotiated protocol version ${version}, which the gateway does not support`, message.id);
     }
-    if (hasUpstreamAuth(ctx, backend.config)) await ctx.linking!.catalog.rememberInitialize(backend.name, result);
+    if (Boolean(backend.config.upstreamAuth)) await ctx.linking.catalog.rememberInitialize(backend.name, result);
     const sessionId = newSessionId();
     try {
-      await ctx.sessions.create(request.principal!, sessionId, {
+      await ctx.sessions.create(principalOf(request), sessionId, {
         backend: backend.name,
         backendSessionId,
         protocolVersion: version,

@@ -34,7 +34,7 @@ export async function relayRememberingList(t: StreamTarget, res: BackendResponse
     return sendBackendError(t.reply, new BackendError(t.backend.name, 'protocol', `backend "${t.backend.name}" sent an unreadable ${method} answer (${(err as Error).message})`), requestIds, false);
   }
   const result = collected.messages.find((m) => m.method === undefined && m.result !== undefined)?.result;
-  if (result !== undefined) await t.ctx.linking!.catalog.rememberList(t.backend.name, method, result);
+  if (result !== undefined) await t.ctx.linking.catalog.rememberList(t.backend.name, method, result);
   t.reply.header(HEADER.sessionId, t.sessionId);
   return sendCollected(t.ctx, t.reply, collected.texts);
 }

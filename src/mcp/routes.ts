@@ -15,14 +15,15 @@ import { handleInitialize, headerValue, traceHeaders } from './initialize.js';
 import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protocol.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
-import { StateUnavailableError } from '../sessions/session-service.js';
-import { backendRefused, hasUpstreamAuth, passUpstreamGate } from './upstream-gate.js';
+import { StateUnavailableError } from '../state/errors.js';
+import { backendRefused, passUpstreamGate } from './upstream-gate.js';
 import { firstPageList, relayRememberingList } from './remembered-lists.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from '../streams/stream-relay.js';
 import { openStandaloneEarly } from './standalone-early.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
 import { applyToolPolicy, screenToolCalls } from '../policy/tool-traffic.js';
+import { principalOf } from '../auth/authenticate.js';
 
 type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
 
@@ -100,7 +101,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   if (screened.refusal) return reply.code(200).type('application/json').header(HEADER.sessionId, target.sessionId).send(screened.refusal);
   let t = target;
   let authorization: string | undefined;
-  const linkable = hasUpstreamAuth(ctx, backend.config);
+  const linkable = Boolean(backend.config.upstreamAuth);
   if (linkable) {
     const passed = await passUpstreamGate(target, messages, batch);
     if (!passed) return reply;
@@ -170,12 +171,12 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
-  const principal = request.principal!;
+  const principal = principalOf(request);
   ctx.streams.stopSession(principal.userKey, target.sessionId);
   ctx.metrics.sessionsEnded.inc({ backend: backend.name, reason: 'deleted' });
   if (target.session.backendSessionId) {
     try {
-      const authorization = hasUpstreamAuth(ctx, backend.config) ? await ctx.upstream!.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;
+      const authorization = Boolean(backend.config.upstreamAuth) ? await ctx.upstream.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;
       const res = await backend.delete({ sessionId: target.session.backendSessionId, protocolVersion: target.protocolVersion, authorization, caller: callerOf(request, target.sessionId) });
       await res.body.dump();
       if (res.status >= 400 && res.status !== 404 && res.status !== 405) request.log.warn({ status: res.status }, 'backend refused to end its session');
@@ -223,7 +224,7 @@ async function sessionTarget(ctx: McpContext, request: McpRequest, reply: Fastif
   }
   let session: SessionRecord | undefined;
   try {
-    session = await ctx.sessions.find(request.principal!, sessionId, backend.name);
+    session = await ctx.sessions.find(principalOf(request), sessionId, backend.name);
   } catch (err) {
     if (!(err instanceof StateUnavailableError)) throw err;
     request.log.error({ err: err.message }, 'state store unavailable');

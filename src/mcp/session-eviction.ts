@@ -10,7 +10,6 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import type { EvictedSession, SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
-import { hasUpstreamAuth } from './upstream-gate.js';
 
 /** Ends each evicted session in the background; failures are logged, never thrown. */
 export function endEvictedSessions(ctx: McpContext, principal: Principal, evicted: readonly EvictedSession[], log: FastifyBaseLogger): void {
@@ -31,7 +30,7 @@ async function endEvicted(ctx: McpContext, principal: Principal, sessionId: stri
   if (!record.backendSessionId) return;
   const backend = ctx.aggregate?.name === record.backend ? ctx.aggregate : ctx.backends.get(record.backend);
   if (!backend) return;
-  const authorization = hasUpstreamAuth(ctx, backend.config) ? await ctx.upstream!.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;
+  const authorization = Boolean(backend.config.upstreamAuth) ? await ctx.upstream.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;
   const caller = { principal, sessionId, clientCapabilities: record.clientCapabilities, log };
   const res = await backend.delete({ sessionId: record.backendSessionId, protocolVersion: record.protocolVersion, authorization, caller });
   await res.body.dump();

@@ -24,7 +24,7 @@ import { followRemoteStream } from '../streams/stream-follow.js';
 import { claimStandalone, LEASE_TTL_MS } from '../streams/stream-leases.js';
 import { eventId, StreamRelay } from '../streams/stream-relay.js';
 import { newStreamId, openWriter, relayContext, resumeFromStore, streamKey, type StreamTarget } from './stream-service.js';
-import { hasUpstreamAuth } from './upstream-gate.js';
+import { principalOf } from '../auth/authenticate.js';
 
 /** How long a stream opened ahead waits for its client before it is closed. */
 export const AWAIT_CLIENT_MS = 2 * 60_000;
@@ -39,13 +39,13 @@ const awaitingKey = (userKey: string, sessionId: string) => `${userKey}:standalo
  */
 export async function openStandaloneEarly(t: StreamTarget): Promise<void> {
   const { ctx, request } = t;
-  const userKey = request.principal!.userKey;
+  const userKey = principalOf(request).userKey;
   if (t.session.link || ctx.streams.standalone(userKey, t.sessionId)) return;
   if (ctx.streams.size >= ctx.config.streams.maxOpen || ctx.streams.forUser(userKey) >= ctx.config.streams.maxPerUser) return;
   if (await ctx.coordinator.standaloneHolder(userKey, t.sessionId)) return;
   let authorization: string | undefined;
-  if (hasUpstreamAuth(ctx, t.backend.config)) {
-    authorization = await ctx.upstream!.linkedAuthorization(request.principal!, t.backend.config).catch(() => undefined);
+  if (Boolean(t.backend.config.upstreamAuth)) {
+    authorization = await ctx.upstream.linkedAuthorization(principalOf(request), t.backend.config).catch(() => undefined);
     if (!authorization) return;
   }
   const controller = new AbortController();
@@ -108,7 +108,7 @@ export function attachAwaiting(t: StreamTarget, relay: StreamRelay): void {
  */
 export async function followAwaiting(t: StreamTarget, holder: StreamHolder | undefined): Promise<boolean> {
   const { ctx, request } = t;
-  const userKey = request.principal!.userKey;
+  const userKey = principalOf(request).userKey;
   if (!holder || holder.replicaId === ctx.coordinator.replicaId) return false;
   // Single use: of two GETs racing for it, one follows and the other gets 409.
   if ((await ctx.store.deleteValueIf(awaitingKey(userKey, t.sessionId), holder.streamId)) !== true) return false;

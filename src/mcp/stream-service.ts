@@ -17,11 +17,11 @@ import { ErrorCode, type JsonRpcId } from '../wire/jsonrpc.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound } from '../http/replies.js';
 import { followRemoteStream } from '../streams/stream-follow.js';
 import { claimStandalone, holdWhileDetached } from '../streams/stream-leases.js';
-import { hasUpstreamAuth } from './upstream-gate.js';
-import { StateUnavailableError } from '../sessions/session-service.js';
+import { StateUnavailableError } from '../state/errors.js';
 import { SseWriter } from '../streams/sse-writer.js';
 import { eventId, StreamRelay, type RelayContext } from '../streams/stream-relay.js';
 import { attachAwaiting, followAwaiting } from './standalone-early.js';
+import { principalOf } from '../auth/authenticate.js';
 
 export interface StreamTarget {
   ctx: McpContext;
@@ -66,7 +66,7 @@ export function openWriter(t: StreamTarget): SseWriter {
 }
 
 export function streamKey(t: StreamTarget, streamId: string): StreamKey {
-  return { userKey: t.request.principal!.userKey, sessionId: t.sessionId, streamId };
+  return { userKey: principalOf(t.request).userKey, sessionId: t.sessionId, streamId };
 }
 
 /** Relays the backend's SSE answer to a POST; keeps reading after the client leaves so the answer can be resumed. */
@@ -84,14 +84,14 @@ export async function relayPostStream(t: StreamTarget, res: BackendResponse, req
  * notifications travel on it.
  */
 export async function openStandaloneStream(t: StreamTarget): Promise<FastifyReply | void> {
-  const { principal } = t.request;
-  const local = t.ctx.streams.standalone(principal!.userKey, t.sessionId);
+  const principal = principalOf(t.request);
+  const local = t.ctx.streams.standalone(principal.userKey, t.sessionId);
   if (local) return local.awaitingClient ? attachAwaiting(t, local) : sendConflict(t.reply);
   if (t.ctx.streams.size >= t.ctx.config.streams.maxOpen) {
     t.reply.header('retry-after', '5');
     return sendJsonRpcError(t.reply, 503, ErrorCode.InternalError, 'Too many open streams on this replica; retry shortly');
   }
-  if (t.ctx.streams.forUser(principal!.userKey) >= t.ctx.config.streams.maxPerUser) {
+  if (t.ctx.streams.forUser(principal.userKey) >= t.ctx.config.streams.maxPerUser) {
     // The user's own streams fill their share: close some (or end idle sessions) first.
     t.reply.header('retry-after', '5');
     return sendJsonRpcError(t.reply, 429, ErrorCode.RateLimited, `Too many open streams for this user (streams.maxPerUser ${t.ctx.config.streams.maxPerUser}); close some first`);
@@ -182,9 +182,9 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   // that the account got linked.
   // A session whose backend session waits for the link has no backend stream to join yet.
   let authorization: string | undefined;
-  if (hasUpstreamAuth(t.ctx, t.backend.config)) {
+  if (Boolean(t.backend.config.upstreamAuth)) {
     if (t.session.link) return gatewayOnlyStream(t, relay, writer, mailbox);
-    authorization = await t.ctx.upstream!.linkedAuthorization(t.request.principal!, t.backend.config).catch(() => undefined);
+    authorization = await t.ctx.upstream.linkedAuthorization(principalOf(t.request), t.backend.config).catch(() => undefined);
     if (!authorization) return gatewayOnlyStream(t, relay, writer, mailbox);
   }
   let res: BackendResponse;
@@ -206,7 +206,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   }
   if (res.status === 401 && authorization) {
     // The token was refused; the next request will start an elicitation. Keep the stream ours.
-    await t.ctx.upstream!.forget(t.request.principal!, t.backend.config).catch(() => undefined);
+    await t.ctx.upstream.forget(principalOf(t.request), t.backend.config).catch(() => undefined);
     return gatewayOnlyStream(t, relay, writer, mailbox);
   }
   if (!streaming && res.status !== 405) {
@@ -265,8 +265,8 @@ function failBeforeStreaming(t: StreamTarget, relay: StreamRelay, writer: SseWri
 export async function endLostBackendSession(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: string, sessionId: string): Promise<void> {
   request.log.warn('backend session expired; ending the client session');
   ctx.metrics.sessionsEnded.inc({ backend, reason: 'backend_lost' });
-  ctx.streams.stopSession(request.principal!.userKey, sessionId);
-  await ctx.sessions.remove(request.principal!, sessionId).catch(() => {});
+  ctx.streams.stopSession(principalOf(request).userKey, sessionId);
+  await ctx.sessions.remove(principalOf(request), sessionId).catch(() => {});
   if (!reply.sent && !reply.raw.headersSent) await sendSessionNotFound(reply);
 }
 

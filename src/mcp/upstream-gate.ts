@@ -18,15 +18,12 @@ import type { McpContext } from './context.js';
 import { isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { sendBackendError, sendStateUnavailable } from '../http/replies.js';
-import { StateUnavailableError } from '../sessions/session-service.js';
+import { StateUnavailableError } from '../state/errors.js';
 import type { StreamTarget } from './stream-service.js';
 import { notifyListsChanged } from '../linking/linking.js';
+import { principalOf } from '../auth/authenticate.js';
 
 export type OpenRequest = JsonRpcMessage & { id: JsonRpcId; method: string };
-
-export function hasUpstreamAuth(ctx: McpContext, backend: BackendConfig): boolean {
-  return Boolean(ctx.upstream && backend.upstreamAuth);
-}
 
 /**
  * The user's Authorization header for the backend (`undefined` inside when none is linked),
@@ -34,9 +31,9 @@ export function hasUpstreamAuth(ctx: McpContext, backend: BackendConfig): boolea
  * backend failure, not the client's), or the state store is away.
  */
 export async function linkedAuthorization(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: BackendConfig, requestIds: readonly JsonRpcId[], batch: boolean): Promise<{ authorization?: string } | undefined> {
-  if (!hasUpstreamAuth(ctx, backend)) return {};
+  if (!Boolean(backend.upstreamAuth)) return {};
   try {
-    return { authorization: await ctx.upstream!.linkedAuthorization(request.principal!, backend) };
+    return { authorization: await ctx.upstream.linkedAuthorization(principalOf(request), backend) };
   } catch (err) {
     request.log.warn({ err: (err as Error).message, provider: backend.upstreamAuth!.provider }, 'third-party token unavailable');
     if (err instanceof ProviderError) {
@@ -79,7 +76,7 @@ export async function passUpstreamGate(t: StreamTarget, messages: JsonRpcMessage
 export async function backendRefused(t: StreamTarget, messages: JsonRpcMessage[], batch: boolean, sentToken: boolean): Promise<FastifyReply> {
   if (sentToken) {
     t.request.log.info({ provider: t.backend.config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
-    await t.ctx.upstream!.forget(t.request.principal!, t.backend.config);
+    await t.ctx.upstream.forget(principalOf(t.request), t.backend.config);
   }
   return answerForUnlinked(t, messages.filter(isRequest) as OpenRequest[], batch);
 }
@@ -90,9 +87,9 @@ export async function answerForUnlinked(t: StreamTarget, requests: OpenRequest[]
   if (!requests.length) return reply.code(202).send();
   const answers = await answerUnlinked({
     backend: backend.config,
-    catalog: ctx.linking!.catalog,
+    catalog: ctx.linking.catalog,
     requests,
-    elicit: () => ctx.upstream!.elicit(request.principal!, backend.config, t.sessionId),
+    elicit: () => ctx.upstream.elicit(principalOf(request), backend.config, t.sessionId),
     publicUrl: ctx.config.publicUrl,
     urlMode: supportsUrlElicitation(t.session.clientCapabilities),
   });
@@ -106,7 +103,7 @@ async function openWaitingSession(t: StreamTarget, authorization: string, reques
   try {
     const record = await openBackendSession({
       ctx: t.ctx,
-      catalog: t.ctx.linking!.catalog,
+      catalog: t.ctx.linking.catalog,
       backend: t.backend,
       caller: { ...callerOf(t.request, t.sessionId, t.session.clientCapabilities), sessionId: t.sessionId },
       record: t.session,
@@ -115,7 +112,7 @@ async function openWaitingSession(t: StreamTarget, authorization: string, reques
     });
     if (!record) return undefined;
     // A client that is not re-listing right now learns that the lists are real at last.
-    if (!requests.some((r) => r.method.endsWith('/list'))) await notifyListsChanged(t.ctx, t.request.principal!.userKey, t.sessionId, announced);
+    if (!requests.some((r) => r.method.endsWith('/list'))) await notifyListsChanged(t.ctx, principalOf(t.request).userKey, t.sessionId, announced);
     return { ...t, session: record };
   } catch (err) {
     if (err instanceof BackendError) sendBackendError(t.reply, err, requests.map((r) => r.id), batch);

@@ -8,12 +8,14 @@
  * An unknown backend passes through untouched so the route keeps answering 404.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { McpContext } from '../mcp/context.js';
+import type { McpBackend } from '../backends/backend.js';
+import type { Config } from '../config/schema.js';
+import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { backendAccessDenial } from './backend-access.js';
 
-export function createBackendAccessGuard(ctx: Pick<McpContext, 'backends' | 'config' | 'metrics'>) {
+export function createBackendAccessGuard(ctx: { backends: ReadonlyMap<string, McpBackend>; config: Config; metrics: Metrics }) {
   return async function backendAccessGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const principal = request.principal;
     if (reply.sent || !principal) return;

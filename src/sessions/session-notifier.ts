@@ -5,13 +5,13 @@
  * session's mailbox until it opens one.
  */
 import type { ReplicaMessage } from '../state/coordinator.js';
-import type { McpContext } from '../mcp/context.js';
+import type { SessionContext } from './context.js';
 import { joinBackendStream } from './standalone-join.js';
 
 const MAILBOX_TTL_MS = 10 * 60_000;
 const MAILBOX_MAX = 100;
 
-export async function notifySession(ctx: McpContext, userKey: string, sessionId: string, data: string): Promise<'delivered' | 'sent' | 'queued'> {
+export async function notifySession(ctx: SessionContext, userKey: string, sessionId: string, data: string): Promise<'delivered' | 'sent' | 'queued'> {
   const local = ctx.streams.standalone(userKey, sessionId);
   if (local && !local.finished) {
     local.inject(data);
@@ -27,7 +27,7 @@ export async function notifySession(ctx: McpContext, userKey: string, sessionId:
 }
 
 /** What a replica does with a message another replica addressed to it. */
-export function handleReplicaMessage(ctx: McpContext, message: ReplicaMessage): void {
+export function handleReplicaMessage(ctx: SessionContext, message: ReplicaMessage): void {
   if (message.type === 'ended' || message.type === 'changed') {
     ctx.sessions.forget(message.userKey, message.sessionId);
     // Streams of an ended session (deleted or evicted elsewhere) stop here too.

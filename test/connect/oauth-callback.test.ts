@@ -24,6 +24,7 @@ import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { openSharedVault, type SharedVault } from '../helpers/vault.js';
+import { notifySession } from '../../src/sessions/session-notifier.js';
 
 const PREFIX = 'callback:';
 const TOKEN_KEY = 'callback-token-key-0123456789abcdef012345678';
@@ -276,6 +277,7 @@ test('afterLink runs after the tokens are stored (Connect) and after completion 
   const app: FastifyInstance = Fastify({ logger: { level: 'info', stream: new Writable({ write: (chunk, _e, done) => (logs.push(String(chunk)), done()) }) } });
   const calls: Array<{ provider: string; userKey: string; elicitation?: Elicitation; stored: boolean; status?: string }> = [];
   registerBrowserFlows(app, { ...gateway.app.mcp, config: parseConfig(configFor(port)) }, {
+    notify: (userKey, sessionId, data) => notifySession(gateway.app.mcp, userKey, sessionId, data),
     async afterLink(link) {
       const stored = (await vault.get(link.userKey, link.provider)) !== undefined;
       const status = link.elicitation ? (await new ElicitationStore(store).get(link.elicitation.id))?.status : undefined;

@@ -1,0 +1,28 @@
+/**
+ * Builds the MCP layer's context once, bottom up, with nothing filled in later: the session
+ * layer (sessions/context.ts) with the browser flow's upstream authorization, then the
+ * linking over it, then the aggregated endpoint `/mcp` over both. The browser flow
+ * (connect/) and the linking reach back only through the functions they are given —
+ * `notify` and `afterLink` — which close over what is built after them; they run on requests,
+ * never during construction.
+ */
+import type { FastifyInstance } from 'fastify';
+import { AggregatedBackend } from '../aggregate/aggregated-backend.js';
+import { registerBrowserFlows } from '../connect/browser-flows.js';
+import { Linking, type LinkingContext } from '../linking/linking.js';
+import type { SessionContext } from '../sessions/context.js';
+import { notifySession } from '../sessions/session-notifier.js';
+import type { McpContext } from './context.js';
+
+export type SessionParts = Omit<SessionContext, 'upstream'>;
+
+export function buildMcpContext(app: FastifyInstance, parts: SessionParts): McpContext {
+  const upstream = registerBrowserFlows(app, parts, {
+    notify: (userKey, sessionId, data) => notifySession(sessions, userKey, sessionId, data),
+    afterLink: (link) => linking.linked(link),
+  });
+  const sessions: SessionContext = { ...parts, upstream };
+  const linking = new Linking(sessions, app.log);
+  const linked: LinkingContext = { ...sessions, linking };
+  return { ...linked, aggregate: new AggregatedBackend(linked) };
+}
