@@ -13,6 +13,7 @@ import type { LinkingContext } from '../linking/linking.js';
 import { joinMember } from './initialize.js';
 import type { AggregateCall, Members } from './members.js';
 import { decodeAggregateState, encodeAggregateState, type AggregateState, type MemberSession } from './session-map.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 const WAIT_POLL_MS = 100;
 
@@ -53,7 +54,7 @@ export class MemberLinker {
   async open(call: AggregateCall, name: string, backend: McpBackend): Promise<MemberSession | undefined> {
     const { principal, sessionId } = call.caller;
     if (!sessionId) return undefined;
-    const claim = `${principal.userKey}:link-open:${sessionId}:${name}`;
+    const claim = ValueKeys.memberLinkOpen(principal.userKey, sessionId, name);
     const holdMs = backend.config.timeout + 5_000;
     if (!(await this.ctx.store.putValueIfAbsent(claim, '1', holdMs))) return this.#waitForOther(call, name, claim, holdMs);
     try {

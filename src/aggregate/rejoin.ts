@@ -20,6 +20,7 @@ import { notifySession } from '../sessions/session-notifier.js';
 import { joinMember } from './initialize.js';
 import type { AggregateCall, Members } from './members.js';
 import { abandonMemberSession, updateAggregateState } from './member-link.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 const LISTS = ['tools', 'prompts', 'resources'] as const;
 
@@ -52,7 +53,7 @@ export class Rejoiner {
     for (const name of call.state.left) {
       const backend = allowed.get(name);
       if (!backend) continue;
-      const claim = `${principal.userKey}:aggregate-rejoin:${sessionId}:${name}`;
+      const claim = ValueKeys.aggregateRejoin(principal.userKey, sessionId, name);
       if (!(await this.ctx.store.putValueIfAbsent(claim, '1', this.ctx.config.aggregate.rejoinInterval))) continue;
       const initialize = {
         jsonrpc: '2.0' as const,

@@ -15,12 +15,11 @@
  *   1 minute and 24 hours; 5 minutes without one), a failure for 1 minute, so replicas do not
  *   fetch it again on every request, and a client cannot make the gateway fetch in a loop.
  */
-import { createHash } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import type { StateStore } from '../state/store.js';
 import { safeFetch, SafeFetchError } from '../providers/safe-fetch.js';
+import { ValueKeys } from '../state/value-keys.js';
 
-const CACHE_PREFIX = 'broker:cimd:';
 const MIN_CACHE_S = 60;
 const MAX_CACHE_S = 24 * 60 * 60;
 const DEFAULT_CACHE_S = 5 * 60;
@@ -50,7 +49,7 @@ export function isClientIdUrl(id: string, allowLoopback: boolean): boolean {
 class Refused extends Error {}
 
 export function createClientMetadataDocuments(store: StateStore, options: ClientMetadataDocumentsOptions) {
-  const cacheKey = (id: string) => CACHE_PREFIX + createHash('sha256').update(id).digest('base64url');
+  const cacheKey = ValueKeys.brokerClientDocument;
 
   async function fetchDocument(id: string): Promise<{ properties: AdapterPayload; maxAgeS: number }> {
     let res: Response;

@@ -13,8 +13,8 @@
 import type { StateStore } from '../state/store.js';
 
 export { pickClaims, policyClaimNames } from '../policy/policy-claims.js';
+import { ValueKeys } from '../state/value-keys.js';
 
-const PREFIX = 'broker:claims:';
 export interface GrantClaims {
   save(grantId: string, claims: Record<string, unknown>, ttlMs: number): Promise<void>;
   /** The claims kept for a grant ({} when none). */
@@ -24,10 +24,10 @@ export interface GrantClaims {
 export function createGrantClaims(store: StateStore): GrantClaims {
   return {
     async save(grantId, claims, ttlMs) {
-      if (Object.keys(claims).length) await store.putValue(PREFIX + grantId, JSON.stringify(claims), ttlMs);
+      if (Object.keys(claims).length) await store.putValue(ValueKeys.brokerGrantClaims(grantId), JSON.stringify(claims), ttlMs);
     },
     async load(grantId) {
-      const raw = await store.getValue(PREFIX + grantId);
+      const raw = await store.getValue(ValueKeys.brokerGrantClaims(grantId));
       return raw === undefined ? {} : (JSON.parse(raw) as Record<string, unknown>);
     },
   };

@@ -23,11 +23,10 @@
  * register again). A client_id that is a URL is a Client ID Metadata Document, resolved by
  * client-metadata-documents.ts instead of read from the store.
  */
-import { createHash } from 'node:crypto';
 import { errors, type Adapter, type AdapterFactory, type AdapterPayload } from 'oidc-provider';
 import type { StateStore } from '../state/store.js';
+import { ValueKeys } from '../state/value-keys.js';
 
-const PREFIX = 'broker:';
 /** Records that may be used once; `consume` marks them across replicas. */
 const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest', 'PreAuthorizedCode']);
 /** A used client's TTL is slid at most this often (one write a day, not one per request). */
@@ -40,12 +39,8 @@ export interface StoreAdapterOptions {
   resolveClientUrl?: (id: string) => Promise<AdapterPayload | undefined>;
 }
 
-/** Keys built from ids that come from requests (client ids can be any string) stay short and plain. */
-function safeId(id: string): string {
-  return /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : `h.${createHash('sha256').update(id).digest('base64url')}`;
-}
-
-const grantKey = (grantId: string) => `${PREFIX}Grant:${safeId(grantId)}`;
+/** Record names (state/value-keys.ts) hash ids that are not short and plain: client ids can be any string. */
+const grantKey = ValueKeys.brokerGrant;
 
 export function createStoreAdapter(store: StateStore, options: StoreAdapterOptions): AdapterFactory {
   return (model) => new StoreAdapter(model, store, options);
@@ -59,15 +54,15 @@ class StoreAdapter implements Adapter {
   ) {}
 
   private key(id: string): string {
-    return `${PREFIX}${this.model}:${safeId(id)}`;
+    return ValueKeys.brokerRecord(this.model, id);
   }
 
   private consumedKey(id: string): string {
-    return `${PREFIX}consumed:${this.model}:${safeId(id)}`;
+    return ValueKeys.brokerConsumed(this.model, id);
   }
 
   private uidKey(uid: string): string {
-    return `${PREFIX}${this.model}Uid:${safeId(uid)}`;
+    return ValueKeys.brokerByUid(this.model, uid);
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {

@@ -20,9 +20,9 @@ import { userKeyOf } from '../auth/principal.js';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import { createSigner, type Signer } from '../state/secrets.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 export const SESSION_TTL_MS = 8 * 60 * 60_000;
-const KEY_PREFIX = 'browser:';
 /** Largest urlencoded form body accepted by the page routes. */
 export const FORM_BODY_LIMIT = 16 * 1024;
 
@@ -81,7 +81,7 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
   }
 
   async function load(id: string): Promise<BrowserUser | undefined> {
-    const raw = await store.getValue(KEY_PREFIX + id);
+    const raw = await store.getValue(ValueKeys.browserSession(id));
     const record = raw === undefined ? undefined : parseRecord(raw);
     if (!record || record.createdAt + SESSION_TTL_MS <= Date.now()) return undefined;
     return toUser(id, record);
@@ -95,7 +95,7 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
     },
 
     async start(reply, who, previous) {
-      if (previous) for (const id of sessionIds(previous)) await store.deleteValue(KEY_PREFIX + id);
+      if (previous) for (const id of sessionIds(previous)) await store.deleteValue(ValueKeys.browserSession(id));
       const sessionId = randomBytes(32).toString('base64url');
       const record: SessionRecord = {
         iss: who.iss,
@@ -106,13 +106,13 @@ export function createBrowserSessions(store: StateStore, config: Config): Browse
         createdAt: Date.now(),
         ...(who.claims && Object.keys(who.claims).length ? { claims: who.claims } : {}),
       };
-      await store.putValue(KEY_PREFIX + sessionId, JSON.stringify(record), SESSION_TTL_MS);
+      await store.putValue(ValueKeys.browserSession(sessionId), JSON.stringify(record), SESSION_TTL_MS);
       reply.header('set-cookie', sessionCookie(signer.sign(sessionId), SESSION_TTL_MS));
       return toUser(sessionId, record);
     },
 
     async end(request, reply) {
-      for (const id of sessionIds(request)) await store.deleteValue(KEY_PREFIX + id);
+      for (const id of sessionIds(request)) await store.deleteValue(ValueKeys.browserSession(id));
       reply.header('set-cookie', sessionCookie('', 0));
     },
 

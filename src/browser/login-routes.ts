@@ -42,9 +42,8 @@ import {
   serializeCookie,
 } from './browser-sessions.js';
 import { CSRF_FIELD, errorPage, refusalPage, sendPage, setPageErrorHandler, signedOutPage, type Page } from './pages.js';
+import { ValueKeys } from '../state/value-keys.js';
 
-/** A redeemed state, remembered until it would have expired anyway. */
-const USED_PREFIX = 'login-used:';
 const RETURN_DEFAULT = '/connections';
 
 type LoginConfig = NonNullable<Config['auth']['login']>;
@@ -160,7 +159,7 @@ async function finishSignIn(signIn: SignIn, request: FastifyRequest, reply: Fast
   }
 
   // Single use from here on, even if a concurrent request raced us to it.
-  if (!(await signIn.store.putValueIfAbsent(USED_PREFIX + state, '1', PENDING_LOGIN_TTL_MS))) return sendPage(reply, expiredPage());
+  if (!(await signIn.store.putValueIfAbsent(ValueKeys.usedLoginState(state), '1', PENDING_LOGIN_TTL_MS))) return sendPage(reply, expiredPage());
   const user = await signIn.sessions.start(reply, { iss: claims.iss, sub: claims.sub, label: labelOf(claims), claims: pickClaims(claims, signIn.policyClaims) }, request);
   request.log.info({ userKey: user.userKey }, 'sign-in: browser session started');
   return redirect(reply, returnTo);
@@ -176,7 +175,7 @@ async function heldState(signIn: SignIn, request: FastifyRequest, state: unknown
   if (typeof state !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(state)) {
     return { page: errorPage({ status: 400, title: 'Sign-in link is incomplete', detail: 'The sign-in response did not carry a valid state. Please sign in again.', retryUrl: '/login' }) };
   }
-  if (!STATE_FORMAT.test(state) || (await signIn.store.getValue(USED_PREFIX + state)) !== undefined) {
+  if (!STATE_FORMAT.test(state) || (await signIn.store.getValue(ValueKeys.usedLoginState(state))) !== undefined) {
     request.log.info('sign-in: unknown or used state');
     return { page: expiredPage() };
   }

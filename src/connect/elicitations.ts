@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import type { StateStore } from '../state/store.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 export type ElicitationStatus = 'pending' | 'complete' | 'declined';
 
@@ -81,4 +82,4 @@ export function connectUrl(publicUrl: string, id: string): string {
   return `${publicUrl}/connect?elicitationId=${encodeURIComponent(id)}`;
 }
 
-const key = (id: string) => `elicitation:${id}`;
+const key = ValueKeys.elicitation;

@@ -20,6 +20,7 @@ import type { BrowserUser } from '../browser/browser-sessions.js';
 import { authorizationRequestUrl, createPkce } from '../providers/provider-client.js';
 import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 import { callbackUri, legacyCallbackUri } from '../providers/redirect-uri.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 export interface PendingAuthorization {
   provider: string;
@@ -42,7 +43,7 @@ export interface PendingAuthorization {
 export type CallbackMismatch = 'another-browser' | 'wrong-redirect-uri' | 'issuer-missing' | 'issuer-mismatch';
 
 const STATE_TTL_MS = 10 * 60_000;
-const stateKey = (state: string) => `oauth-state:${state}`;
+const stateKey = ValueKeys.oauthState;
 
 /**
  * Stores a pending authorization under a fresh `state` and returns the provider URL to send

@@ -15,6 +15,7 @@
 import type { StateStore } from '../state/store.js';
 import type { TokenCipher } from '../state/secrets.js';
 import type { ProviderTokens } from '../providers/provider-client.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 /** 400 days, in milliseconds. */
 export const DEFAULT_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
@@ -32,7 +33,7 @@ export interface TokenVaultOptions {
 export function vaultKey(userKey: string, provider: string): string {
   if (!USER_KEY.test(userKey)) throw new Error('vault: userKey must be an opaque digest ([A-Za-z0-9_-])');
   if (!PROVIDER.test(provider)) throw new Error('vault: provider must match [a-z0-9-]+');
-  return `vault:${userKey}:${provider}`;
+  return ValueKeys.vault(userKey, provider);
 }
 
 export class TokenVault {

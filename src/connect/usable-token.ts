@@ -21,6 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { StateStore } from '../state/store.js';
 import { ProviderError, refreshTokens, type ProviderEndpoints, type ProviderRequestOptions, type ProviderTokens } from '../providers/provider-client.js';
 import type { TokenVault } from './token-vault.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 export type RefreshOutcome = 'ok' | 'invalid_grant' | 'error';
 
@@ -69,7 +70,7 @@ export async function usableToken(
     return current; // near expiry but still valid, and nothing to refresh with
   }
 
-  const lockKey = `lock:refresh:${userKey}:${provider}`;
+  const lockKey = ValueKeys.refreshLock(userKey, provider);
   const deadline = Date.now() + (options.waitForOtherRefreshMs ?? DEFAULT_WAIT_MS);
   const pollMs = options.pollIntervalMs ?? DEFAULT_POLL_MS;
   const lockId = randomBytes(16).toString('base64url');

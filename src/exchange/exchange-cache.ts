@@ -10,6 +10,7 @@
 import type { TokenCipher } from '../state/secrets.js';
 import type { StateStore } from '../state/store.js';
 import type { ExchangedToken } from './exchange-grant.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 /** A token is not handed out in its last minute (or last half, for short-lived ones). */
 const MAX_MARGIN_MS = 60_000;
@@ -40,7 +41,7 @@ export class ExchangeCache {
 
   /** The store key (and sealing context) of one user's token for one target. */
   key(userKey: string, target: string): string {
-    return `exchange:${userKey}:${target}`;
+    return ValueKeys.exchange(userKey, target);
   }
 
   /** The cached token, unless absent, due, or not openable (then it is deleted). */

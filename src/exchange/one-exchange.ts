@@ -18,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { StateStore } from '../state/store.js';
 import type { ExchangeCache } from './exchange-cache.js';
 import { ExchangeFailedError, type ExchangedToken, type ExchangeFailure } from './exchange-grant.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 /** How long a failure answers for the exchanges that would follow it. */
 export const FAILURE_NOTE_MS = 2_000;
@@ -33,7 +34,7 @@ export interface OneExchangeOptions {
 }
 
 export async function oneExchange(store: StateStore, cache: ExchangeCache, key: string, exchange: () => Promise<ExchangedToken>, options: OneExchangeOptions): Promise<string> {
-  const lock: Lock = { key: `lock:${key}`, id: randomBytes(16).toString('base64url'), noteKey: `lock:${key}:failed` };
+  const lock: Lock = { key: ValueKeys.exchangeLock(key), id: randomBytes(16).toString('base64url'), noteKey: ValueKeys.exchangeFailure(key) };
   const deadline = Date.now() + options.waitMs;
   const usable = (token: string | undefined) => token !== undefined && token !== options.rejected;
   for (;;) {

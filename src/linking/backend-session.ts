@@ -17,6 +17,7 @@ import type { SessionContext } from '../sessions/context.js';
 import { HEADER } from '../wire/protocol.js';
 import type { SessionRecord } from '../state/store.js';
 import type { BackendCatalog } from './catalog.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 export interface LinkedSessionInput {
   ctx: SessionContext;
@@ -38,7 +39,7 @@ const WAIT_POLL_MS = 100;
  */
 export async function openBackendSession(input: LinkedSessionInput): Promise<SessionRecord | undefined> {
   const { ctx, caller } = input;
-  const claim = `${caller.principal.userKey}:link-open:${caller.sessionId}`;
+  const claim = ValueKeys.linkOpen(caller.principal.userKey, caller.sessionId);
   const holdMs = input.backend.config.timeout + 5_000;
   if (!(await ctx.store.putValueIfAbsent(claim, '1', holdMs))) return waitForOther(ctx, caller, input.backend.name, claim, holdMs);
   try {

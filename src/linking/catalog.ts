@@ -13,6 +13,7 @@
  * policy is applied when they are served, never when they are stored.
  */
 import type { StateStore } from '../state/store.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 /** The part of a backend's `initialize` result the gateway can repeat to another client. */
 export interface InitializeSnapshot {
@@ -88,5 +89,5 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return Boolean(value) && typeof value === 'object' && !Array.isArray(value);
 }
 
-const initializeKey = (backend: string) => `catalog:${backend}:initialize`;
-const listKey = (backend: string, method: string) => `catalog:${backend}:${method}`;
+const initializeKey = ValueKeys.catalogInitialize;
+const listKey = ValueKeys.catalogList;

@@ -11,6 +11,7 @@
  * the backend session.
  */
 import type { StateStore } from '../state/store.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 export interface Waiter {
   sessionId: string;
@@ -51,4 +52,4 @@ function parse(text: string): Waiter[] {
   return Array.isArray(value) ? (value as Waiter[]).filter((w) => typeof w?.sessionId === 'string' && Array.isArray(w.lists)) : [];
 }
 
-const key = (userKey: string, provider: string) => `${userKey}:link-waiting:${provider}`;
+const key = ValueKeys.linkWaiters;

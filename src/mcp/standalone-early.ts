@@ -25,11 +25,12 @@ import { claimStandalone, LEASE_TTL_MS } from '../streams/stream-leases.js';
 import { eventId, StreamRelay } from '../streams/stream-relay.js';
 import { newStreamId, openWriter, relayContext, resumeFromStore, streamKey, type StreamTarget } from './stream-service.js';
 import { principalOf } from '../auth/authenticate.js';
+import { ValueKeys } from '../state/value-keys.js';
 
 /** How long a stream opened ahead waits for its client before it is closed. */
 export const AWAIT_CLIENT_MS = 2 * 60_000;
 
-const awaitingKey = (userKey: string, sessionId: string) => `${userKey}:standalone-awaiting:${sessionId}`;
+const awaitingKey = ValueKeys.standaloneAwaiting;
 
 /**
  * Opens the backend's standalone stream for a session that was just initialized, unless the

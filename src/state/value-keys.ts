@@ -1,0 +1,72 @@
+/**
+ * The names of the store's keyed values (`StateStore.putValue` and its siblings), every one
+ * of them, in one place: what the gateway keeps in the shared store, and under which name,
+ * reads here as a table instead of being spread over the modules that use it (issue 14).
+ *
+ * These names are a contract with the running deployment, not a detail: a rolling upgrade
+ * (SPEC §5) has old and new replicas reading each other's browser sessions, vault entries,
+ * OAuth `state`, locks and broker records, so a name must stay byte-identical across
+ * versions. Change one only with a migration. The Redis store adds its own `v:` and the
+ * configured `redis.keyPrefix` (redis-keys.ts); the memory store uses the names as they are.
+ *
+ * Every value is touched one key at a time, so none needs a Redis Cluster hash tag
+ * (redis-keys.ts). Parts that come from requests are made safe where the name is built
+ * (broker ids: {@link safeId}; metadata document URLs: hashed).
+ */
+import { createHash } from 'node:crypto';
+
+/** Keys built from ids that come from requests (client ids can be any string) stay short and plain. */
+function safeId(id: string): string {
+  return /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : `h.${createHash('sha256').update(id).digest('base64url')}`;
+}
+
+const BROKER = 'broker:';
+
+export const ValueKeys = {
+  /** A browser session (browser/browser-sessions.ts). */
+  browserSession: (sessionId: string) => `browser:${sessionId}`,
+  /** A redeemed sign-in `state` (browser/login-routes.ts), remembered until it would have expired anyway: a replayed callback is refused. */
+  usedLoginState: (state: string) => `login-used:${state}`,
+  /** A provider's dynamically registered OAuth client (providers/upstream-discovery.ts). */
+  providerClient: (provider: string) => `client:${provider}`,
+  /** A pending account link, by its OAuth `state` (connect/pending-authorization.ts). */
+  oauthState: (state: string) => `oauth-state:${state}`,
+  /** One user's sealed tokens for one provider (connect/token-vault.ts; also the sealing context). */
+  vault: (userKey: string, provider: string) => `vault:${userKey}:${provider}`,
+  /** Who refreshes a user's provider token right now (connect/usable-token.ts). */
+  refreshLock: (userKey: string, provider: string) => `lock:refresh:${userKey}:${provider}`,
+  /** An elicitation waiting for the user's answer (connect/elicitations.ts). */
+  elicitation: (id: string) => `elicitation:${id}`,
+  /** A backend's initialize result, kept for sessions that cannot reach it yet (linking/catalog.ts). */
+  catalogInitialize: (backend: string) => `catalog:${backend}:initialize`,
+  /** A backend's list result (`tools/list`…), same purpose. */
+  catalogList: (backend: string, method: string) => `catalog:${backend}:${method}`,
+  /** Sessions waiting for a user to link a provider (linking/waiters.ts). */
+  linkWaiters: (userKey: string, provider: string) => `${userKey}:link-waiting:${provider}`,
+  /** Who opens a session's backend session once its account is linked (linking/backend-session.ts). */
+  linkOpen: (userKey: string, sessionId: string) => `${userKey}:link-open:${sessionId}`,
+  /** The same, for one member of an aggregated session (aggregate/member-link.ts). */
+  memberLinkOpen: (userKey: string, sessionId: string, member: string) => `${userKey}:link-open:${sessionId}:${member}`,
+  /** Who brings a missing member back into an aggregated session (aggregate/rejoin.ts). */
+  aggregateRejoin: (userKey: string, sessionId: string, member: string) => `${userKey}:aggregate-rejoin:${sessionId}:${member}`,
+  /** The standalone stream a replica opened ahead of its client (mcp/standalone-early.ts). */
+  standaloneAwaiting: (userKey: string, sessionId: string) => `${userKey}:standalone-awaiting:${sessionId}`,
+  /** A user's exchanged token for a target (exchange/exchange-cache.ts; also the sealing context). */
+  exchange: (userKey: string, target: string) => `exchange:${userKey}:${target}`,
+  /** Who exchanges for that cache entry right now (exchange/one-exchange.ts). */
+  exchangeLock: (exchangeKey: string) => `lock:${exchangeKey}`,
+  /** Why the last exchange for that entry failed, shared with the replicas that waited. */
+  exchangeFailure: (exchangeKey: string) => `lock:${exchangeKey}:failed`,
+  /** Broker mode (broker/store-adapter.ts): an oidc-provider record of `model`. */
+  brokerRecord: (model: string, id: string) => `${BROKER}${model}:${safeId(id)}`,
+  /** A single-use record's "consumed" marker, across replicas. */
+  brokerConsumed: (model: string, id: string) => `${BROKER}consumed:${model}:${safeId(id)}`,
+  /** A record found by its `uid` (oidc-provider sessions). */
+  brokerByUid: (model: string, uid: string) => `${BROKER}${model}Uid:${safeId(uid)}`,
+  /** A grant (revocation deletes it by id). */
+  brokerGrant: (grantId: string) => `${BROKER}Grant:${safeId(grantId)}`,
+  /** The policy claims recorded with a grant (broker/grant-claims.ts). */
+  brokerGrantClaims: (grantId: string) => `${BROKER}claims:${grantId}`,
+  /** A fetched Client ID Metadata Document, by its URL's digest (broker/client-metadata-documents.ts). */
+  brokerClientDocument: (clientId: string) => `${BROKER}cimd:${createHash('sha256').update(clientId).digest('base64url')}`,
+} as const;
