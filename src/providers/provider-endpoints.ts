@@ -12,7 +12,8 @@ import type { ProviderEndpoints, ProviderRequestOptions } from './provider-clien
 import { callbackUri } from './redirect-uri.js';
 import { configuredEndpoints } from './provider-presets.js';
 import { guardedFetch } from './safe-fetch.js';
-import { discoverUpstreamAuth, registeredClient } from './upstream-discovery.js';
+import { registeredClient } from './client-registration.js';
+import { discoverUpstreamAuth } from './upstream-discovery.js';
 
 /**
  * Endpoints plus how to call them: discovered endpoints come from a backend's say-so, so

@@ -21,6 +21,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
+import { errorCauseCode } from '../wire/error-cause.js';
 
 export type SafeFetchRefusal = 'url' | 'address' | 'dns' | 'redirect' | 'timeout' | 'too_large' | 'network';
 
@@ -61,8 +62,35 @@ export async function safeFetch(url: string | URL, init: SafeFetchInit = {}): Pr
   const where = `${target.origin}${target.pathname}`;
   const timeout = AbortSignal.timeout(init.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const signal = init.signal ? AbortSignal.any([timeout, init.signal]) : timeout;
-  const host = bareHost(target.hostname);
+  const addresses = await checkedAddresses(target, where, init, signal);
+  const agent = pinnedAgent(addresses);
+  try {
+    const res = await send(target, where, init, agent, signal);
+    if (res.statusCode >= 300 && res.statusCode < 400) {
+      discard(res.body);
+      throw new SafeFetchError('redirect', `${where}: answered with a redirect (${res.statusCode}); redirects are not followed`, res.statusCode);
+    }
+    const body = await readBody(res, where, init.maxBodyBytes ?? DEFAULT_MAX_BODY, signal);
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value === undefined) continue;
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+    }
+    const nullBody = res.statusCode === 204 || res.statusCode === 304;
+    return new Response(nullBody ? null : body, { status: res.statusCode, headers });
+  } finally {
+    agent.close().catch(() => undefined);
+  }
+}
 
+type UndiciResponse = Awaited<ReturnType<typeof request>>;
+
+/**
+ * The host's addresses — an IP literal as is, a name resolved in full — each of them public
+ * (or loopback, when allowed), and `http:` only when all are loopback.
+ */
+async function checkedAddresses(target: URL, where: string, init: SafeFetchInit, signal: AbortSignal): Promise<LookupAddress[]> {
+  const host = bareHost(target.hostname);
   let addresses: LookupAddress[];
   if (isIP(host)) {
     addresses = [{ address: host, family: isIP(host) }];
@@ -84,10 +112,12 @@ export async function safeFetch(url: string | URL, init: SafeFetchInit = {}): Pr
   if (target.protocol === 'http:' && !addresses.every((a) => classifyAddress(a.address) === 'loopback')) {
     throw new SafeFetchError('url', `${where}: refused, http is allowed for loopback hosts only`);
   }
+  return addresses;
+}
 
-  // Connect only to the addresses just checked.
-  const pinned = addresses;
-  const agent = new Agent({
+/** A connection pool that connects only to `pinned`, the addresses just checked (no second lookup to rebind). */
+function pinnedAgent(pinned: LookupAddress[]): Agent {
+  return new Agent({
     connect: {
       lookup: ((_hostname: string, options: LookupOptions, callback: (...args: unknown[]) => void) => {
         if ((options as LookupAllOptions).all) callback(null, pinned);
@@ -95,52 +125,44 @@ export async function safeFetch(url: string | URL, init: SafeFetchInit = {}): Pr
       }) as never,
     },
   });
+}
+
+/** The request itself; a failure to get an answer is a timeout or a network refusal (with the cause's code only). */
+async function send(target: URL, where: string, init: SafeFetchInit, agent: Agent, signal: AbortSignal): Promise<UndiciResponse> {
   try {
-    let res: Awaited<ReturnType<typeof request>>;
-    try {
-      res = await request(target, {
-        method: (init.method ?? 'GET') as 'GET',
-        headers: init.headers,
-        body: init.body,
-        dispatcher: agent,
-        signal,
-      });
-    } catch (err) {
-      if (isTimeout(err) || signal.aborted) throw new SafeFetchError('timeout', `${where}: no answer in time`);
-      throw new SafeFetchError('network', `${where}: request failed${codeOf(err) ? ` (${codeOf(err)})` : ''}`);
-    }
-    if (res.statusCode >= 300 && res.statusCode < 400) {
-      discard(res.body);
-      throw new SafeFetchError('redirect', `${where}: answered with a redirect (${res.statusCode}); redirects are not followed`, res.statusCode);
-    }
-    const max = init.maxBodyBytes ?? DEFAULT_MAX_BODY;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of res.body) {
-        const buf = chunk as Buffer;
-        size += buf.byteLength;
-        if (size > max) {
-          discard(res.body);
-          throw new SafeFetchError('too_large', `${where}: response body exceeds ${max} bytes`, res.statusCode);
-        }
-        chunks.push(buf);
-      }
-    } catch (err) {
-      if (err instanceof SafeFetchError) throw err;
-      if (isTimeout(err) || signal.aborted) throw new SafeFetchError('timeout', `${where}: body not received in time`);
-      throw new SafeFetchError('network', `${where}: body could not be read`);
-    }
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(res.headers)) {
-      if (value === undefined) continue;
-      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-    }
-    const nullBody = res.statusCode === 204 || res.statusCode === 304;
-    return new Response(nullBody ? null : Buffer.concat(chunks), { status: res.statusCode, headers });
-  } finally {
-    agent.close().catch(() => undefined);
+    return await request(target, {
+      method: (init.method ?? 'GET') as 'GET',
+      headers: init.headers,
+      body: init.body,
+      dispatcher: agent,
+      signal,
+    });
+  } catch (err) {
+    if (isTimeout(err) || signal.aborted) throw new SafeFetchError('timeout', `${where}: no answer in time`);
+    throw new SafeFetchError('network', `${where}: request failed${errorCauseCode(err) ? ` (${errorCauseCode(err)})` : ''}`);
   }
+}
+
+/** The whole body, at most `max` bytes (more is refused as `too_large` and the rest dropped). */
+async function readBody(res: UndiciResponse, where: string, max: number, signal: AbortSignal): Promise<Buffer<ArrayBuffer>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body) {
+      const buf = chunk as Buffer;
+      size += buf.byteLength;
+      if (size > max) {
+        discard(res.body);
+        throw new SafeFetchError('too_large', `${where}: response body exceeds ${max} bytes`, res.statusCode);
+      }
+      chunks.push(buf);
+    }
+  } catch (err) {
+    if (err instanceof SafeFetchError) throw err;
+    if (isTimeout(err) || signal.aborted) throw new SafeFetchError('timeout', `${where}: body not received in time`);
+    throw new SafeFetchError('network', `${where}: body could not be read`);
+  }
+  return Buffer.concat(chunks);
 }
 
 /**
@@ -321,13 +343,4 @@ function withSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 function isTimeout(err: unknown): boolean {
   const name = (err as { name?: string } | undefined)?.name;
   return name === 'TimeoutError' || name === 'AbortError';
-}
-
-function codeOf(err: unknown): string | undefined {
-  let e = err as { code?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 4; depth++) {
-    if (typeof e.code === 'string' && /^[A-Z0-9_]{2,40}$/.test(e.code)) return e.code;
-    e = e.cause as typeof e;
-  }
-  return undefined;
 }

@@ -27,7 +27,7 @@ export const ValueKeys = {
   browserSession: (sessionId: string) => `browser:${sessionId}`,
   /** A redeemed sign-in `state` (browser/login-routes.ts), remembered until it would have expired anyway: a replayed callback is refused. */
   usedLoginState: (state: string) => `login-used:${state}`,
-  /** A provider's dynamically registered OAuth client (providers/upstream-discovery.ts). */
+  /** A provider's dynamically registered OAuth client (providers/client-registration.ts). */
   providerClient: (provider: string) => `client:${provider}`,
   /** A pending account link, by its OAuth `state` (connect/pending-authorization.ts). */
   oauthState: (state: string) => `oauth-state:${state}`,

@@ -8,13 +8,10 @@ import type { LookupAddress } from 'node:dns';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { classifyAddress, safeFetch, SafeFetchError } from '../../src/providers/safe-fetch.js';
 import { createTokenCipher } from '../../src/state/secrets.js';
-import {
-  DiscoveryError,
-  discoverUpstreamAuth,
-  parseWwwAuthenticate,
-  registerClient,
-  registeredClient,
-} from '../../src/providers/upstream-discovery.js';
+import { registerClient, registeredClient } from '../../src/providers/client-registration.js';
+import { DiscoveryError } from '../../src/providers/discovery-fetch.js';
+import { discoverUpstreamAuth } from '../../src/providers/upstream-discovery.js';
+import { parseWwwAuthenticate } from '../../src/providers/www-authenticate.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { hold, sendJson, startHttpFixture, type HttpFixture, type RecordedRequest } from '../fixtures/provider-http-fixture.js';
 
