@@ -23,6 +23,17 @@ import ts from 'typescript';
 /** The node that stands for the files directly in `src/` (app.ts, server.ts, cli.ts). */
 export const ROOT_FOLDER = '(root)';
 
+/**
+ * The layering of docs/architecture.md, bottom to top: a folder may import only folders
+ * before it in this list. The check fails on what makes any order impossible (a two-way pair,
+ * a cycle); an import against this particular order is reported beside it, so the documented
+ * order and the code are seen to agree — change the list when the design changes.
+ */
+export const LAYERS: readonly string[] = [
+  'wire', 'config', 'ops', 'state', 'auth', 'backends', 'http', 'providers', 'policy', 'browser', 'connect',
+  'exchange', 'streams', 'sessions', 'linking', 'aggregate', 'mcp', 'transport', 'broker', 'dev', ROOT_FOLDER,
+];
+
 /** The command that regenerates the document; named in it and in the up-to-date test. */
 export const GRAPH_COMMAND = 'npm run graph';
 
@@ -220,6 +231,19 @@ function describeEdge(edge: FolderEdge): string {
   return [`  ${edge.from} → ${edge.to} (${edge.weight})`, ...lines].join('\n');
 }
 
+/**
+ * Imports from a folder to one above it in {@link LAYERS} (or between folders the list does
+ * not name, when one of them is missing from it).
+ */
+export function againstLayers(graph: FolderGraph, layers: readonly string[] = LAYERS): FolderEdge[] {
+  const rank = new Map(layers.map((folder, i) => [folder, i]));
+  return graph.edges.filter((e) => {
+    const from = rank.get(e.from);
+    const to = rank.get(e.to);
+    return from === undefined || to === undefined || to > from;
+  });
+}
+
 /** The report `--check` prints: every offending file-level import, grouped by folder edge. */
 export function formatProblems(problems: GraphProblems): string {
   const out: string[] = [];
@@ -267,14 +291,26 @@ function mermaid(graph: FolderGraph): string[] {
 function folderTable(graph: FolderGraph, level: Map<string, number> | undefined): string[] {
   const list = (edges: FolderEdge[], end: 'from' | 'to'): string =>
     edges.map((e) => `\`${e[end]}\` (${e.weight})`).join(', ') || '—';
-  const order = [...graph.folders];
-  if (level) order.sort((a, b) => level.get(a)! - level.get(b)! || compare(a, b));
+  const unlisted = graph.folders.filter((f) => !LAYERS.includes(f));
+  const order = [...LAYERS.filter((f) => graph.folders.includes(f)), ...unlisted];
   const rows = order.map((folder) => {
     const imports = list(graph.edges.filter((e) => e.from === folder), 'to');
     const importedBy = list(graph.edges.filter((e) => e.to === folder), 'from');
     return `| \`${folder}\` | ${level ? level.get(folder) : '—'} | ${imports} | ${importedBy} |`;
   });
-  return ['| folder | level | imports | imported by |', '|---|---|---|---|', ...rows];
+  return ['| folder (documented order, bottom first) | level | imports | imported by |', '|---|---|---|---|', ...rows];
+}
+
+function layerLines(graph: FolderGraph): string[] {
+  const against = againstLayers(graph);
+  if (against.length === 0) return ['Every import follows the documented order (`LAYERS` in `scripts/folder-graph.ts`).'];
+  return [
+    'Imports against the documented order (`LAYERS` in `scripts/folder-graph.ts`; reported, not failed on):',
+    '',
+    '```',
+    ...against.map(describeEdge),
+    '```',
+  ];
 }
 
 function problemLines(problems: GraphProblems): string[] {
@@ -299,10 +335,12 @@ export function renderMarkdown(graph: FolderGraph): string {
     'a test fails when it no longer matches the code. An arrow `a → b` means files in `a/` import',
     'files in `b/`; its number counts distinct (importing file, imported file) pairs. `(root)` is',
     'the files directly in `src/`. Level 0 imports no other folder; every other folder is one',
-    'level above the highest it imports. Why the folders are layered this way:',
+    'level above the highest it imports. The table lists the folders in the documented order. Why:',
     '[architecture.md](architecture.md#layering).',
     '',
     ...problemLines(problems),
+    '',
+    ...layerLines(graph),
     '',
     ...mermaid(graph),
     '',
@@ -328,6 +366,8 @@ export function main(args: string[]): number {
     return 0;
   }
   const problems = findProblems(graph);
+  const against = againstLayers(graph);
+  if (against.length > 0) console.log(`note: imports against the documented order (LAYERS):\n${against.map(describeEdge).join('\n')}`);
   if (problems.pairs.length === 0 && problems.cycles.length === 0) {
     console.log(`folder graph: ${graph.folders.length} folders, ${graph.edges.length} edges, no two-way pair, no cycle`);
     return 0;

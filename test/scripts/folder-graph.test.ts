@@ -13,6 +13,7 @@ import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
   GRAPH_COMMAND,
+  againstLayers,
   ROOT_FOLDER,
   findProblems,
   folderGraphOf,
@@ -103,5 +104,7 @@ describe('the check (on a small tree with a two-way pair and a three-folder cycl
     assert.deepEqual(findProblems(graph), { pairs: [], cycles: [] });
     assert.deepEqual(Object.fromEntries(levels(graph)!), { [ROOT_FOLDER]: 3, low: 0, mid: 1, top: 2 });
     assert.deepEqual(graph.edges.map((e) => `${e.from}>${e.to}:${e.weight}`), ['(root)>top:1', 'mid>low:1', 'top>low:1', 'top>mid:1']);
+    assert.deepEqual(againstLayers(graph, ['low', 'mid', 'top', ROOT_FOLDER]), []);
+    assert.deepEqual(againstLayers(graph, ['mid', 'low', 'top', ROOT_FOLDER]).map((e) => `${e.from}>${e.to}`), ['mid>low'], 'an import against the documented order is named');
   });
 });
