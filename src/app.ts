@@ -34,6 +34,7 @@ import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
 import { exchangeForBackends } from './exchange/exchanging-backend.js';
+import { applyToolPolicies } from './policy/tool-policy-backend.js';
 import { prepareBroker } from './broker/broker.js';
 
 export interface AppOptions {
@@ -89,6 +90,8 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const exchange = createTokenExchange(config, store, metrics);
   // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/).
   if (exchange) exchangeForBackends(backends, exchange);
+  // Backends with a tool policy hide the same tools on every path that reaches them (src/policy/).
+  applyToolPolicies(backends, metrics);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);

@@ -9,7 +9,6 @@ import { BackendError } from '../backends/errors.js';
 import type { BackendResponse } from '../backends/backend.js';
 import { collectMessages } from '../backends/backend-body.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
-import { filterToolsResult } from '../policy/tool-policy.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { AggregateCall, Members } from './members.js';
 import type { MemberLinker } from './member-link.js';
@@ -93,8 +92,8 @@ async function fetchPage(members: Members, linker: MemberLinker, call: Aggregate
     const response = (await collectMessages(res)).messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
     if (!response?.result) throw new Error(response?.error ? `refused ${message.method}: ${response.error.message}` : `did not answer ${message.method}`);
     if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog.rememberList(at.backend, message.method, response.result);
-    const result = message.method === 'tools/list' ? filterToolsResult(member.backend.config, response.result) : response.result;
-    return pageOf(at.backend, message.method, result);
+    // A member with a tool policy answered through it already (policy/tool-policy-backend.ts).
+    return pageOf(at.backend, message.method, response.result);
   } catch (err) {
     const reason = controller.signal.aborted ? `no answer within ${members.fanoutTimeoutMs} ms` : (err as Error).message;
     call.caller.log.warn({ backend: at.backend, method: message.method, err: reason }, 'backend left out of an aggregated list');

@@ -38,6 +38,8 @@ export interface BackendResponse {
   headers: Record<string, string | string[] | undefined>;
   body: BackendBody;
   contentType: string;
+  /** Answered by the gateway in the backend's place, which never saw the request (a tool policy's refusal). */
+  refused?: boolean;
 }
 
 export interface McpBackend {

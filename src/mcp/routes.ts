@@ -22,7 +22,6 @@ import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStr
 import { parseEventId } from '../streams/stream-relay.js';
 import { openStandaloneEarly } from './standalone-early.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
-import { applyToolPolicy, screenToolCalls } from '../policy/tool-traffic.js';
 import { principalOf } from '../auth/authenticate.js';
 
 type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
@@ -97,8 +96,6 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
   }
-  const screened = screenToolCalls(ctx.metrics, request, backend.config, messages, body);
-  if (screened.refusal) return reply.code(200).type('application/json').header(HEADER.sessionId, target.sessionId).send(screened.refusal);
   let t = target;
   let authorization: string | undefined;
   const linkable = Boolean(backend.config.upstreamAuth);
@@ -109,8 +106,8 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
   }
   let res;
   try {
-    res = await backend.post(screened.body, { sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, authorization, ...traceHeaders(request), caller: callerOf(request, t.sessionId, t.session.clientCapabilities) });
-    res = applyToolPolicy(backend.config, messages, res);
+    res = await backend.post(body, { sessionId: t.session.backendSessionId, protocolVersion: t.protocolVersion, authorization, ...traceHeaders(request), caller: callerOf(request, t.sessionId, t.session.clientCapabilities) });
+    if (res.refused) request.mcpOutcome = 'rejected';
   } catch (err) {
     if (err instanceof BackendError) return sendBackendError(reply, err, requestIds, batch);
     throw err;

@@ -1,5 +1,6 @@
 /**
- * The tool policy (tool-policy.ts) applied to the messages of one POST to `/mcp/{backend}`:
+ * The tool policy (tool-policy.ts) applied to the messages of one POST to a backend (through
+ * tool-policy-backend.ts, on `/mcp/{backend}` and for the members of `/mcp` alike):
  * before the backend is called, calls to hidden tools are taken out and answered by the
  * gateway; after it answered, `tools/list` results lose the hidden tools.
  *
@@ -23,7 +24,7 @@
  * first. parseMessages (wire/jsonrpc.ts, json-guard.ts) refuses any message with a duplicate
  * member name before it gets here (issue 13).
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import type { BackendConfig } from '../config/schema.js';
@@ -55,16 +56,15 @@ function unknownTool(m: JsonRpcMessage & { id: JsonRpcId }): JsonRpcMessage {
  * Before the backend is called: `{ refusal }` is the whole answer (send it as JSON, HTTP 200);
  * otherwise `{ body }` is what to forward (the client's own bytes unless a batch lost calls).
  */
-export function screenToolCalls(metrics: Metrics, request: FastifyRequest, backend: BackendConfig, messages: readonly JsonRpcMessage[], body: string): Screened {
+export function screenToolCalls(metrics: Metrics, log: FastifyBaseLogger | undefined, backend: BackendConfig, messages: readonly JsonRpcMessage[], body: string): Screened {
   const hidden = hiddenCalls(backend, messages);
   if (!hidden.length) return { body };
   for (const m of hidden) {
     metrics.policyDenials.inc({ backend: backend.name, reason: 'tool' });
-    request.log.info({ backend: backend.name, tool: toolName(m) }, 'tool call refused by tool policy');
+    log?.info({ backend: backend.name, tool: toolName(m) }, 'tool call refused by tool policy');
   }
   const rest = messages.filter((m) => !hidden.includes(m as JsonRpcMessage & { id: JsonRpcId }));
   if (!rest.length || !isBatchText(body)) {
-    request.mcpOutcome = 'rejected';
     return { refusal: isBatchText(body) ? hidden.map(unknownTool) : unknownTool(hidden[0]!) };
   }
   // One message left goes unbatched: equivalent by JSON-RPC, and later revisions' backends

@@ -1,0 +1,72 @@
+/**
+ * The tool policy (SPEC §3 `backends[].tools`) as a face of the backend itself: a backend with
+ * a policy is wrapped once, where backends are built (app.ts), so every path that calls it —
+ * `/mcp/{backend}`, the members of the aggregated `/mcp`, WebSocket through either — hides
+ * the same tools without knowing about the policy (tool-traffic.ts says how).
+ *
+ * A refusal never reaches the backend: the answer is made here and marked `refused`, so the
+ * route can count it as rejected rather than relayed. Backends without a policy are not
+ * wrapped and cost nothing.
+ */
+import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
+import { syntheticBody } from '../backends/body.js';
+import type { BackendConfig } from '../config/schema.js';
+import type { Metrics } from '../ops/metrics.js';
+import { parseMessages, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { hasToolPolicy } from './tool-policy.js';
+import { applyToolPolicy, screenToolCalls } from './tool-traffic.js';
+
+export class ToolPolicyBackend implements McpBackend {
+  readonly name: string;
+  readonly config: BackendConfig;
+
+  constructor(
+    private readonly inner: McpBackend,
+    private readonly metrics: Metrics,
+  ) {
+    this.name = inner.name;
+    this.config = inner.config;
+  }
+
+  async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    const messages = messagesOf(body);
+    if (!messages) return this.inner.post(body, headers, signal);
+    const screened = screenToolCalls(this.metrics, headers.caller?.log, this.config, messages, body);
+    if (screened.refusal) {
+      return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(screened.refusal)), refused: true };
+    }
+    return applyToolPolicy(this.config, messages, await this.inner.post(screened.body, headers, signal));
+  }
+
+  get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return this.inner.get(headers, signal);
+  }
+
+  delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return this.inner.delete(headers, signal);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/**
+ * The messages the policy judges. Bodies reach a backend only after the route (or the
+ * aggregated endpoint, which writes its own) has validated them; a body that does not parse
+ * here is passed on untouched, as the backend would see it without a policy.
+ */
+function messagesOf(body: string): JsonRpcMessage[] | undefined {
+  try {
+    return parseMessages(body, true);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Puts the tool policy in front of every backend that has one. */
+export function applyToolPolicies(backends: Map<string, McpBackend>, metrics: Metrics): void {
+  for (const [name, backend] of backends) {
+    if (hasToolPolicy(backend.config)) backends.set(name, new ToolPolicyBackend(backend, metrics));
+  }
+}
