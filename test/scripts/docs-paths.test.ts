@@ -2,7 +2,8 @@
  * The maps of the code stay true to it (issue 14: the README's "How a message flows" had
  * drifted from the code): every repository path that README.md, docs/*.md and the folder
  * READMEs of src/ name exists, every file name they mention is a file of the repository
- * (a folder README's file names: files of that folder), and every relative link resolves.
+ * (a folder README's file names: files of that folder), every relative link resolves, and
+ * every folder of src/ has a README naming each of its files.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -56,6 +57,22 @@ describe('paths named in the docs exist', () => {
         if (!existsSync(join(ROOT, dirname(doc), target!))) missing.push(`link ${target} (→ ${relative(ROOT, join(ROOT, dirname(doc), target!))})`);
       }
       assert.deepEqual([...new Set(missing)], [], `${doc} names what does not exist; update it to the code as it is`);
+    });
+  }
+});
+
+describe('each folder of src/ has a README that names every file in it', () => {
+  const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  for (const folder of folders) {
+    test(`src/${folder}/README.md`, () => {
+      const readme = join(ROOT, 'src', folder, 'README.md');
+      assert.ok(existsSync(readme), `src/${folder}/ has no README.md saying what lives there and what it may import (docs/architecture.md#layering)`);
+      const text = readFileSync(readme, 'utf8');
+      const unnamed = filesBelow(`src/${folder}`)
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => f.slice(f.lastIndexOf('/') + 1))
+        .filter((name) => !text.includes(name));
+      assert.deepEqual(unnamed, [], `src/${folder}/README.md does not name these files: add a line for each under "What lives here"`);
     });
   }
 });
