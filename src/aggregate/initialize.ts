@@ -9,6 +9,7 @@ import type { BackendResponse, McpBackend } from '../backends/backend.js';
 import { collectMessages } from '../backends/backend-body.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER, isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../wire/protocol.js';
+import { headerValue } from '../wire/headers.js';
 import type { AggregateCall, Members } from './members.js';
 import { provisionalInitializeResult } from '../linking/provisional.js';
 import { boundedClientInfo } from '../linking/unlinked-initialize.js';
@@ -91,7 +92,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
     if (backend.config.upstreamAuth) await members.catalog.rememberInitialize(backend.name, result);
     return {
       name: backend.name,
-      session: { sessionId: Array.isArray(sessionId) ? sessionId[0] : sessionId, protocolVersion: version, capabilities: Object.keys(capabilities) },
+      session: { sessionId: headerValue(sessionId), protocolVersion: version, capabilities: Object.keys(capabilities) },
       capabilities,
       instructions: typeof result.instructions === 'string' ? result.instructions : undefined,
     };

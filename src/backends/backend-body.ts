@@ -2,10 +2,9 @@
  * Reading a backend response that the gateway must look into (initialize) rather than
  * pipe: the JSON-RPC messages of a JSON body or of a complete SSE stream.
  */
-import { StringDecoder } from 'node:string_decoder';
-import { createParser } from 'eventsource-parser';
 import type { BackendResponse } from './streamable-http.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+import { createSseReader } from '../wire/sse.js';
 
 export interface CollectedMessages {
   /** Raw message texts, in order, as the backend sent them. */
@@ -20,12 +19,11 @@ export async function collectMessages(res: BackendResponse): Promise<CollectedMe
   const texts: string[] = [];
   let size = 0;
   if (res.contentType === 'text/event-stream') {
-    const parser = createParser({ onEvent: (e) => e.data.trim() && texts.push(e.data) });
-    const decoder = new StringDecoder('utf8');
+    const reader = createSseReader({ onEvent: (data) => data.trim() && texts.push(data) });
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > MAX_BYTES) throw new Error('backend response too large');
-      parser.feed(decoder.write(chunk));
+      reader.feed(chunk);
     }
   } else {
     const text = await res.body.text();

@@ -15,6 +15,7 @@ import type { BackendConfig } from '../config/schema.js';
 import { toBackendError } from './errors.js';
 import { exchange } from './exchange.js';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge/bridge-headers.js';
+import { mediaTypeOf } from '../wire/headers.js';
 
 export type { BackendCallHeaders, BackendResponse } from './backend.js';
 
@@ -83,8 +84,7 @@ export class StreamableHttpBackend implements McpBackend {
         // progress within the backend's timeout.
         bodyTimeout: method === 'GET' ? 0 : this.#timeoutMs,
       });
-      const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      return { status: res.status, headers: res.headers, body: res.body, contentType };
+      return { status: res.status, headers: res.headers, body: res.body, contentType: mediaTypeOf(res.headers['content-type']) };
     } catch (err) {
       throw toBackendError(this.name, err, 'connect');
     }

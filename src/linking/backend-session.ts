@@ -15,6 +15,7 @@ import { BackendError } from '../backends/errors.js';
 import { collectMessages } from '../backends/backend-body.js';
 import type { SessionContext } from '../sessions/context.js';
 import { HEADER } from '../wire/protocol.js';
+import { headerValue } from '../wire/headers.js';
 import type { SessionRecord } from '../state/store.js';
 import type { BackendCatalog } from './catalog.js';
 import { ValueKeys } from '../state/value-keys.js';
@@ -71,8 +72,7 @@ async function initializeNow(input: LinkedSessionInput): Promise<SessionRecord |
     await res.body.dump().catch(() => {});
     throw new BackendError(backend.name, 'bad_status', `backend "${backend.name}" answered initialize with HTTP ${res.status}`, res.status);
   }
-  const header = res.headers[HEADER.sessionId];
-  const backendSessionId = Array.isArray(header) ? header[0] : header;
+  const backendSessionId = headerValue(res.headers[HEADER.sessionId]);
   const { messages } = await collectMessages(res).catch((err: Error) => {
     throw new BackendError(backend.name, 'protocol', `backend "${backend.name}" sent an unreadable initialize response (${err.message})`);
   });

@@ -12,6 +12,7 @@ import { collectMessages } from '../backends/backend-body.js';
 import type { McpContext } from './context.js';
 import { ErrorCode, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER, isSupportedVersion } from '../wire/protocol.js';
+import { headerValue } from '../wire/headers.js';
 import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from '../http/replies.js';
 import { newSessionId } from '../sessions/session-service.js';
 import { StateUnavailableError } from '../state/errors.js';
@@ -101,10 +102,6 @@ export function traceHeaders(request: FastifyRequest): { traceparent?: string; t
     traceparent: headerValue(request.headers.traceparent),
     tracestate: headerValue(request.headers.tracestate),
   };
-}
-
-export function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function sessionHeader(reply: FastifyReply): Record<string, string> {

@@ -20,6 +20,7 @@
  * stream. The WebSocket path has the same default bound (websocket-bridge.ts).
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { formatSseEvent, formatSseRetry, SSE_KEEP_ALIVE } from '../wire/sse.js';
 
 /** `streams.maxBufferedBytes` by default: as the WebSocket path's bound for unread frames. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -57,7 +58,7 @@ export class SseWriter {
     // The headers go out with the first events, or on their own at the next tick if there are
     // none yet (a quiet GET stream must still be answered at once).
     this.#schedule();
-    this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n'), options.keepAliveMs);
+    this.#keepAlive = setInterval(() => this.#write(SSE_KEEP_ALIVE), options.keepAliveMs);
     this.#keepAlive.unref();
     res.on('close', () => this.#markClosed());
   }
@@ -79,21 +80,17 @@ export class SseWriter {
 
   /** An event with an id and empty data: lets the client resume even before the first message. */
   prime(id: string, retryMs: number): void {
-    this.#write(`id: ${id}\nretry: ${retryMs}\ndata: \n\n`);
+    this.#write(formatSseEvent('', id, retryMs));
   }
 
-  /** One message event. Multi-line data is split into several `data:` lines as SSE requires. */
-  message(data: string, id?: string, eventType?: string): void {
-    let frame = '';
-    if (eventType && eventType !== 'message') frame += `event: ${eventType}\n`;
-    if (id) frame += `id: ${id}\n`;
-    frame += data.includes('\n') ? data.split(/\r?\n/).map((line) => `data: ${line}\n`).join('') : `data: ${data}\n`;
-    this.#write(`${frame}\n`);
+  /** One message event (wire/sse.ts frames it: one `data:` line per line of `data`). */
+  message(data: string, id?: string): void {
+    this.#write(formatSseEvent(data, id));
   }
 
   /** Tells the client how long to wait before reconnecting (sent before a deliberate close). */
   retry(ms: number): void {
-    this.#write(`retry: ${ms}\n\n`);
+    this.#write(formatSseRetry(ms));
   }
 
   end(): void {

@@ -12,12 +12,11 @@
  * A POST stream keeps reading the backend after the client went away (so the response is
  * not lost); a standalone GET stream stops when its client goes.
  */
-import { StringDecoder } from 'node:string_decoder';
-import { createParser } from 'eventsource-parser';
 import type { FastifyBaseLogger } from 'fastify';
 import { BackendError, toBackendError, type BackendFailure } from '../backends/errors.js';
 import type { ReplayLimits, StateStore, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import { errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
+import { createSseReader } from '../wire/sse.js';
 import type { SseWriter } from './sse-writer.js';
 
 export interface RelayContext {
@@ -190,17 +189,12 @@ export class StreamRelay {
 
   /** Reads the backend's SSE body to its end, relaying and logging every message. */
   async pump(body: AsyncIterable<Buffer>): Promise<void> {
-    const parser = createParser({
-      onEvent: (event) => this.#onBackendEvent(event.data, event.id),
-      onRetry: () => {},
-    });
+    const reader = createSseReader({ onEvent: (data, id) => this.#onBackendEvent(data, id) });
     let failure: BackendError | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
     this.#pumping = true;
     this.#hasBackend = true;
     try {
-      // A decoder, not chunk.toString(): a multi-byte character may straddle two chunks.
-      const decoder = new StringDecoder('utf8');
       for await (const chunk of body) {
         if (this.#finished) {
           // Answered: read on to the end the backend is about to send rather than break out,
@@ -209,7 +203,7 @@ export class StreamRelay {
           drainTimer ??= setTimeout(() => destroyBody(body), DRAIN_GRACE_MS);
           continue;
         }
-        parser.feed(decoder.write(chunk));
+        reader.feed(chunk);
       }
     } catch (err) {
       if (!this.#abort.signal.aborted && !this.#finished) failure = toBackendError(this.#ctx.backend, err, 'stream');

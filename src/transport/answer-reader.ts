@@ -5,8 +5,8 @@
  * the last event id and whether the server ended it with `retry` (the invitation to
  * reconnect with Last-Event-ID) — so that the bridge can resume it.
  */
-import { StringDecoder } from 'node:string_decoder';
-import { createParser } from 'eventsource-parser';
+import { mediaTypeOf } from '../wire/headers.js';
+import { createSseReader } from '../wire/sse.js';
 import type { LoopbackResponse } from './loopback.js';
 
 export interface StreamEnd {
@@ -19,16 +19,8 @@ export interface StreamEnd {
   error: Error | undefined;
 }
 
-export function contentTypeOf(res: LoopbackResponse): string {
-  const value = res.headers['content-type'];
-  return String(Array.isArray(value) ? value[0] : (value ?? ''))
-    .split(';')[0]!
-    .trim()
-    .toLowerCase();
-}
-
 export function isEventStream(res: LoopbackResponse): boolean {
-  return contentTypeOf(res) === 'text/event-stream';
+  return mediaTypeOf(res.headers['content-type']) === 'text/event-stream';
 }
 
 /** The messages of a JSON body, each as the text of one JSON-RPC message. */
@@ -47,20 +39,19 @@ export async function readJsonMessages(res: LoopbackResponse): Promise<string[]>
  */
 export async function readEventStream(res: LoopbackResponse, onMessage: (data: string, id: string | undefined) => void): Promise<StreamEnd> {
   const end: StreamEnd = { lastEventId: undefined, retryMs: undefined, endedWithRetry: false, error: undefined };
-  const parser = createParser({
-    onEvent: (event) => {
+  const reader = createSseReader({
+    onEvent: (data, id) => {
       end.endedWithRetry = false;
-      if (event.id) end.lastEventId = event.id;
-      if (event.data.trim()) onMessage(event.data, event.id);
+      if (id) end.lastEventId = id;
+      if (data.trim()) onMessage(data, id);
     },
     onRetry: (ms) => {
       end.retryMs = ms;
       end.endedWithRetry = true;
     },
   });
-  const decoder = new StringDecoder('utf8');
   try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) parser.feed(decoder.write(chunk));
+    for await (const chunk of res.body as AsyncIterable<Buffer>) reader.feed(chunk);
   } catch (err) {
     end.error = err as Error;
   }

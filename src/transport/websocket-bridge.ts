@@ -37,6 +37,7 @@ import type { RawData, WebSocket } from 'ws';
 import { FAILURE_RPC_CODE } from '../backends/errors.js';
 import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
+import { headerValue } from '../wire/headers.js';
 import { isEventStream, readEventStream, readJsonMessages } from './answer-reader.js';
 import { closeFor, CloseCode, closeReason, errorFrameFor, type CloseInstruction, type HttpRefusal } from './error-frames.js';
 import type { Loopback, LoopbackResponse } from './loopback.js';
@@ -165,7 +166,7 @@ export class WebSocketBridge {
       return false;
     }
     if (initialize) {
-      const sessionId = headerValue(res, HEADER.sessionId);
+      const sessionId = headerValue(res.headers[HEADER.sessionId]);
       if (sessionId) this.#sessionId = sessionId;
     }
     const onMessage = (data: string) => {
@@ -347,12 +348,7 @@ function answersRequest(data: string, id: JsonRpcId): boolean {
   }
 }
 
-function headerValue(res: LoopbackResponse, name: string): string | undefined {
-  const value = res.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 async function refusalOf(res: LoopbackResponse): Promise<HttpRefusal> {
   const body = await res.body.text().catch(() => '');
-  return { status: res.statusCode, body, retryAfter: headerValue(res, 'retry-after') };
+  return { status: res.statusCode, body, retryAfter: headerValue(res.headers['retry-after']) };
 }

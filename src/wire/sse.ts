@@ -1,34 +1,81 @@
 /**
- * Rewrites the messages of a backend's SSE body on their way to the client, event by event,
- * without waiting for the stream to end (progress and server→client requests must arrive
- * while a call runs). Used where routing must change what passes through (SPEC §1: "params
- * and results untouched except where routing must rewrite them"): names namespaced by the
- * aggregated endpoint, tools removed by a tool policy.
+ * Server-Sent Events on the wire (WHATWG HTML §9.2 "Server-sent events"; MCP 2025-11-25
+ * "Transports"): the one place that parses an SSE body and the one that writes events, so
+ * that every path (the stream relay, the initialize reader, the WebSocket bridge, the
+ * rewriting of `/mcp` and of a tool policy) splits lines and frames events alike.
+ *
+ * Also the rewriting of a backend's SSE body event by event, without waiting for the stream
+ * to end (progress and server→client requests must arrive while a call runs). Used where
+ * routing must change what passes through (SPEC §1: "params and results untouched except
+ * where routing must rewrite them"): names namespaced by the aggregated endpoint, tools
+ * removed by a tool policy.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { createParser } from 'eventsource-parser';
 
+export interface SseHandlers {
+  /** Each dispatched event; `data` is '' for a priming event (an id and no data). */
+  onEvent(data: string, id: string | undefined): void;
+  /** A `retry` field, in ms (the server's invitation to reconnect after that long). */
+  onRetry?(ms: number): void;
+}
+
+export interface SseReader {
+  /** The next chunk of the body, as it came off the socket. */
+  feed(chunk: Buffer | string): void;
+}
+
+/**
+ * The one SSE parser entry. Bytes go through a UTF-8 decoder, not `chunk.toString()`: a
+ * multi-byte character may straddle two chunks. Comments (keep-alives) and `event:` types
+ * are not reported: MCP sends every message as a plain `message` event.
+ */
+export function createSseReader(handlers: SseHandlers): SseReader {
+  const { onEvent } = handlers;
+  const parser = createParser({ onEvent: (event) => onEvent(event.data, event.id), onRetry: handlers.onRetry });
+  const decoder = new StringDecoder('utf8');
+  return { feed: (chunk) => parser.feed(typeof chunk === 'string' ? chunk : decoder.write(chunk)) };
+}
+
+/** A line break in SSE: CRLF, a lone CR or a lone LF (WHATWG HTML §9.2.5 "end-of-line"). */
+const LINE_BREAK = /\r\n|\r|\n/;
+
+/**
+ * One event in wire form. Multi-line data becomes one `data:` line per line, split at every
+ * kind of line break the reader would split at (else a lone CR would end the field early
+ * on the client). `retryMs` makes a priming event (`formatSseEvent('', id, retryMs)`, MCP
+ * 2025-11-25 "Resumability and Redelivery"). The common single-line message (compact JSON)
+ * is one template, not a split and a join.
+ */
+export function formatSseEvent(data: string, id?: string, retryMs?: number): string {
+  let head = id === undefined ? '' : `id: ${id}\n`;
+  if (retryMs !== undefined) head += `retry: ${retryMs}\n`;
+  if (!data.includes('\n') && !data.includes('\r')) return `${head}data: ${data}\n\n`;
+  for (const line of data.split(LINE_BREAK)) head += `data: ${line}\n`;
+  return `${head}\n`;
+}
+
+/** A `retry` field alone: how long the client waits before reconnecting (sent before a deliberate close). */
+export function formatSseRetry(ms: number): string {
+  return `retry: ${ms}\n\n`;
+}
+
+/** A comment line: keeps proxies and load balancers from cutting a quiet stream; readers ignore it. */
+export const SSE_KEEP_ALIVE = ': keep-alive\n\n';
+
 /** The event to send instead, or undefined to drop it. `data` is '' for a priming event. */
 export type SseEventTransform = (data: string, id: string | undefined) => { data: string; id?: string } | undefined;
 
-/** One SSE event in wire form; multi-line data becomes several `data:` lines. */
-export function formatSseEvent(data: string, id?: string): string {
-  let text = id !== undefined ? `id: ${id}\n` : '';
-  for (const line of data.split(/\r\n|\r|\n/)) text += `data: ${line}\n`;
-  return `${text}\n`;
-}
-
 export async function* transformSse(body: AsyncIterable<Buffer | string>, transform: SseEventTransform): AsyncGenerator<Buffer> {
   let out: string[] = [];
-  const parser = createParser({
-    onEvent: (event) => {
-      const next = transform(event.data, event.id);
+  const reader = createSseReader({
+    onEvent: (data, id) => {
+      const next = transform(data, id);
       if (next) out.push(formatSseEvent(next.data, next.id));
     },
   });
-  const decoder = new StringDecoder('utf8');
   for await (const chunk of body) {
-    parser.feed(typeof chunk === 'string' ? chunk : decoder.write(chunk));
+    reader.feed(chunk);
     if (out.length) {
       const ready = out.join('');
       out = [];
