@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { FLUSH as RATE_LIMIT_SYNC_SCRIPT } from '../src/state/batched-rate-limit-store.js';
+import { RATE_LIMIT_FLUSH as RATE_LIMIT_SYNC_SCRIPT } from '../src/state/redis-scripts.js';
 import type { ChildHandle } from '../test/helpers/child.js';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';

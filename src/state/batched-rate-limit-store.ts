@@ -56,6 +56,7 @@
  */
 import type { RateLimitCallback, RateLimitFailureListener, RateLimitStore } from './rate-limit-store.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
+import { RATE_LIMIT_FLUSH } from './redis-scripts.js';
 
 /** How often pending increments are sent to Redis (and the shared counts read back). */
 export const FLUSH_INTERVAL_MS = 100;
@@ -67,32 +68,6 @@ export const MAX_KEYS = 10_000;
 export const SWEEP_INTERVAL_MS = 10_000;
 /** Keys per script call (a script blocks Redis while it runs: keep each one short). */
 export const MAX_KEYS_PER_CALL = 1_000;
-
-// KEYS: the counters. ARGV: per key, the increment then the window (ms). Returns, per key,
-// the counter after the increment and its remaining TTL (ms). A key created here (its count
-// equals the increment) gets the window as TTL; a key without a TTL (never written by us
-// that way) is repaired rather than left to live forever.
-/** The sync script (exported so the bench can tell its background calls from the message path). */
-export const FLUSH = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  local n = tonumber(ARGV[2 * i - 1])
-  local window = tonumber(ARGV[2 * i])
-  local count = redis.call('INCRBY', key, n)
-  local ttl = window
-  if count == n then
-    redis.call('PEXPIRE', key, window)
-  else
-    ttl = redis.call('PTTL', key)
-    if ttl < 0 then
-      redis.call('PEXPIRE', key, window)
-      ttl = window
-    end
-  end
-  out[2 * i - 1] = count
-  out[2 * i] = ttl
-end
-return out`;
 
 type FlushingRedis = RedisClient & {
   sbRateLimitFlush(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
@@ -167,7 +142,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
     this.#maxKeys = Math.max(1, options.maxKeys ?? MAX_KEYS);
     if (options.onFailure) this.#failureListeners.push(options.onFailure);
     if (typeof this.#redis.sbRateLimitFlush !== 'function') {
-      this.#redis.defineCommand('sbRateLimitFlush', { lua: FLUSH });
+      this.#redis.defineCommand('sbRateLimitFlush', { lua: RATE_LIMIT_FLUSH });
     }
     this.#sweepTimer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
     this.#sweepTimer.unref();

@@ -20,23 +20,8 @@ import { randomUUID } from 'node:crypto';
 import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from './coordinator.js';
 import { isCluster, subscriberFor, type RedisClient } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
+import { CLAIM_STANDALONE, RELEASE_IF_HELD, RENEW_IF_HELD } from './redis-scripts.js';
 import type { StoredEvent, StreamKey } from './store.js';
-
-const CLAIM = `
-local previous = redis.call('GET', KEYS[1])
-if previous and ARGV[3] ~= '1' then return {0, previous} end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local mail = redis.call('LRANGE', KEYS[2], 0, -1)
-redis.call('DEL', KEYS[2])
-return {1, previous or '', unpack(mail)}`;
-
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
 
 type CoordinatorRedis = RedisClient & {
   sbClaim(holderKey: string, mailboxKey: string, value: string, ttlMs: number, force: '0' | '1'): Promise<[number, string, ...string[]]>;
@@ -63,9 +48,9 @@ export class RedisCoordinator implements Coordinator {
     this.#prefix = keyPrefix;
     this.#sharded = isCluster(redis);
     this.#keys = new RedisKeys(this.#sharded);
-    this.#redis.defineCommand('sbClaim', { numberOfKeys: 2, lua: CLAIM });
-    this.#redis.defineCommand('sbRenew', { numberOfKeys: 1, lua: RENEW });
-    this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE });
+    this.#redis.defineCommand('sbClaim', { numberOfKeys: 2, lua: CLAIM_STANDALONE });
+    this.#redis.defineCommand('sbRenew', { numberOfKeys: 1, lua: RENEW_IF_HELD });
+    this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE_IF_HELD });
     // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
     this.#subscriber = subscriberFor(redis);
     this.#subscriber.on('error', () => {});

@@ -1,7 +1,9 @@
 /**
- * The Lua scripts of the Redis store (redis-store.ts): each operation that must be atomic is
- * one script, so a session index or a replay log is never left over its bound or without a
- * TTL between two commands.
+ * Every Lua script of the gateway, in one place: the Redis store's (redis-store.ts), the
+ * coordinator's leases (redis-coordinator.ts) and the rate limiter's sync
+ * (batched-rate-limit-store.ts). Each operation that must be atomic is one script, so a
+ * session index or a replay log is never left over its bound or without a TTL between two
+ * commands, and a replica never renews or releases a lease another one took over.
  *
  * Keys inside a script are built from the KEYS it was given (ioredis adds the key prefix to
  * KEYS only): a session key `…s:<user>:<session>` minus the session id is the prefix of the
@@ -154,3 +156,55 @@ for k = 1, #KEYS, 3 do
   a = last + 1
 end
 return #KEYS / 3`;
+
+/**
+ * Claims a session's standalone stream (coordinator CLAIM): an existing holder wins unless
+ * ARGV[3] is '1' (force); a granted claim takes the session's mailbox with it.
+ * KEYS: holder, mailbox (one user: one slot). ARGV: "<replica> <stream>", ttl ms, force.
+ * Returns {granted 0|1, previous holder or '', mailbox messages…}.
+ */
+export const CLAIM_STANDALONE = `
+local previous = redis.call('GET', KEYS[1])
+if previous and ARGV[3] ~= '1' then return {0, previous} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local mail = redis.call('LRANGE', KEYS[2], 0, -1)
+redis.call('DEL', KEYS[2])
+return {1, previous or '', unpack(mail)}`;
+
+/** Renews a lease only while it still holds ARGV[1] (compare-and-set). KEYS: lease. ARGV: value, ttl ms. */
+export const RENEW_IF_HELD = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+/** Releases a lease only while it still holds ARGV[1] (compare-and-set). KEYS: lease. ARGV: value. */
+export const RELEASE_IF_HELD = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/**
+ * The rate limiter's sync (batched-rate-limit-store.ts; the bench tells its background calls
+ * from the message path by it). KEYS: the counters. ARGV: per key, the increment then the
+ * window (ms). Returns, per key, the counter after the increment and its remaining TTL (ms).
+ * A key created here (its count equals the increment) gets the window as TTL; a key without
+ * a TTL (never written by us that way) is repaired rather than left to live forever.
+ */
+export const RATE_LIMIT_FLUSH = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  local n = tonumber(ARGV[2 * i - 1])
+  local window = tonumber(ARGV[2 * i])
+  local count = redis.call('INCRBY', key, n)
+  local ttl = window
+  if count == n then
+    redis.call('PEXPIRE', key, window)
+  else
+    ttl = redis.call('PTTL', key)
+    if ttl < 0 then
+      redis.call('PEXPIRE', key, window)
+      ttl = window
+    end
+  end
+  out[2 * i - 1] = count
+  out[2 * i] = ttl
+end
+return out`;
