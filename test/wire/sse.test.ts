@@ -1,0 +1,65 @@
+/**
+ * The one SSE formatter and the one parser entry (src/wire/sse.ts) against the reading rules
+ * of WHATWG HTML §9.2.6 "Interpreting an event stream": what the gateway writes must read back
+ * as the same data and id whatever line breaks the data holds, the priming event and `retry`
+ * must have the bytes MCP 2025-11-25 "Resumability and Redelivery" describes, and a reader fed
+ * byte by byte must not break a multi-byte character.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createSseReader, formatSseEvent, formatSseRetry, SSE_KEEP_ALIVE } from '../../src/wire/sse.js';
+import { headerValue, mediaTypeOf } from '../../src/wire/headers.js';
+
+interface Read {
+  events: Array<{ data: string; id: string | undefined }>;
+  retries: number[];
+}
+
+function read(chunks: Array<Buffer | string>): Read {
+  const out: Read = { events: [], retries: [] };
+  const reader = createSseReader({ onEvent: (data, id) => out.events.push({ data, id }), onRetry: (ms) => out.retries.push(ms) });
+  for (const chunk of chunks) reader.feed(chunk);
+  return out;
+}
+
+describe('SSE on the wire', () => {
+  test('single-line data is one data line, with the id first', () => {
+    assert.equal(formatSseEvent('{"jsonrpc":"2.0"}', 's-1'), 'id: s-1\ndata: {"jsonrpc":"2.0"}\n\n');
+    assert.equal(formatSseEvent('x'), 'data: x\n\n');
+  });
+
+  test('multi-line data is one data line per line, split at LF, CRLF and a lone CR, and reads back with LF', () => {
+    const wire = formatSseEvent('a\nb\r\nc\rd', '7');
+    assert.equal(wire, 'id: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n');
+    assert.deepEqual(read([wire]).events, [{ data: 'a\nb\nc\nd', id: '7' }]);
+  });
+
+  test('a priming event carries the id, the retry and empty data; retry alone and the keep-alive are not messages', () => {
+    const priming = formatSseEvent('', 's-0', 1000);
+    assert.equal(priming, 'id: s-0\nretry: 1000\ndata: \n\n');
+    assert.equal(formatSseRetry(500), 'retry: 500\n\n');
+    const result = read([priming, SSE_KEEP_ALIVE, formatSseEvent('m', 's-1'), formatSseRetry(500)]);
+    assert.deepEqual(result.events, [
+      { data: '', id: 's-0' },
+      { data: 'm', id: 's-1' },
+    ]);
+    assert.deepEqual(result.retries, [1000, 500]);
+  });
+
+  test('the reader keeps a multi-byte character whole when it is split across chunks', () => {
+    const bytes = Buffer.from(formatSseEvent('{"text":"€ and 😀"}', '1'));
+    const oneByOne = [...bytes].map((b) => Buffer.from([b]));
+    assert.deepEqual(read(oneByOne).events, [{ data: '{"text":"€ and 😀"}', id: '1' }]);
+  });
+});
+
+describe('header values', () => {
+  test('the first value of a repeated header, and the media type of a Content-Type', () => {
+    assert.equal(headerValue(['a', 'b']), 'a');
+    assert.equal(headerValue('a'), 'a');
+    assert.equal(headerValue(undefined), undefined);
+    assert.equal(mediaTypeOf('Text/Event-Stream; charset=utf-8'), 'text/event-stream');
+    assert.equal(mediaTypeOf(['application/json', 'text/plain']), 'application/json');
+    assert.equal(mediaTypeOf(undefined), '');
+  });
+});
