@@ -11,6 +11,7 @@ import { acceptedAudiences, advertisedScopes, audienceMatches } from './resource
 import type { Principal } from './principal.js';
 import { SubjectToken } from './subject-token.js';
 import type { TokenVerifier } from './token-verifier.js';
+import { bindRequestLog } from '../ops/request-logger.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -85,13 +86,9 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
       if (missing.length) throw new AuthError('insufficient_scope', `token lacks scope ${missing.join(' ')}`, required);
       request.principal = principal;
       if (keepsToken) request.subjectToken = new SubjectToken(token);
-      // Every later line of this request names the caller; Fastify's own "request completed"
-      // line is written through reply.log, so both get the child logger.
-      if (request.log.level !== 'silent') {
-        // A child logger costs on every request; with logging off it would serve nothing.
-        request.log = request.log.child({ sub: principal.sub, ...(backendName ? { backend: backendName } : {}) });
-        reply.log = request.log;
-      }
+      // Every later line of this request names the caller (SPEC §6), without a child logger
+      // until the request writes one (ops/request-logger.ts); the access line reads the principal.
+      bindRequestLog(request.log, backendName ? { sub: principal.sub, backend: backendName } : { sub: principal.sub });
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
       onFailure(err.code);

@@ -6,7 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyServerOptions } from 'fastify';
 import type { Config } from '../config/schema.js';
+import { destination, pino } from 'pino';
+import { AccessLog } from '../ops/access-log.js';
 import { loggerOptions } from '../ops/logger.js';
+import { requestLoggerFactory } from '../ops/request-logger.js';
 import { bodyTimeoutOptions } from './body-timeout.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -19,9 +22,7 @@ let requestCounter = 0;
 
 export function serverOptions(config: Config, logStream?: NodeJS.WritableStream): FastifyServerOptions {
   return {
-    // With logging off, no logger at all: Fastify would otherwise still make a child logger
-    // for every request (measurable on the hot path, see bench/README.md).
-    logger: config.log.level === 'silent' ? false : logStream ? { ...loggerOptions(config.log.level), stream: logStream } : loggerOptions(config.log.level),
+    ...loggingOptions(config.log.level, logStream),
     bodyLimit: config.limits.maxBodyBytes,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -33,5 +34,23 @@ export function serverOptions(config: Config, logStream?: NodeJS.WritableStream)
     // applies to the response, so long SSE answers are not cut (see body-timeout.ts).
     ...bodyTimeoutOptions(config.limits.bodyTimeout),
     return503OnClosing: true,
+  };
+}
+
+/**
+ * With logging off, no logger at all: Fastify would otherwise still make a logger for every
+ * request (measurable on the hot path, see bench/README.md). With logging on: one access
+ * line per request (ops/access-log.ts), request loggers that make a pino child only when a
+ * request writes a line of its own (ops/request-logger.ts), and stdout written
+ * asynchronously, so lines written while a write is in flight leave in one system call
+ * instead of one each (issue 16). The last lines are flushed when the app closes (app.ts).
+ */
+function loggingOptions(level: string, logStream?: NodeJS.WritableStream): FastifyServerOptions {
+  if (level === 'silent') return { logger: false };
+  const stream = logStream ?? destination({ dest: 1, sync: false });
+  return {
+    loggerInstance: pino(loggerOptions(level), stream),
+    logController: new AccessLog(),
+    childLoggerFactory: requestLoggerFactory,
   };
 }

@@ -73,7 +73,9 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   }
   // Timed until the answer is complete (for SSE: the end of the stream); the outcome is
   // what the reply helpers recorded on the request.
-  const finish = ctx.metrics.startMcpRequest(backend.name, messages.length === 1 ? messages[0]!.method : 'batch');
+  const method = messages.length === 1 ? messages[0]!.method : 'batch';
+  request.rpcMethod = method;
+  const finish = ctx.metrics.startMcpRequest(backend.name, method);
   try {
     return await forwardPost(ctx, request, reply, backend, messages, body);
   } finally {

@@ -1,0 +1,76 @@
+/**
+ * A request's logger without a pino child per request (issue 16). Fastify gives every
+ * request `logger.child({reqId})`, and authentication added a second child for `sub` and
+ * the backend: two children per request, on the hot path, for lines most requests never
+ * write (a request's own line is the access line, access-log.ts, written through the root
+ * logger). Here the bindings are kept as a plain object and the pino child is made on the
+ * first line the request actually writes at an enabled level — a warning, an error, a debug
+ * line — so SPEC §6 still holds: every such line carries the request id and, once known,
+ * `sub` and the backend.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Bindings, ChildLoggerOptions, Level, LogFn } from 'pino';
+
+type Root = FastifyBaseLogger & { isLevelEnabled(level: Level): boolean };
+
+export class RequestLogger implements FastifyBaseLogger {
+  #child: FastifyBaseLogger | undefined;
+  readonly #bindings: Bindings;
+
+  constructor(
+    private readonly root: Root,
+    bindings: Bindings,
+  ) {
+    this.#bindings = { ...bindings };
+  }
+
+  get level(): string {
+    return this.root.level;
+  }
+
+  set level(level: string) {
+    this.#logger().level = level;
+  }
+
+  /** Adds fields to every later line of this request (authentication: `sub`, backend). */
+  bind(bindings: Bindings): void {
+    Object.assign(this.#bindings, bindings);
+    this.#child = undefined;
+  }
+
+  /** The request id and whatever was bound since. */
+  get bindings(): Readonly<Bindings> {
+    return this.#bindings;
+  }
+
+  fatal: LogFn = (...args: Parameters<LogFn>) => this.#write('fatal', args);
+  error: LogFn = (...args: Parameters<LogFn>) => this.#write('error', args);
+  warn: LogFn = (...args: Parameters<LogFn>) => this.#write('warn', args);
+  info: LogFn = (...args: Parameters<LogFn>) => this.#write('info', args);
+  debug: LogFn = (...args: Parameters<LogFn>) => this.#write('debug', args);
+  trace: LogFn = (...args: Parameters<LogFn>) => this.#write('trace', args);
+  silent: LogFn = () => {};
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.#logger().child(bindings, options);
+  }
+
+  #write(level: Level, args: Parameters<LogFn>): void {
+    if (!this.root.isLevelEnabled(level)) return;
+    (this.#logger()[level] as (...a: unknown[]) => void)(...args);
+  }
+
+  #logger(): FastifyBaseLogger {
+    return (this.#child ??= this.root.child(this.#bindings));
+  }
+}
+
+/** Fastify's `childLoggerFactory`: a {@link RequestLogger} instead of a pino child. */
+export function requestLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings): FastifyBaseLogger {
+  return new RequestLogger(logger as Root, bindings);
+}
+
+/** Binds fields to a request's later lines; nothing to do when logging is off (no RequestLogger then). */
+export function bindRequestLog(log: FastifyBaseLogger, bindings: Bindings): void {
+  if (log instanceof RequestLogger) log.bind(bindings);
+}
