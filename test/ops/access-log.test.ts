@@ -6,7 +6,6 @@
  * OAuth server, real MCP backend.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -14,20 +13,15 @@ import { userKeyOf } from '../../src/auth/principal.js';
 import { startEverything, type EverythingHandle } from '../helpers/everything.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { captureLogLines } from '../helpers/log-lines.js';
 
 let everything: EverythingHandle;
 let oauth: OAuthHandle;
 let gateway: GatewayHandle;
-const lines: string[] = [];
+const { stream: logStream, lines } = captureLogLines();
 
 before(async () => {
   [everything, oauth] = await Promise.all([startEverything(), startOAuthServer()]);
-  const logStream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean));
-      done();
-    },
-  });
   // `info` is the level the gateway ships with.
   gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: 'everything', url: everything.url }], overrides: { log: { level: 'info' } }, logStream });
 });
