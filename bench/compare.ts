@@ -1,7 +1,9 @@
 /**
- * `npm run bench:compare -- [ref] [--sse] [--rounds N] [--seconds S]`
- * (defaults: HEAD, JSON answers, 16 rounds of 1 s after 12 s of warm-up): is the working tree's
- * hot path cheaper than `ref`'s (default HEAD)?
+ * `npm run bench:compare -- [ref] [--sse] [--rounds N] [--seconds S] [--log-level L]`
+ * (defaults: HEAD, JSON answers, 16 rounds of 1 s after 12 s of warm-up, `silent`): is the
+ * working tree's hot path cheaper than `ref`'s (default HEAD)? `--log-level info` compares
+ * both at the level the gateway ships with (their stdout is read and dropped by this process,
+ * as a log collector would).
  *
  * On a shared, noisy machine the absolute figures of `npm run bench` move by tens of percent
  * between runs, which hides any single change. This runs two gateways side by side — one
@@ -37,7 +39,8 @@ function option(argv: string[], flag: string, fallback: number): number {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  const ref = argv.find((a, i) => !a.startsWith('--') && !['--rounds', '--seconds'].includes(argv[i - 1] ?? '')) ?? 'HEAD';
+  const ref = argv.find((a, i) => !a.startsWith('--') && !['--rounds', '--seconds', '--log-level'].includes(argv[i - 1] ?? '')) ?? 'HEAD';
+  const logLevel = argv.includes('--log-level') ? argv[argv.indexOf('--log-level') + 1] : undefined;
   const sse = argv.includes('--sse');
   const rounds = option(argv, '--rounds', 16);
   const roundMs = option(argv, '--seconds', 1) * 1000;
@@ -65,7 +68,7 @@ async function main(): Promise<void> {
     process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
     [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
     backend = await startBackend(sse);
-    for (const root of [worktree, ROOT]) gateways.push(await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], root }));
+    for (const root of [worktree, ROOT]) gateways.push(await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], root, logLevel }));
     const paths: Path[] = [];
     for (const [i, g] of gateways.entries()) {
       const pool = createPool(g.url, 64);

@@ -58,7 +58,7 @@ export interface Gateway {
  * backends as `fast` / `fast-sse`). `root` is the checkout whose src/cli.ts runs: the working
  * tree, or another commit's worktree when comparing (bench/compare.ts).
  */
-export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string }): Promise<Gateway> {
+export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -69,7 +69,7 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     // `redis` is a whole block (e.g. cluster mode, bench/cluster.ts); else standalone at redisUrl.
     redis: { ...(opts.redis ?? { url: opts.redisUrl }), keyPrefix: 'sb:' },
     auth: { issuer: opts.issuer, audience, algorithms: ['RS256', 'ES256'] },
-    log: { level: 'silent' },
+    log: { level: opts.logLevel ?? 'silent' },
     // One bench user makes thousands of calls a second: the per-user rate limit stays on (its
     // Redis round trip is part of what is measured) but far above what the bench can reach.
     limits: { rateLimit: process.env.BENCH_NO_RATE_LIMIT ? { enabled: false } : { max: 1_000_000_000 } },
