@@ -7,7 +7,8 @@
  * written through the root logger with its fields given, so no child logger is made for it.
  * A request that failed with an error gets the line at `error` with the error.
  */
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import { redactQuery } from './logger.js';
 
 declare module 'fastify' {
@@ -21,10 +22,19 @@ declare module 'fastify' {
 const USER_DIGEST_CHARS = 16;
 
 export class AccessLog extends LogController {
+  /**
+   * @param lines the logger of the access lines (logger.ts accessLoggerOptions: no redaction
+   *   paths, since the line holds only fields built here); a failed request's line goes
+   *   through the gateway's redacting logger instead, as it carries the error.
+   */
+  constructor(private readonly lines: Logger) {
+    super();
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
-    const log = reply.server.log;
+    const log: FastifyBaseLogger = error ? reply.server.log : this.lines;
     const level = error ? 'error' : 'info';
     if (!(log as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled(level)) return;
     const principal = request.principal;

@@ -9,20 +9,18 @@
  * `sub` and the backend.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Bindings, ChildLoggerOptions, Level, LogFn } from 'pino';
+import type { Bindings, ChildLoggerOptions, Level } from 'pino';
 
 type Root = FastifyBaseLogger & { isLevelEnabled(level: Level): boolean };
 
 export class RequestLogger implements FastifyBaseLogger {
   #child: FastifyBaseLogger | undefined;
-  readonly #bindings: Bindings;
 
+  /** `bindings` is the object Fastify made for this request (`{reqId}`); it is kept, not copied. */
   constructor(
     private readonly root: Root,
-    bindings: Bindings,
-  ) {
-    this.#bindings = { ...bindings };
-  }
+    private readonly bindings: Bindings,
+  ) {}
 
   get level(): string {
     return this.root.level;
@@ -34,34 +32,42 @@ export class RequestLogger implements FastifyBaseLogger {
 
   /** Adds fields to every later line of this request (authentication: `sub`, backend). */
   bind(bindings: Bindings): void {
-    Object.assign(this.#bindings, bindings);
+    Object.assign(this.bindings, bindings);
     this.#child = undefined;
   }
 
-  /** The request id and whatever was bound since. */
-  get bindings(): Readonly<Bindings> {
-    return this.#bindings;
+  // Methods on the prototype, not arrow-function fields: a request logger is made per request.
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
   }
-
-  fatal: LogFn = (...args: Parameters<LogFn>) => this.#write('fatal', args);
-  error: LogFn = (...args: Parameters<LogFn>) => this.#write('error', args);
-  warn: LogFn = (...args: Parameters<LogFn>) => this.#write('warn', args);
-  info: LogFn = (...args: Parameters<LogFn>) => this.#write('info', args);
-  debug: LogFn = (...args: Parameters<LogFn>) => this.#write('debug', args);
-  trace: LogFn = (...args: Parameters<LogFn>) => this.#write('trace', args);
-  silent: LogFn = () => {};
+  error(...args: unknown[]): void {
+    this.#write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.#write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.#write('trace', args);
+  }
+  silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#logger().child(bindings, options);
   }
 
-  #write(level: Level, args: Parameters<LogFn>): void {
+  #write(level: Level, args: unknown[]): void {
     if (!this.root.isLevelEnabled(level)) return;
     (this.#logger()[level] as (...a: unknown[]) => void)(...args);
   }
 
   #logger(): FastifyBaseLogger {
-    return (this.#child ??= this.root.child(this.#bindings));
+    return (this.#child ??= this.root.child(this.bindings));
   }
 }
 
