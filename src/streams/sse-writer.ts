@@ -93,6 +93,17 @@ export class SseWriter {
     this.#write(formatSseRetry(ms));
   }
 
+  /**
+   * Calls back once the response is over: `delivered` when all of it was handed to the
+   * operating system (the response finished), false when the connection ended first.
+   */
+  onSettled(callback: (delivered: boolean) => void): void {
+    const res = this.#res;
+    if (res.writableFinished) callback(true);
+    else if (res.destroyed) callback(false);
+    else res.once('close', () => callback(res.writableFinished));
+  }
+
   end(): void {
     if (this.#closed) return;
     // Not cut here even when the client is far behind: the end often comes a tick after a

@@ -4,7 +4,8 @@
  *
  * The gateway owns the client-facing event ids (`<streamId>-<seq>`): every message is
  * appended to the stream's replay log in the state store together with the backend's own
- * event id. A client that lost the connection reconnects with `Last-Event-ID` and gets what
+ * event id — except a POST stream answered whole in one turn to a client that received it,
+ * which nothing could resume (#answeredWhole). A client that lost the connection reconnects with `Last-Event-ID` and gets what
  * it missed; if the backend closed its stream early (SSE polling, SEP-1699) the gateway
  * resumes the backend stream with the backend's last event id. Because the log lives in the
  * store, any replica can resume it.
@@ -45,6 +46,9 @@ export function parseEventId(value: string): { streamId: string; seq: number } |
 
 const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
 
+/** How long a backend's priming event waits for the answer before it is stored alone (#holdsPriming). */
+const PRIMING_HOLD_MS = 100;
+
 /** How long an answered POST stream may stay open before the gateway stops reading it. */
 const DRAIN_GRACE_MS = 1_000;
 
@@ -70,6 +74,8 @@ export class StreamRelay {
   #saving: Promise<void> = Promise.resolve();
   #unsaved: StoredEvent[] = [];
   #flushScheduled = false;
+  #primingHold: NodeJS.Timeout | undefined;
+  #answeredTo: SseWriter | undefined;
   /**
    * The last sequence number the attached client already has. A replica that died may not
    * have stored the last events it sent (its appends were still on the way), so the relay
@@ -316,9 +322,29 @@ export class StreamRelay {
    */
   #save(event: StoredEvent): void {
     this.#unsaved.push(event);
+    if (this.#holdsPriming(event)) return;
+    if (this.#primingHold) {
+      clearTimeout(this.#primingHold);
+      this.#primingHold = undefined;
+    }
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     queueMicrotask(() => this.#flush());
+  }
+
+  /**
+   * A backend's priming event on a new POST stream (nothing for the client yet) is held back
+   * for up to {@link PRIMING_HOLD_MS}: SDK servers with an event store prime every answer, and
+   * a quick answer then travels with it as one whole stream (#answeredWhole). A slower one
+   * gets its start stored when the hold ends, as before, so another replica can take over.
+   */
+  #holdsPriming(event: StoredEvent): boolean {
+    if (this.meta.kind !== 'post' || this.#startSeq !== 0 || this.#seq !== 0 || event.data !== undefined || event.end) return false;
+    this.#primingHold ??= setTimeout(() => {
+      this.#primingHold = undefined;
+      this.#flush();
+    }, PRIMING_HOLD_MS);
+    return true;
   }
 
   #flush(): void {
@@ -326,6 +352,28 @@ export class StreamRelay {
     if (!this.#unsaved.length) return;
     const batch = this.#unsaved;
     this.#unsaved = [];
+    const writer = this.#answeredTo;
+    if (writer && this.#answeredWhole(batch)) {
+      // Stored only if the client may come back for it (issue 16): see #answeredWhole.
+      writer.onSettled((delivered) => delivered || this.#append(batch));
+      return;
+    }
+    this.#append(batch);
+  }
+
+  /**
+   * True when `batch` is this POST stream from its start to its end, emitted in one turn to
+   * the client attached here: the answer went out whole, in one write with the stream's end.
+   * Once the response has finished there is nothing to resume, so nothing is stored — the
+   * usual one-event answer then costs no Redis call at all. If the connection ends before the
+   * response finished, the batch is stored after all, and the client can resume it on any
+   * replica with the event ids it saw (MCP 2025-11-25 "Resumability and Redelivery").
+   */
+  #answeredWhole(batch: readonly StoredEvent[]): boolean {
+    return this.meta.kind === 'post' && this.#finished && this.#startSeq === 0 && this.#clientHasThrough === 0 && batch[0]?.seq === 0 && batch.at(-1)?.end === true;
+  }
+
+  #append(batch: StoredEvent[]): void {
     this.#saving = this.#saving
       .then(() => this.#ctx.store.appendEvents(this.key, batch, this.#ctx.limits))
       .catch((err: Error) => this.#ctx.log.warn({ err: err.message, backend: this.#ctx.backend }, 'could not store SSE events for replay'));
@@ -334,6 +382,8 @@ export class StreamRelay {
   #finish(complete: boolean): void {
     if (this.#finished) return;
     this.#finished = true;
+    // The client the whole answer was written to, if it is still there (#flush asks it).
+    if (complete && this.#writer && !this.#writer.closed) this.#answeredTo = this.#writer;
     if (complete) this.#save({ seq: ++this.#seq, end: true });
     this.#writer?.end();
     // From inside pump() the loop simply stops reading; an abort would only build an error.

@@ -171,7 +171,9 @@ describe('streams.replayBytesPerUser', () => {
     const sessionId = await initialize(dave);
     const before = await storedBytes('e');
     for (let n = 0; n < 20; n++) {
-      const res = await post(dave, { jsonrpc: '2.0', id: n, method: 'tools/call', params: { name: 't01', arguments: { pad: 'y'.repeat(40_000) } } }, sessionId);
+      // Answers that arrive in two turns are kept for replay; one written whole in one turn
+      // is not (nothing could resume it: test/streams/answered-whole.test.ts).
+      const res = await post(dave, { jsonrpc: '2.0', id: n, method: 'tools/call', params: { name: 'slow', arguments: { pad: 'y'.repeat(40_000) } } }, sessionId);
       assert.equal(res.status, 200);
       assert.ok((await res.text()).includes('y'.repeat(40_000)), 'the answer is delivered whole');
     }
