@@ -9,7 +9,7 @@
  */
 import type { OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedisCluster, type RedisClusterHandle } from '../test/helpers/redis-cluster.js';
-import { baseHeaders, closedLoop, createPool, median, openSession, type Path } from './load.js';
+import { baseHeaders, closedLoop, median, openPath, type Path } from './load.js';
 import { startGateway, type Backend, type Gateway } from './processes.js';
 import { processCpuUs } from './system.js';
 
@@ -27,15 +27,15 @@ export async function startClusterGateway(oauth: OAuthHandle, backends: Backend[
     await cluster.stop();
     throw err;
   });
-  const pools: Array<ReturnType<typeof createPool>> = [];
+  const pools: Array<Path['pool']> = [];
   return {
     gateway,
     cluster,
     async path(gatewayPath) {
       const headers = baseHeaders(await oauth.token({ sub: 'bench-user', aud: gateway.audience }));
-      const pool = createPool(gateway.url, 64);
-      pools.push(pool);
-      return { label: `cluster ${gatewayPath}`, pool, path: gatewayPath, headers: { ...headers, 'mcp-session-id': await openSession(pool, gatewayPath, headers) } };
+      const p = await openPath(`cluster ${gatewayPath}`, gateway.url, gatewayPath, headers);
+      pools.push(p.pool);
+      return p;
     },
     async stop() {
       await Promise.allSettled(pools.map((p) => p.close()));

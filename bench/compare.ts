@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
-import { baseHeaders, closedLoop, createPool, median, openSession, type Path } from './load.js';
+import { baseHeaders, closedLoop, median, openPath, type Path } from './load.js';
 import { startBackend, startGateway, type Backend, type Gateway } from './processes.js';
 import { processCpuUs } from './system.js';
 
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   let oauth: OAuthHandle | undefined;
   let backend: Backend | undefined;
   const gateways: Gateway[] = [];
-  const pools: Array<ReturnType<typeof createPool>> = [];
+  const pools: Array<Path['pool']> = [];
   try {
     process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
     [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
@@ -71,12 +71,10 @@ async function main(): Promise<void> {
     for (const root of [worktree, ROOT]) gateways.push(await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], root, logLevel }));
     const paths: Path[] = [];
     for (const [i, g] of gateways.entries()) {
-      const pool = createPool(g.url, 64);
-      pools.push(pool);
       const headers = baseHeaders(await oauth.token({ sub: 'bench-user', aud: g.audience }));
-      const path = `/mcp/${sse ? 'fast-sse' : 'fast'}`;
-      const session = await openSession(pool, path, headers);
-      paths.push({ label: i === 0 ? `ref ${commit}` : 'working tree', pool, path, headers: { ...headers, 'mcp-session-id': session } });
+      const p = await openPath(i === 0 ? `ref ${commit}` : 'working tree', g.url, `/mcp/${sse ? 'fast-sse' : 'fast'}`, headers);
+      pools.push(p.pool);
+      paths.push(p);
     }
     log(`${sse ? 'SSE' : 'JSON'} answers, ${rounds} rounds × ${roundMs / 1000} s per gateway, ${connections} connections; warming up`);
     // Until both are JIT-warm: a gateway's first seconds under load cost far more per call.

@@ -2,13 +2,16 @@
  * A deliberately minimal MCP backend for the benchmark, on raw `node:http` (no framework,
  * no SDK): the bench measures the gateway, so the backend must cost as little as possible.
  *
- * Run: `node --import tsx bench/fast-backend.ts [--sse] [--port N]`
+ * Run: `node --import tsx bench/fast-backend.ts [--sse] [--split] [--port N]`
  *   POST initialize               → 200 application/json, a fresh `Mcp-Session-Id`
  *   POST notifications (no id)    → 202
  *   POST tools/call               → echo of the arguments; application/json, or with `--sse`
  *                                   a one-event text/event-stream
  *   POST any other request        → empty result
  *   POST with an unknown session  → 404
+ *   with `--split`                → every answer's head and body in two writes (`flushHeaders`),
+ *                                   as a backend that streams its answer sends them; the
+ *                                   gateway then reads twice per answer (bench/wire-shapes.ts)
  *   GET                           → 405 (no standalone stream; the gateway keeps its own)
  *   DELETE                        → 200, session forgotten
  *
@@ -20,6 +23,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 
 const args = process.argv.slice(2);
 const sse = args.includes('--sse');
+const split = args.includes('--split');
 const portArg = args.indexOf('--port');
 const port = portArg >= 0 ? Number(args[portArg + 1]) : 0;
 const SUPPORTED = new Set(['2025-11-25', '2025-06-18', '2025-03-26']);
@@ -35,6 +39,12 @@ interface Message {
 
 function reply(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+  send(res, body);
+}
+
+/** The body after the head: with `--split` in a write of its own. */
+function send(res: ServerResponse, body: string): void {
+  if (split) res.flushHeaders();
   res.end(body);
 }
 
@@ -72,7 +82,7 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
   if (sse && msg.method === 'tools/call') {
     const frame = `event: message\ndata: ${body}\n\n`;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'content-length': Buffer.byteLength(frame) });
-    res.end(frame);
+    send(res, frame);
     return;
   }
   reply(res, 200, body);

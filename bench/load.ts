@@ -18,6 +18,8 @@ export const PROTOCOL_VERSION = '2025-11-25';
 export interface Path {
   label: string;
   pool: Pool;
+  /** The pool's origin (`http://127.0.0.1:N`), for the other load generator (bench/autocannon.ts). */
+  origin: string;
   /** Request path, e.g. `/mcp` or `/mcp/fast`. */
   path: string;
   /** Headers of every call (session, token, Accept, Content-Type, protocol version). */
@@ -45,7 +47,8 @@ export function baseHeaders(token: string): Record<string, string> {
 }
 
 let nextId = 1;
-const callBody = (id: number) =>
+/** The tools/call body both load generators send, with a fresh JSON-RPC id each time. */
+export const callBody = (id: number) =>
   `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello, switchboard"}}}`;
 
 /** One tools/call; resolves true when the answer is a 200 carrying a result. */
@@ -76,6 +79,17 @@ export async function openSession(pool: Pool, path: string, headers: Record<stri
   return session;
 }
 
+/**
+ * A Path with a pool of its own (64 connections) and a session: opened through it by
+ * `initialize`, or `session` when given (the naive pass-through reuses the direct path's
+ * backend session). The caller closes `pool`.
+ */
+export async function openPath(label: string, origin: string, path: string, headers: Record<string, string>, session?: string): Promise<Path> {
+  const pool = createPool(origin, 64);
+  const id = session ?? (await openSession(pool, path, headers));
+  return { label, pool, origin, path, headers: { ...headers, 'mcp-session-id': id } };
+}
+
 export interface LoopResult {
   calls: number;
   errors: number;
@@ -85,7 +99,8 @@ export interface LoopResult {
   firstError?: string;
 }
 
-class Recorder {
+/** Latencies of the calls that succeeded, and the failures. */
+export class Recorder {
   latencies: Float64Array;
   n = 0;
   errors = 0;

@@ -16,13 +16,16 @@ export interface Backend {
   child: ChildHandle;
   port: number;
   sse: boolean;
+  /** The gateway's name for it; default `fast` (JSON) or `fast-sse`. */
+  name?: string;
 }
 
-export async function startBackend(sse: boolean): Promise<Backend> {
+/** The minimal backend (bench/fast-backend.ts); `split`: head and body of each answer in two writes. */
+export async function startBackend(sse: boolean, split = false): Promise<Backend> {
   const child = await spawnChild({
     name: sse ? 'fast backend (SSE)' : 'fast backend (JSON)',
     command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench', 'fast-backend.ts'), ...(sse ? ['--sse'] : [])],
+    args: ['--import', 'tsx', join(ROOT, 'bench', 'fast-backend.ts'), ...(sse ? ['--sse'] : []), ...(split ? ['--split'] : [])],
     cwd: ROOT,
     stdin: 'pipe',
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
@@ -77,7 +80,7 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     // shares (issue 13) are raised past it, as an operator would for one heavy service account.
     sessions: { maxPerUser: 1_000_000 },
     streams: { maxPerUser: 1_000_000 },
-    backends: opts.backends.map((b) => ({ name: b.sse ? 'fast-sse' : 'fast', url: `http://127.0.0.1:${b.port}/mcp` })),
+    backends: opts.backends.map((b) => ({ name: b.name ?? (b.sse ? 'fast-sse' : 'fast'), url: `http://127.0.0.1:${b.port}/mcp` })),
   };
   const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
   // JSON is YAML.

@@ -447,9 +447,9 @@ async function main(): Promise<void> {
       const directSession = await openSession(directPool, '/mcp', headers);
       const gatewaySession = await openSession(gatewayPool, gwPath, headers);
       pairs[mode] = {
-        direct: { label: `direct ${mode}`, pool: directPool, path: '/mcp', headers: { ...headers, 'mcp-session-id': directSession } },
-        gateway: { label: `gateway ${mode}`, pool: gatewayPool, path: gwPath, headers: { ...headers, 'mcp-session-id': gatewaySession } },
-        naive: { label: `naive ${mode}`, pool: naivePool, path: gwPath, headers: { ...headers, 'mcp-session-id': directSession } },
+        direct: { label: `direct ${mode}`, pool: directPool, origin: `http://127.0.0.1:${backend.port}`, path: '/mcp', headers: { ...headers, 'mcp-session-id': directSession } },
+        gateway: { label: `gateway ${mode}`, pool: gatewayPool, origin: gateway.url, path: gwPath, headers: { ...headers, 'mcp-session-id': gatewaySession } },
+        naive: { label: `naive ${mode}`, pool: naivePool, origin: `http://127.0.0.1:${naiveProxy.port}`, path: gwPath, headers: { ...headers, 'mcp-session-id': directSession } },
       };
     }
 
