@@ -59,7 +59,9 @@ export interface Gateway {
 /**
  * Starts Switchboard from its CLI with a generated config (Redis store, the issuer, the
  * backends as `fast` / `fast-sse`). `root` is the checkout whose src/cli.ts runs: the working
- * tree, or another commit's worktree when comparing (bench/compare.ts).
+ * tree, or another commit's worktree when comparing (bench/compare.ts). `logLevel`: a level,
+ * `default` for the shipped one (no `log` block), unset for `silent`; the child's stdout is
+ * read by this process into a bounded log (test/helpers/child.ts), as a log collector would.
  */
 export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
@@ -72,7 +74,8 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     // `redis` is a whole block (e.g. cluster mode, bench/cluster.ts); else standalone at redisUrl.
     redis: { ...(opts.redis ?? { url: opts.redisUrl }), keyPrefix: 'sb:' },
     auth: { issuer: opts.issuer, audience, algorithms: ['RS256', 'ES256'] },
-    log: { level: opts.logLevel ?? 'silent' },
+    // 'default': no `log` block, the level the gateway ships with (info). Unset: silent.
+    log: opts.logLevel === 'default' ? undefined : { level: opts.logLevel ?? 'silent' },
     // One bench user makes thousands of calls a second: the per-user rate limit stays on (its
     // Redis round trip is part of what is measured) but far above what the bench can reach.
     limits: { rateLimit: process.env.BENCH_NO_RATE_LIMIT ? { enabled: false } : { max: 1_000_000_000 } },

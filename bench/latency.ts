@@ -1,0 +1,81 @@
+/**
+ * Added latency at half load: open-loop rounds (bench/load.ts `openLoop`) at one fixed rate
+ * — half the default-configuration gateway's median maximum — on the direct path and on
+ * both gateways, the order rotating every round. Per round each gateway's p50 and p99 minus
+ * the direct path's; median over rounds. Only the undici generator: autocannon has no open
+ * loop worth the name (bench/autocannon.ts).
+ */
+import { median, openLoop, percentiles, type Path } from './load.js';
+import { checkErrors, cpuNow, log, sleep, underLoad, type ErrorSink } from './sampling.js';
+
+type LatencyPath = 'direct' | 'gateway' | 'silent';
+const ORDER: readonly LatencyPath[] = ['direct', 'gateway', 'silent'];
+
+export interface Percentiles {
+  p50: number;
+  p90: number;
+  p99: number;
+  achievedRate: number;
+}
+
+export interface LatencyResult extends ErrorSink {
+  rate: number;
+  direct: Percentiles;
+  /** The default configuration. */
+  gateway: Percentiles;
+  silent: Percentiles;
+  addedP50: number;
+  addedP99: number;
+  silentAddedP50: number;
+  silentAddedP99: number;
+  /** CPU per call at this rate: default and silent gateway. */
+  gatewayCpuUsPerCall: number;
+  silentCpuUsPerCall: number;
+}
+
+export async function measureLatency(
+  paths: Record<LatencyPath, Path>,
+  pids: { gateway: number; silent: number } & Record<string, number>,
+  opts: { rate: number; rounds: number; durationMs: number; label: string; profile: boolean },
+): Promise<LatencyResult> {
+  const pct = { direct: [] as number[][], gateway: [] as number[][], silent: [] as number[][] };
+  const achieved = { direct: [] as number[], gateway: [] as number[], silent: [] as number[] };
+  const added = { gateway: [] as number[][], silent: [] as number[][] };
+  const cpu = { gateway: [] as number[], silent: [] as number[] };
+  const sink: ErrorSink = { errors: 0 };
+  for (let r = 0; r < opts.rounds; r++) {
+    const got: Partial<Record<LatencyPath, number[]>> = {};
+    for (const which of ORDER.map((_, i) => ORDER[(i + r) % ORDER.length]!)) {
+      await sleep(200);
+      const cpu0 = cpuNow(pids);
+      const res = await underLoad(opts.profile && which === 'gateway', () => openLoop(paths[which], opts.rate, opts.durationMs));
+      const cpu1 = cpuNow(pids);
+      checkErrors(res, `${opts.label} latency ${which} round ${r + 1}`, sink);
+      got[which] = percentiles(res.latencies, [50, 90, 99]);
+      pct[which].push(got[which]);
+      achieved[which].push((res.calls * 1000) / res.elapsedMs);
+      if (which !== 'direct') cpu[which].push((cpu1[which]! - cpu0[which]!) / Math.max(1, res.calls));
+    }
+    for (const w of ['gateway', 'silent'] as const) added[w].push([got[w]![0]! - got.direct![0]!, got[w]![2]! - got.direct![2]!]);
+    log(`${opts.label} latency round ${r + 1}/${opts.rounds} @ ${opts.rate}/s: p50 ${ORDER.map((w) => `${w} ${got[w]![0]!.toFixed(3)}`).join(', ')} ms; p99 ${ORDER.map((w) => `${w} ${got[w]![2]!.toFixed(3)}`).join(', ')} ms`);
+  }
+  const summarize = (w: LatencyPath): Percentiles => ({
+    p50: median(pct[w].map((p) => p[0]!)),
+    p90: median(pct[w].map((p) => p[1]!)),
+    p99: median(pct[w].map((p) => p[2]!)),
+    achievedRate: median(achieved[w]),
+  });
+  return {
+    rate: opts.rate,
+    direct: summarize('direct'),
+    gateway: summarize('gateway'),
+    silent: summarize('silent'),
+    addedP50: median(added.gateway.map((a) => a[0]!)),
+    addedP99: median(added.gateway.map((a) => a[1]!)),
+    silentAddedP50: median(added.silent.map((a) => a[0]!)),
+    silentAddedP99: median(added.silent.map((a) => a[1]!)),
+    gatewayCpuUsPerCall: median(cpu.gateway),
+    silentCpuUsPerCall: median(cpu.silent),
+    ...sink,
+  };
+}

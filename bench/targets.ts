@@ -1,0 +1,84 @@
+/**
+ * The targets a bench run is judged against, each met or not: issue 7's (on the 2-core
+ * build machine), issue 17's Redis Cluster bound, and issue 16's, which measure the gateway
+ * as deployed (default configuration) against the naive pass-through in the same rounds.
+ * Figures from the closed-loop rounds are judged under both load generators; the half-load
+ * latency and the Redis figures come from one (undici) and are judged once.
+ */
+import type { ClusterCpuResult } from './cluster.js';
+import type { LatencyResult } from './latency.js';
+import type { RoundTrips } from './redis-trips.js';
+import type { IdleStreams, NewSessions, StoredSessions } from './sessions.js';
+import type { ThroughputResult } from './throughput.js';
+
+export interface Target {
+  name: string;
+  target: string;
+  value: string;
+  pass: boolean | null;
+  /** Which issue set it. */
+  issue: string;
+}
+
+/** Everything measured for one answer type (JSON or SSE). */
+export interface ModeResults {
+  throughput: ThroughputResult;
+  autocannon: ThroughputResult;
+  latency: LatencyResult;
+  redis: RoundTrips;
+  cluster: ClusterCpuResult;
+}
+
+export interface RunResults {
+  json: ModeResults;
+  sse: ModeResults;
+  newSession: NewSessions;
+  storedSessions: StoredSessions;
+  idleStreams: IdleStreams;
+}
+
+export const fmt = (v: number | null | undefined, digits = 0) =>
+  v === null || v === undefined || !Number.isFinite(v) ? '—' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** CPU per call ÷ the naive pass-through's: issue 16's bounds (the SSE silent one is not set). */
+const VS_NAIVE = { json: { gateway: 1.0, silent: 0.9 }, sse: { gateway: 1.3, silent: undefined } } as const;
+
+function modeTargets(mode: 'json' | 'sse', m: ModeResults, connections: number): Target[] {
+  const M = mode.toUpperCase();
+  const out: Target[] = [];
+  for (const t of [m.throughput, m.autocannon]) {
+    const g = `${M}, ${t.generator}`;
+    const gw = t.paths.gateway;
+    out.push(
+      { issue: '7', name: `throughput ratio @${connections} conn (${g})`, target: '≥ 0.40', value: fmt(gw.ratioToDirect, 3), pass: gw.ratioToDirect >= 0.4 },
+      { issue: '7', name: `gateway CPU per call, saturated (${g})`, target: '≤ 100 µs', value: `${fmt(gw.cpuUsPerCall)} µs`, pass: gw.cpuUsPerCall <= 100 },
+    );
+    for (const which of ['gateway', 'silent'] as const) {
+      const bound = VS_NAIVE[mode][which];
+      if (bound === undefined) continue;
+      const v = t.cpuVsNaive[which];
+      const config = which === 'gateway' ? 'default configuration' : 'silent';
+      out.push({ issue: '16', name: `gateway CPU per call ÷ naive pass-through, ${config} (${g})`, target: `≤ ${bound.toFixed(1)} ×`, value: fmt(v, 3), pass: v <= bound });
+    }
+  }
+  const l = m.latency;
+  out.push(
+    { issue: '7', name: `gateway CPU per call, half load (${M})`, target: '≤ 100 µs', value: `${fmt(l.gatewayCpuUsPerCall)} µs`, pass: l.gatewayCpuUsPerCall <= 100 },
+    { issue: '7, 16', name: `added p50 at half load, default configuration (${M})`, target: '≤ 0.5 ms', value: `${fmt(l.addedP50, 3)} ms`, pass: l.addedP50 <= 0.5 },
+    { issue: '7', name: `Redis round trips per call, message path (${M})`, target: '≤ 1', value: fmt(m.redis.roundTripsPerCall, 2), pass: m.redis.roundTripsPerCall <= 1.001 },
+    { issue: '17', name: `gateway CPU per call, Redis Cluster ÷ standalone (${M})`, target: '≤ 1.10', value: fmt(m.cluster.ratio, 3), pass: m.cluster.ratio <= 1.1 },
+  );
+  return out;
+}
+
+export function targetsOf(r: RunResults, connections: number): Target[] {
+  const s = r.idleStreams;
+  const memory = (issue: string, mb: number): Target => ({
+    issue,
+    name: `gateway RSS with 10,000 idle SSE streams${s.projected ? ` (projected from ${s.opened})` : ''}`,
+    target: `≤ ${mb} MB`,
+    value: `${fmt(s.rssAt10kBytes / 1e6)} MB`,
+    pass: s.opened > 0 ? s.rssAt10kBytes <= mb * 1e6 : null,
+  });
+  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), memory('7', 500), memory('16', 300)];
+}
