@@ -1,9 +1,10 @@
 /**
- * `npm run bench:compare -- [ref] [--sse] [--rounds N] [--seconds S] [--log-level L]`
- * (defaults: HEAD, JSON answers, 16 rounds of 1 s after 12 s of warm-up, `silent`): is the
- * working tree's hot path cheaper than `ref`'s (default HEAD)? `--log-level info` compares
- * both at the level the gateway ships with (their stdout is read and dropped by this process,
- * as a log collector would).
+ * `npm run bench:compare -- [ref] [--sse] [--rounds N] [--seconds S] [--log-level L] [--autocannon]`
+ * (defaults: HEAD, JSON answers, 16 rounds of 1 s after 12 s of warm-up, `silent`, undici
+ * load): is the working tree's hot path cheaper than `ref`'s (default HEAD)? `--log-level
+ * default` (or `info`) compares both at the level the gateway ships with (their stdout is
+ * read and dropped by this process, as a log collector would); `--autocannon` drives both
+ * with the second load generator (bench/autocannon.ts) instead of undici.
  *
  * On a shared, noisy machine the absolute figures of `npm run bench` move by tens of percent
  * between runs, which hides any single change. This runs two gateways side by side — one
@@ -21,7 +22,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
-import { baseHeaders, closedLoop, median, openPath, type Path } from './load.js';
+import { autocannonLoop } from './autocannon.js';
+import { baseHeaders, closedLoop, median, openPath, type LoopResult, type Path } from './load.js';
 import { startBackend, startGateway, type Backend, type Gateway } from './processes.js';
 import { processCpuUs } from './system.js';
 
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
   const rounds = option(argv, '--rounds', 16);
   const roundMs = option(argv, '--seconds', 1) * 1000;
   const connections = 16;
+  const loop = argv.includes('--autocannon') ? autocannonLoop : (p: Path, c: number, ms: number): Promise<LoopResult> => closedLoop(p, c, { durationMs: ms });
 
   const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: ROOT, encoding: 'utf8' }).trim();
   const worktree = mkdtempSync(join(tmpdir(), `switchboard-compare-${commit}-`));
@@ -76,9 +79,9 @@ async function main(): Promise<void> {
       pools.push(p.pool);
       paths.push(p);
     }
-    log(`${sse ? 'SSE' : 'JSON'} answers, ${rounds} rounds × ${roundMs / 1000} s per gateway, ${connections} connections; warming up`);
+    log(`${sse ? 'SSE' : 'JSON'} answers, ${rounds} rounds × ${roundMs / 1000} s per gateway, ${connections} connections, ${argv.includes('--autocannon') ? 'autocannon' : 'undici'}; warming up`);
     // Until both are JIT-warm: a gateway's first seconds under load cost far more per call.
-    for (let w = 0; w < 4; w++) for (const p of paths) await closedLoop(p, connections, { durationMs: 1500 });
+    for (let w = 0; w < 4; w++) for (const p of paths) await loop(p, connections, 1500);
 
     const cpu: number[][] = [[], []];
     const rate: number[][] = [[], []];
@@ -86,7 +89,7 @@ async function main(): Promise<void> {
       for (const i of r % 2 === 0 ? [0, 1] : [1, 0]) {
         await sleep(100);
         const before = processCpuUs(gateways[i]!.child.pid);
-        const res = await closedLoop(paths[i]!, connections, { durationMs: roundMs });
+        const res = await loop(paths[i]!, connections, roundMs);
         if (res.errors) throw new Error(`${paths[i]!.label}: ${res.errors} failed calls (${res.firstError})`);
         cpu[i]!.push((processCpuUs(gateways[i]!.child.pid) - before) / res.calls);
         rate[i]!.push((res.calls * 1000) / res.elapsedMs);
