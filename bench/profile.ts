@@ -97,35 +97,36 @@ function moduleOf(frame: CallFrame, root: string): string {
 }
 
 /**
- * @param windows when given, only samples taken inside these [start, end] intervals count
- *   (µs of CLOCK_MONOTONIC, the clock of both V8's profile timestamps and
- *   `process.hrtime`), e.g. the periods when the bench was loading the gateway.
+ * Hits per profile node. With `windows`, only samples taken inside those [start, end]
+ * intervals count (µs of CLOCK_MONOTONIC, the clock of both V8's profile timestamps and
+ * `process.hrtime`), and the duration is the windows' overlap with the profile.
  */
-export function summarizeProfile(file: string, root: string, topN = 15, windows?: Array<[number, number]>): ProfileSummary {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+function sampleHits(profile: CpuProfile, windows?: Array<[number, number]>): { hitsById: Map<number, number>; durationUs: number; sampleCount: number } {
   const hitsById = new Map<number, number>();
-  let durationUs = profile.endTime - profile.startTime;
-  let sampleCount = 0;
-  if (windows?.length && profile.samples && profile.timeDeltas) {
-    const sorted = [...windows].sort((a, b) => a[0] - b[0]);
-    durationUs = sorted.reduce((sum, [a, b]) => sum + Math.max(0, Math.min(b, profile.endTime) - Math.max(a, profile.startTime)), 0);
-    let t = profile.startTime;
-    let w = 0;
-    for (let i = 0; i < profile.samples.length; i++) {
-      t += profile.timeDeltas[i] ?? 0;
-      while (w < sorted.length && sorted[w]![1] < t) w++;
-      if (w < sorted.length && sorted[w]![0] <= t) {
-        const id = profile.samples[i]!;
-        hitsById.set(id, (hitsById.get(id) ?? 0) + 1);
-        sampleCount++;
-      }
-    }
-  } else {
+  if (!windows?.length || !profile.samples || !profile.timeDeltas) {
     for (const node of profile.nodes) if (node.hitCount) hitsById.set(node.id, node.hitCount);
-    sampleCount = profile.samples?.length ?? [...hitsById.values()].reduce((a, b) => a + b, 0);
+    const sampleCount = profile.samples?.length ?? [...hitsById.values()].reduce((a, b) => a + b, 0);
+    return { hitsById, durationUs: profile.endTime - profile.startTime, sampleCount };
   }
-  const intervalUs = sampleCount > 0 ? durationUs / sampleCount : 0;
+  const sorted = [...windows].sort((a, b) => a[0] - b[0]);
+  const durationUs = sorted.reduce((sum, [a, b]) => sum + Math.max(0, Math.min(b, profile.endTime) - Math.max(a, profile.startTime)), 0);
+  let sampleCount = 0;
+  let t = profile.startTime;
+  let w = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i] ?? 0;
+    while (w < sorted.length && sorted[w]![1] < t) w++;
+    if (w < sorted.length && sorted[w]![0] <= t) {
+      const id = profile.samples[i]!;
+      hitsById.set(id, (hitsById.get(id) ?? 0) + 1);
+      sampleCount++;
+    }
+  }
+  return { hitsById, durationUs, sampleCount };
+}
 
+/** Self time by function and by module; idle hits apart. */
+function selfTimes(profile: CpuProfile, hitsById: Map<number, number>, root: string) {
   const byFunction = new Map<string, { name: string; where: string; module: string; hits: number }>();
   const byModule = new Map<string, number>();
   let idleHits = 0;
@@ -148,9 +149,11 @@ export function summarizeProfile(file: string, root: string, topN = 15, windows?
     byFunction.set(key, entry);
     byModule.set(mod, (byModule.get(mod) ?? 0) + hits);
   }
-  const busyHits = totalHits - idleHits;
+  return { byFunction, byModule, idleHits, busyHits: totalHits - idleHits };
+}
 
-  // Inclusive time of src/ functions: walk each sampled node's ancestors once.
+/** Inclusive time of src/ functions (each sampled node's ancestors walked once), and socket writes by writer. */
+function inclusiveTimes(profile: CpuProfile, hitsById: Map<number, number>, root: string) {
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const c of node.children ?? []) parent.set(c, node.id);
   const byId = new Map(profile.nodes.map((n) => [n.id, n] as const));
@@ -182,6 +185,19 @@ export function summarizeProfile(file: string, root: string, topN = 15, windows?
       inclusive.set(key, entry);
     }
   }
+  return { inclusive, writes };
+}
+
+/**
+ * @param windows when given, only samples taken inside these [start, end] intervals count
+ *   (µs of CLOCK_MONOTONIC), e.g. the periods when the bench was loading the gateway.
+ */
+export function summarizeProfile(file: string, root: string, topN = 15, windows?: Array<[number, number]>): ProfileSummary {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const { hitsById, durationUs, sampleCount } = sampleHits(profile, windows);
+  const intervalUs = sampleCount > 0 ? durationUs / sampleCount : 0;
+  const { byFunction, byModule, idleHits, busyHits } = selfTimes(profile, hitsById, root);
+  const { inclusive, writes } = inclusiveTimes(profile, hitsById, root);
   const ms = (hits: number) => (hits * intervalUs) / 1000;
   const pct = (hits: number) => (busyHits > 0 ? (100 * hits) / busyHits : 0);
   return {
