@@ -6,7 +6,16 @@
 import type { FastifyRequest } from 'fastify';
 import type { BackendCaller } from './backend.js';
 import { principalOf } from '../auth/authenticate.js';
+import { headerValue } from '../wire/headers.js';
 
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
   return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken };
+}
+
+/** W3C trace context the client sent, carried to the backend so one trace spans both hops. */
+export function traceHeaders(request: FastifyRequest): { traceparent?: string; tracestate?: string } {
+  return {
+    traceparent: headerValue(request.headers.traceparent),
+    tracestate: headerValue(request.headers.tracestate),
+  };
 }

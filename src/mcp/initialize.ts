@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { McpBackend } from '../backends/backend.js';
-import { callerOf } from '../backends/caller.js';
+import { callerOf, traceHeaders } from '../backends/caller.js';
 import { collectMessages } from '../backends/backend-body.js';
 import type { McpContext } from './context.js';
 import { ErrorCode, type JsonRpcMessage } from '../wire/jsonrpc.js';
@@ -17,7 +17,7 @@ import { sendBackendError, sendJsonRpcError, sendStateUnavailable } from '../htt
 import { newSessionId } from '../sessions/session-service.js';
 import { StateUnavailableError } from '../state/errors.js';
 import { SseWriter } from '../streams/sse-writer.js';
-import { linkedAuthorization } from './upstream-gate.js';
+import { linkedAuthorization } from '../linking/linked-authorization.js';
 import { initializeUnlinked } from '../linking/unlinked-initialize.js';
 import { principalOf } from '../auth/authenticate.js';
 
@@ -95,13 +95,6 @@ export function sendCollected(ctx: McpContext, reply: FastifyReply, texts: reado
   const writer = new SseWriter(reply.raw, { keepAliveMs: ctx.config.streams.keepAlive, headers: sessionHeader(reply) });
   for (const text of texts) writer.message(text);
   writer.end();
-}
-
-export function traceHeaders(request: FastifyRequest): { traceparent?: string; tracestate?: string } {
-  return {
-    traceparent: headerValue(request.headers.traceparent),
-    tracestate: headerValue(request.headers.tracestate),
-  };
 }
 
 function sessionHeader(reply: FastifyReply): Record<string, string> {

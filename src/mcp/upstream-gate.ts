@@ -8,12 +8,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
 import { supportsUrlElicitation } from '../connect/elicitation-replies.js';
-import { ProviderError } from '../providers/provider-client.js';
 import { BackendError } from '../backends/errors.js';
 import { openBackendSession } from '../linking/backend-session.js';
+import { linkedAuthorization } from '../linking/linked-authorization.js';
 import { answeredProvisionally, answerUnlinked } from '../linking/provisional.js';
-import { callerOf } from '../backends/caller.js';
-import { traceHeaders } from './initialize.js';
+import { callerOf, traceHeaders } from '../backends/caller.js';
 import type { McpContext } from './context.js';
 import { isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
@@ -24,26 +23,6 @@ import { notifyListsChanged } from '../linking/linking.js';
 import { principalOf } from '../auth/authenticate.js';
 
 export type OpenRequest = JsonRpcMessage & { id: JsonRpcId; method: string };
-
-/**
- * The user's Authorization header for the backend (`undefined` inside when none is linked),
- * or undefined after answering the client: the provider could not refresh the token now (a
- * backend failure, not the client's), or the state store is away.
- */
-export async function linkedAuthorization(ctx: McpContext, request: FastifyRequest, reply: FastifyReply, backend: BackendConfig, requestIds: readonly JsonRpcId[], batch: boolean): Promise<{ authorization?: string } | undefined> {
-  if (!Boolean(backend.upstreamAuth)) return {};
-  try {
-    return { authorization: await ctx.upstream.linkedAuthorization(principalOf(request), backend) };
-  } catch (err) {
-    request.log.warn({ err: (err as Error).message, provider: backend.upstreamAuth!.provider }, 'third-party token unavailable');
-    if (err instanceof ProviderError) {
-      sendBackendError(reply, new BackendError(backend.name, err.kind === 'timeout' ? 'timeout' : 'unreachable', `the ${backend.upstreamAuth!.provider} account could not be refreshed right now`), requestIds, batch);
-    } else {
-      sendStateUnavailable(reply);
-    }
-    return undefined;
-  }
-}
 
 /** How a message for a backend with `upstreamAuth` goes on: to the backend (with this session and token), or answered here. */
 export type GateOutcome = { target: StreamTarget; authorization?: string } | undefined;

@@ -37,8 +37,13 @@ function derive(secret: string, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.alloc(0), `switchboard ${purpose}`, 32));
 }
 
-export function createTokenCipher(tokenKey: string): TokenCipher {
-  const key = derive(tokenKey, 'token vault aes-256-gcm');
+/**
+ * `purpose` separates the keys of different uses of one secret (HKDF info): the vault and the
+ * exchange cache share the default; the stateless era's `requestState` (stateless/request-state.ts)
+ * gets its own, so that no sealed value of one use ever opens as another.
+ */
+export function createTokenCipher(tokenKey: string, purpose = 'token vault aes-256-gcm'): TokenCipher {
+  const key = derive(tokenKey, purpose);
   return {
     seal(plain, context) {
       const iv = randomBytes(12);
