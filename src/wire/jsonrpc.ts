@@ -45,6 +45,16 @@ export const ErrorCode = {
    * declared `elicitation.url`.
    */
   UrlElicitationRequired: -32042,
+  /**
+   * MCP 2026-07-28 (basic/index "Error codes", the sub-range -32020..-32099 reserved for the
+   * specification): a standard header is missing, malformed, or disagrees with the body
+   * (Transports §Server Validation). HTTP 400.
+   */
+  HeaderMismatch: -32020,
+  /** MCP 2026-07-28: the request needs a client capability its `_meta` did not declare; `data.requiredCapabilities`. HTTP 400. */
+  MissingRequiredClientCapability: -32021,
+  /** MCP 2026-07-28: the request's protocol version is not served; `data: { supported, requested }`. HTTP 400. */
+  UnsupportedProtocolVersion: -32022,
 } as const;
 
 export function isRequest(m: JsonRpcMessage): m is JsonRpcMessage & { id: JsonRpcId; method: string } {

@@ -11,6 +11,12 @@ export const HEADER = {
   sessionId: 'mcp-session-id',
   protocolVersion: 'mcp-protocol-version',
   lastEventId: 'last-event-id',
+  /** MCP 2026-07-28 Transports §Standard Request Headers: the body's `method`, on every request. */
+  method: 'mcp-method',
+  /** The same: `params.name` of tools/call and prompts/get, `params.uri` of resources/read. */
+  name: 'mcp-name',
+  /** The same, §Custom Headers from Tool Parameters: `Mcp-Param-{x-mcp-header}` (names lower-cased, as Node gives them). */
+  paramPrefix: 'mcp-param-',
 } as const;
 
 export function isSupportedVersion(v: string): boolean {
