@@ -9,9 +9,6 @@
 const PREFIX = '=?base64?';
 const SUFFIX = '?=';
 
-/** Canonical standard-alphabet Base64 with its padding (RFC 4648 §4): no URL alphabet, no missing `=`. */
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 /** Visible ASCII and the space (RFC 9110 §5.5 field-vchar and SP); a tab is a control character, so it is encoded. */
 const PLAIN_SAFE = /^[\x20-\x7e]*$/;
 
@@ -45,9 +42,9 @@ export function encodeHeaderValue(value: string): string {
 export function decodeHeaderValue(raw: string): string | undefined {
   if (!isSentinel(raw)) return raw;
   const encoded = raw.slice(PREFIX.length, raw.length - SUFFIX.length);
-  if (!BASE64.test(encoded)) return undefined;
   const bytes = Buffer.from(encoded, 'base64');
-  // Non-zero padding bits ("SGVsbG9=" for "Hello") would otherwise decode to the same bytes.
+  // Node decodes leniently (skips foreign characters, takes the URL alphabet, missing padding
+  // and stray bits); only canonical RFC 4648 §4 Base64 encodes back to the same text.
   if (bytes.toString('base64') !== encoded) return undefined;
   try {
     return utf8.decode(bytes);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { JsonRpcMessage } from '../../src/wire/jsonrpc.js';
 import { ErrorCode } from '../../src/wire/jsonrpc.js';
-import { EXTENSION_METHODS, META, nameFieldOf, REMOVED_IN_2026, requestEra, STATELESS_METHODS, STATELESS_REVISION, STATELESS_REVISIONS } from '../../src/wire/revision-2026.js';
+import { EXTENSION_METHODS, META, metaOf, nameFieldOf, REMOVED_IN_2026, requestEra, STATELESS_METHODS, STATELESS_REVISION, STATELESS_REVISIONS } from '../../src/wire/revision-2026.js';
 
 function call(method: string, meta?: Record<string, unknown>): JsonRpcMessage {
   return { jsonrpc: '2.0', id: 1, method, params: meta === undefined ? {} : { _meta: meta } };
@@ -64,6 +64,17 @@ describe('requestEra', () => {
   test('params that are not an object carry no claim', () => {
     assert.equal(requestEra(undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: [modern] }), 'legacy');
     assert.equal(requestEra(undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: [modern] } }), 'legacy');
+  });
+});
+
+describe('metaOf', () => {
+  test('params._meta when both are objects, else undefined', () => {
+    assert.deepEqual(metaOf(call('tools/list', modern)), modern);
+    assert.equal(metaOf(call('tools/list')), undefined);
+    assert.equal(metaOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: [modern] } }), undefined);
+    assert.equal(metaOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: 'x' } }), undefined);
+    assert.equal(metaOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: [{ _meta: modern }] }), undefined);
+    assert.equal(metaOf(undefined), undefined);
   });
 });
 

@@ -1,0 +1,230 @@
+/**
+ * The checks a 2026-07-28 POST passes before anything acts on it, with the revision's codes
+ * and HTTP statuses: basic/index §`_meta` ("Per-request protocol fields", -32602) and
+ * §Error Codes; Transports §Request Metadata, §Value Encoding, §Server Validation (-32020);
+ * basic/versioning §Protocol Version Negotiation (-32022); and the conformance suite's
+ * "Methods & Routing" (404 -32601 for removed and unknown methods).
+ *
+ * Order, where one request fails several: a response is no 2026 message (-32600); then an
+ * MCP-Protocol-Version naming a revision not served (-32022), because a client of a later
+ * revision must learn what to retry with before anything else, and the body's shape may be
+ * that revision's; then the method (-32601); then `_meta` (-32602); then the headers against
+ * the body (-32020). The suite fixes the rest of the order: a 2026 header with `_meta`
+ * lacking its protocol version is -32602, not a mismatch; a 2026 header with `_meta` naming
+ * `v999.0.0` is -32020, not -32022.
+ *
+ * Notifications: `_meta` is optional (`NotificationParams`), and the spec leaves header rules
+ * for notification POSTs undefined (Transports §Sending Messages, note), so none is required;
+ * a header that is present must still agree with the body.
+ */
+import { decodeHeaderValue } from './header-encoding.js';
+import { ErrorCode, type JsonRpcMessage } from './jsonrpc.js';
+import { HEADER } from './protocol.js';
+import { EXTENSION_METHODS, LOG_LEVELS, META, metaOf, nameFieldOf, REMOVED_IN_2026, STATELESS_METHODS, type LogLevel } from './revision-2026.js';
+
+export interface StatelessRequest {
+  method: string;
+  /** A notification (no id): answered 202, never with a result. */
+  notification: boolean;
+  /** The tool or prompt name, resource URI or task id the request names (what `Mcp-Name` carries), decoded. */
+  name?: string;
+  protocolVersion: string;
+  /** `io.modelcontextprotocol/clientCapabilities`, `{}` for a notification without it. */
+  clientCapabilities: Record<string, unknown>;
+  clientInfo?: { name: string; version: string; [key: string]: unknown };
+  logLevel?: LogLevel;
+  /** The `Mcp-Param-*` headers as sent (lower-case names, values still encoded), to pass on unchanged. */
+  paramHeaders: Record<string, string>;
+}
+
+/** Why a request was refused; the route answers it as a JSON-RPC error echoing the request's id. */
+export interface StatelessProblem {
+  status: number;
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export type StatelessCheck = { ok: true; request: StatelessRequest } | { ok: false; problem: StatelessProblem };
+
+/** Request headers as Node's `IncomingHttpHeaders` give them, or any record with names in any case. */
+export type RequestHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+type Fields = Pick<StatelessRequest, 'clientCapabilities' | 'clientInfo' | 'logLevel'> & { claimed?: string };
+
+/** One standard header: its value with surrounding whitespace removed, or why it cannot be read. */
+interface HeaderRead {
+  value?: string;
+  problem?: string;
+}
+
+interface ProtocolHeaders {
+  version: HeaderRead;
+  method: HeaderRead;
+  name: HeaderRead;
+  params: Record<string, string>;
+}
+
+const STANDARD = { [HEADER.protocolVersion]: 'MCP-Protocol-Version', [HEADER.method]: 'Mcp-Method', [HEADER.name]: 'Mcp-Name' } as const;
+
+export function checkStatelessRequest(headers: RequestHeaders, message: JsonRpcMessage, supported: readonly string[]): StatelessCheck {
+  const method = message.method;
+  if (typeof method !== 'string') {
+    return fail(400, ErrorCode.InvalidRequest, 'Invalid Request: MCP 2026-07-28 clients post requests and notifications only, never a JSON-RPC response');
+  }
+  const notification = message.id === undefined;
+  const sent = readProtocolHeaders(headers);
+  const meta = metaOf(message);
+  const claimed = meta?.[META.protocolVersion];
+  const { value: version } = sent.version;
+  if (version !== undefined && !supported.includes(version) && (typeof claimed !== 'string' || claimed === version)) {
+    return unsupported(version, supported);
+  }
+  const unknown = methodProblem(method);
+  if (unknown) return { ok: false, problem: unknown };
+  const fields = readMeta(message.params, notification);
+  if ('problem' in fields) return { ok: false, problem: fields.problem };
+  const body = bodyName(method, message.params);
+  const mismatch = headerProblem(sent, method, fields.claimed, body, notification);
+  if (mismatch) return fail(400, ErrorCode.HeaderMismatch, mismatch);
+  const protocolVersion = (fields.claimed ?? version)!;
+  if (!supported.includes(protocolVersion)) return unsupported(protocolVersion, supported);
+  const request: StatelessRequest = { method, notification, protocolVersion, clientCapabilities: fields.clientCapabilities, paramHeaders: sent.params };
+  if (body !== undefined) request.name = body;
+  if (fields.clientInfo) request.clientInfo = fields.clientInfo;
+  if (fields.logLevel) request.logLevel = fields.logLevel;
+  return { ok: true, request };
+}
+
+/**
+ * What `data.requiredCapabilities` of -32021 holds (schema `MissingRequiredClientCapabilityError`:
+ * a `ClientCapabilities` object, e.g. `{ "sampling": {} }`): the part of `required` the client
+ * did not declare, compared member by member, or undefined when all of it is declared. A
+ * declared empty `elicitation` counts as `{ form: {} }` (client/elicitation §Capabilities).
+ */
+export function missingCapabilities(clientCapabilities: Record<string, unknown> | undefined, required: Record<string, unknown>): Record<string, unknown> | undefined {
+  const declared = { ...clientCapabilities };
+  if (isObject(declared.elicitation) && Object.keys(declared.elicitation).length === 0) declared.elicitation = { form: {} };
+  return missingIn(declared, required);
+}
+
+function missingIn(declared: unknown, required: Record<string, unknown>): Record<string, unknown> | undefined {
+  const have = isObject(declared) ? declared : {};
+  let missing: Record<string, unknown> | undefined;
+  for (const [key, want] of Object.entries(required)) {
+    const got = have[key];
+    const gap = isObject(want) ? (isObject(got) ? missingIn(got, want) : want) : got === want ? undefined : want;
+    if (gap !== undefined) (missing ??= {})[key] = gap;
+  }
+  return missing;
+}
+
+function methodProblem(method: string): StatelessProblem | undefined {
+  if (STATELESS_METHODS.has(method) || EXTENSION_METHODS.has(method)) return undefined;
+  if (!REMOVED_IN_2026.has(method)) return { status: 404, code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` };
+  const hint = method === 'initialize' ? '; a 2025-11-25 client sends it without the 2026-07-28 MCP-Protocol-Version header and _meta, and gets a session' : '';
+  return { status: 404, code: ErrorCode.MethodNotFound, message: `Method not found: ${method} was removed in MCP 2026-07-28${hint}` };
+}
+
+/** The per-request `_meta` fields (basic/index §`_meta`): required on requests, typed wherever present. */
+function readMeta(params: unknown, notification: boolean): Fields | { problem: StatelessProblem } {
+  const invalid = (message: string, field?: string) => ({ problem: { status: 400, code: ErrorCode.InvalidParams, message: `Invalid params: ${message}`, ...(field ? { data: { field } } : {}) } });
+  if (params !== undefined && !isObject(params)) return invalid('params must be an object');
+  const meta = params?._meta;
+  if (meta === undefined && notification) return { clientCapabilities: {} };
+  if (!isObject(meta)) return invalid(`MCP 2026-07-28 requests carry params._meta with ${META.protocolVersion} and ${META.clientCapabilities}`, '_meta');
+  const version = meta[META.protocolVersion];
+  const capabilities = meta[META.clientCapabilities];
+  const info = meta[META.clientInfo];
+  const level = meta[META.logLevel];
+  if (version === undefined && !notification) return invalid(`_meta lacks ${META.protocolVersion}`, META.protocolVersion);
+  if (version !== undefined && (typeof version !== 'string' || version === '')) return invalid(`${META.protocolVersion} must be a non-empty string`, META.protocolVersion);
+  if (capabilities === undefined && !notification) return invalid(`_meta lacks ${META.clientCapabilities}`, META.clientCapabilities);
+  if (capabilities !== undefined && !isObject(capabilities)) return invalid(`${META.clientCapabilities} must be an object`, META.clientCapabilities);
+  if (info !== undefined && !(isObject(info) && typeof info.name === 'string' && typeof info.version === 'string')) {
+    return invalid(`${META.clientInfo} must be an object with a string name and version`, META.clientInfo);
+  }
+  if (level !== undefined && !(LOG_LEVELS as readonly unknown[]).includes(level)) return invalid(`${META.logLevel} must be one of ${LOG_LEVELS.join(', ')}`, META.logLevel);
+  const fields: Fields = { clientCapabilities: capabilities ?? {} };
+  if (version !== undefined) fields.claimed = version as string;
+  if (info !== undefined) fields.clientInfo = info as Fields['clientInfo'];
+  if (level !== undefined) fields.logLevel = level as LogLevel;
+  return fields;
+}
+
+/** The body value `Mcp-Name` mirrors, when the method has one and the body holds it as a string. */
+function bodyName(method: string, params: unknown): string | undefined {
+  const field = nameFieldOf(method);
+  const value = field && isObject(params) ? params[field] : undefined;
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * Transports §Server Validation: a required standard header missing, unreadable, or not
+ * equal to the body (values case-sensitive; `Mcp-Name` decoded first). Requests need
+ * MCP-Protocol-Version, Mcp-Method, and Mcp-Name where the body names something.
+ */
+function headerProblem(sent: ProtocolHeaders, method: string, claimed: string | undefined, name: string | undefined, notification: boolean): string | undefined {
+  const problem = sent.version.problem ?? sent.method.problem ?? sent.name.problem;
+  if (problem) return problem;
+  const { value: version } = sent.version;
+  if (version === undefined && (!notification || claimed === undefined)) return 'Header mismatch: the MCP-Protocol-Version header is required';
+  if (version !== undefined && claimed !== undefined && version !== claimed) return mismatch('MCP-Protocol-Version', version, claimed);
+  if (sent.method.value === undefined && !notification) return 'Header mismatch: the Mcp-Method header is required';
+  if (sent.method.value !== undefined && sent.method.value !== method) return mismatch('Mcp-Method', sent.method.value, method);
+  if (nameFieldOf(method) === undefined) return undefined;
+  const raw = sent.name.value;
+  if (raw === undefined) return name === undefined ? undefined : `Header mismatch: the Mcp-Name header is required for ${method}`;
+  const decoded = decodeHeaderValue(raw);
+  if (decoded === undefined) return 'Header mismatch: the Mcp-Name header holds a malformed =?base64?…?= value';
+  if (decoded !== name) return mismatch('Mcp-Name', decoded, name ?? '(none)');
+  return undefined;
+}
+
+function mismatch(header: string, value: string, body: string): string {
+  return `Header mismatch: ${header} header value ${JSON.stringify(value)} does not match body value ${JSON.stringify(body)}`;
+}
+
+/** Characters a header value may not carry (RFC 9110 §5.5: visible ASCII, SP and HTAB only); Node hands other bytes over as Latin-1. */
+const NOT_FIELD_CONTENT = /[^\t\x20-\x7e]/;
+
+/**
+ * The standard headers, found under any capitalization (RFC 9110 §5.1: names are
+ * case-insensitive; Node lower-cases them, other callers may not), and the `Mcp-Param-*`
+ * ones. A standard header given more than once is refused — a router reading the first and a
+ * server the last is the confusion validation prevents; a repeated parameter header is
+ * joined as RFC 9110 §5.3 combines fields, for the backend to judge.
+ */
+function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
+  const standard = new Map<string, string[]>();
+  const params: Record<string, string> = {};
+  for (const key of Object.keys(headers)) {
+    const raw = headers[key];
+    if (raw === undefined) continue;
+    const lower = key.toLowerCase();
+    const values = typeof raw === 'string' ? [raw] : [...raw];
+    if (Object.hasOwn(STANDARD, lower)) standard.set(lower, [...(standard.get(lower) ?? []), ...values]);
+    else if (lower.startsWith(HEADER.paramPrefix)) params[lower] = params[lower] === undefined ? values.join(', ') : `${params[lower]}, ${values.join(', ')}`;
+  }
+  const read = (name: keyof typeof STANDARD): HeaderRead => {
+    const values = standard.get(name);
+    if (!values?.length) return {};
+    if (values.length > 1) return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
+    const value = values[0]!.replace(/^[ \t]+|[ \t]+$/g, '');
+    if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${STANDARD[name]} header holds characters a header value may not carry (send them as =?base64?…?=)` };
+    return { value };
+  };
+  return { version: read(HEADER.protocolVersion), method: read(HEADER.method), name: read(HEADER.name), params };
+}
+
+function unsupported(requested: string, supported: readonly string[]): StatelessCheck {
+  return fail(400, ErrorCode.UnsupportedProtocolVersion, `Unsupported protocol version: ${requested} (supported: ${supported.join(', ')})`, { supported: [...supported], requested });
+}
+
+function fail(status: number, code: number, message: string, data?: unknown): StatelessCheck {
+  return { ok: false, problem: data === undefined ? { status, code, message } : { status, code, message, data } };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
