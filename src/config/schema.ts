@@ -128,6 +128,11 @@ const backendSchema = z
     env: z.record(z.string()).default({}),
     headers: z.record(z.string()).default({}),
     timeout: duration('60s'),
+    /**
+     * Which MCP era the gateway speaks to this backend (SPEC §8): `auto` probes it once with
+     * `server/discover` (src/backends/era.ts); a revision pins it and skips the probe.
+     */
+    protocol: z.enum(['auto', '2026-07-28', '2025-11-25']).default('auto'),
     access: z
       .object({
         scopes: z.array(z.string()).default([]),
@@ -157,6 +162,9 @@ const backendSchema = z
     }
     if (b.transport === 'stdio' && !b.command) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['command'], message: 'is required for transport stdio' });
+    }
+    if (b.protocol === '2026-07-28' && b.transport !== 'streamable-http') {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['protocol'], message: `2026-07-28 needs transport streamable-http (a ${b.transport} backend is reached through the local bridge, which speaks only the initialize-based revisions)` });
     }
     if (b.transport !== 'stdio' && !b.url) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['url'], message: `is required for transport ${b.transport}` });
