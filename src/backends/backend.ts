@@ -27,6 +27,13 @@ export interface BackendCallHeaders {
   lastEventId?: string;
   /** The user's third-party token (`upstreamAuth`) or a token exchanged for the user (`tokenExchange`); never the client's own. */
   authorization?: string;
+  /**
+   * MCP 2026-07-28 standard request headers (Transports §Standard Request Headers and §Custom
+   * Headers from Tool Parameters), as the MCP layer built them for this message and already
+   * encoded: `mcp-method`, `mcp-name`, `mcp-param-*`. Only names of those shapes are sent
+   * (streamable-http.ts), so nothing else a client sent can ride along.
+   */
+  protocolHeaders?: Record<string, string>;
   /** W3C trace context, carried through when the client sent it. */
   traceparent?: string;
   tracestate?: string;

@@ -5,7 +5,8 @@
  * exchange goes through undici's dispatcher directly (exchange.ts).
  *
  * Hop-by-hop hygiene: only the headers below are sent. The client's `Authorization`,
- * cookies and its gateway session id never reach the backend (no token passthrough). A local
+ * cookies and its gateway session id never reach the backend (no token passthrough); of the
+ * 2026-07-28 request headers the MCP layer hands over, only the standard ones are. A local
  * bridge (its key among the static headers) is also told the caller's user key, so that it
  * can cap sessions per user (bridge/bridge-headers.ts); no other backend is.
  */
@@ -16,6 +17,7 @@ import { toBackendError } from './errors.js';
 import { exchange } from './exchange.js';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge/bridge-headers.js';
 import { mediaTypeOf } from '../wire/headers.js';
+import { HEADER } from '../wire/protocol.js';
 
 export type { BackendCallHeaders, BackendResponse } from './backend.js';
 
@@ -67,6 +69,7 @@ export class StreamableHttpBackend implements McpBackend {
     if (h.sessionId) headers['mcp-session-id'] = h.sessionId;
     if (h.protocolVersion) headers['mcp-protocol-version'] = h.protocolVersion;
     if (h.lastEventId) headers['last-event-id'] = h.lastEventId;
+    if (h.protocolHeaders) addProtocolHeaders(headers, h.protocolHeaders);
     if (h.authorization) headers.authorization = h.authorization;
     if (h.traceparent) headers.traceparent = h.traceparent;
     if (h.tracestate) headers.tracestate = h.tracestate;
@@ -87,6 +90,20 @@ export class StreamableHttpBackend implements McpBackend {
       return { status: res.status, headers: res.headers, body: res.body, contentType: mediaTypeOf(res.headers['content-type']) };
     } catch (err) {
       throw toBackendError(this.name, err, 'connect');
+    }
+  }
+}
+
+/**
+ * The 2026-07-28 standard headers of one message: `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`
+ * (Transports §Standard Request Headers), and nothing else under that name — the map is built
+ * from a client's request, so a stray `authorization` or `mcp-session-id` in it must not pass.
+ */
+function addProtocolHeaders(headers: Record<string, string>, protocolHeaders: Record<string, string>): void {
+  for (const name in protocolHeaders) {
+    const lower = name.toLowerCase();
+    if (lower === HEADER.method || lower === HEADER.name || (lower.startsWith(HEADER.paramPrefix) && lower.length > HEADER.paramPrefix.length)) {
+      headers[lower] = protocolHeaders[name]!;
     }
   }
 }
