@@ -41,6 +41,8 @@ export const ValueKeys = {
   catalogInitialize: (backend: string) => `catalog:${backend}:initialize`,
   /** A backend's list result (`tools/list`…), same purpose. */
   catalogList: (backend: string, method: string) => `catalog:${backend}:${method}`,
+  /** Which MCP era a backend speaks, as its probe found it, so replicas probe it once (backends/era.ts). */
+  backendEra: (backend: string) => `era:${backend}`,
   /** Sessions waiting for a user to link a provider (linking/waiters.ts). */
   linkWaiters: (userKey: string, provider: string) => `${userKey}:link-waiting:${provider}`,
   /** Who opens a session's backend session once its account is linked (linking/backend-session.ts). */
