@@ -64,6 +64,8 @@ export class AggregatedBackend implements McpBackend {
       args: [],
       env: {},
       headers: {},
+      // Served in the 2025-11-25 way; stateless clients of `/mcp` reach it through the gateway's own session (src/stateless/).
+      protocol: '2025-11-25',
       timeout: Math.max(...[...ctx.backends.values()].map((b) => b.config.timeout), 0),
       access: { scopes: [], tenants: [], claims: {}, tools: { allow: [], deny: [] } },
     } as BackendConfig;

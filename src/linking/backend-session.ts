@@ -12,10 +12,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BackendCaller, McpBackend } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
-import { collectMessages } from '../backends/backend-body.js';
+import { initializeBackend } from '../backends/initialize-backend.js';
 import type { SessionContext } from '../sessions/context.js';
-import { HEADER } from '../wire/protocol.js';
-import { headerValue } from '../wire/headers.js';
 import type { SessionRecord } from '../state/store.js';
 import type { BackendCatalog } from './catalog.js';
 import { ValueKeys } from '../state/value-keys.js';
@@ -56,31 +54,14 @@ export async function openBackendSession(input: LinkedSessionInput): Promise<Ses
 
 async function initializeNow(input: LinkedSessionInput): Promise<SessionRecord | undefined> {
   const { ctx, backend, caller, record, authorization, trace } = input;
-  const initialize = {
-    jsonrpc: '2.0',
-    id: 'switchboard-link',
-    method: 'initialize',
-    params: { protocolVersion: record.protocolVersion, capabilities: record.clientCapabilities, clientInfo: record.link?.clientInfo ?? { name: 'switchboard', version: '0.1.0' } },
-  };
-  const res = await backend.post(JSON.stringify(initialize), { authorization, ...trace, caller });
-  if (res.status === 401) {
-    await res.body.dump().catch(() => {});
+  const params = { protocolVersion: record.protocolVersion, capabilities: record.clientCapabilities, clientInfo: record.link?.clientInfo ?? { name: 'switchboard', version: '0.1.0' } };
+  const opened = await initializeBackend(backend, params, { authorization, trace, caller, id: 'switchboard-link' });
+  if (opened === 'unauthorized') {
     await ctx.upstream.forget(caller.principal, backend.config);
     return undefined;
   }
-  if (res.status !== 200) {
-    await res.body.dump().catch(() => {});
-    throw new BackendError(backend.name, 'bad_status', `backend "${backend.name}" answered initialize with HTTP ${res.status}`, res.status);
-  }
-  const backendSessionId = headerValue(res.headers[HEADER.sessionId]);
-  const { messages } = await collectMessages(res).catch((err: Error) => {
-    throw new BackendError(backend.name, 'protocol', `backend "${backend.name}" sent an unreadable initialize response (${err.message})`);
-  });
-  const result = messages.find((m) => m.id === initialize.id)?.result;
-  if (!result) throw new BackendError(backend.name, 'protocol', `backend "${backend.name}" did not accept initialize`);
-  await input.catalog.rememberInitialize(backend.name, result);
-  const initialized = await backend.post('{"jsonrpc":"2.0","method":"notifications/initialized"}', { sessionId: backendSessionId, protocolVersion: record.protocolVersion, authorization, ...trace, caller });
-  await initialized.body.dump().catch(() => {});
+  const { backendSessionId } = opened;
+  await input.catalog.rememberInitialize(backend.name, opened.result);
   const { link: _done, ...rest } = record;
   const updated: SessionRecord = { ...rest, backendSessionId };
   if (!(await ctx.sessions.update(caller.principal, caller.sessionId, updated))) {

@@ -1,7 +1,8 @@
 /**
  * Builds the MCP layer's context once, bottom up, with nothing filled in later: the session
  * layer (sessions/context.ts) with the browser flow's upstream authorization, then the
- * linking over it, then the aggregated endpoint `/mcp` over both. The browser flow
+ * linking over it, what the stateless era adds (backend revisions, request states), then the
+ * aggregated endpoint `/mcp` over all. The browser flow
  * (connect/) and the linking reach back only through the functions they are given —
  * `notify` and `afterLink` — which close over what is built after them; they run on requests,
  * never during construction.
@@ -9,9 +10,11 @@
 import type { FastifyInstance } from 'fastify';
 import { AggregatedBackend } from '../aggregate/aggregated-backend.js';
 import { registerBrowserFlows } from '../connect/browser-flows.js';
+import { BackendEras } from '../backends/era.js';
 import { Linking, type LinkingContext } from '../linking/linking.js';
 import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
+import { RequestStates } from '../stateless/request-state.js';
 import type { McpContext } from './context.js';
 
 export type SessionParts = Omit<SessionContext, 'upstream'>;
@@ -24,5 +27,6 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts): McpC
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  return { ...linked, aggregate: new AggregatedBackend(linked) };
+  const eras = new BackendEras(parts.store, app.log);
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), aggregate: new AggregatedBackend(linked) };
 }

@@ -24,6 +24,8 @@ import { parseEventId } from '../streams/stream-relay.js';
 import { openStandaloneEarly } from './standalone-early.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
 import { principalOf } from '../auth/authenticate.js';
+import { handleStatelessPost } from '../stateless/stateless-post.js';
+import { requestEra } from '../wire/revision-2026.js';
 
 type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
 
@@ -77,6 +79,10 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   request.rpcMethod = method;
   const finish = ctx.metrics.startMcpRequest(backend.name, method);
   try {
+    // The revision decides per request: 2026-07-28 is served without a session (src/stateless/).
+    if (messages.length === 1 && requestEra(version, messages[0]) === 'stateless') {
+      return await handleStatelessPost({ ctx, request, reply, backend, message: messages[0]! });
+    }
     return await forwardPost(ctx, request, reply, backend, messages, body);
   } finally {
     finish(request.mcpOutcome ?? 'relayed');
@@ -152,6 +158,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
 async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
   const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
+  if (statelessVerbRefused(request, reply)) return reply;
   if (!accepts(request.headers.accept, 'text/event-stream')) {
     return sendJsonRpcError(reply, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list text/event-stream');
   }
@@ -169,6 +176,7 @@ async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyRep
 async function handleDelete(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
   const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
+  if (statelessVerbRefused(request, reply)) return reply;
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
   const principal = principalOf(request);
@@ -189,6 +197,17 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
     request.log.info('session deleted');
     return reply.code(204).send();
   });
+}
+
+/**
+ * GET and DELETE belong to sessions, which the stateless era has none of: a request of that
+ * era gets 405 (MCP 2026-07-28 "Transports" §Backward Compatibility; `subscriptions/listen`
+ * replaces the GET stream). True when answered.
+ */
+function statelessVerbRefused(request: McpRequest, reply: FastifyReply): boolean {
+  if (requestEra(headerValue(request.headers[HEADER.protocolVersion])) !== 'stateless') return false;
+  sendJsonRpcError(reply.header('allow', 'POST'), 405, ErrorCode.InvalidRequest, 'Method Not Allowed: MCP 2026-07-28 has no sessions; POST each request (subscriptions/listen replaces the GET stream)');
+  return true;
 }
 
 /** Answers up to this size whose length the backend declared are read whole, then sent. */

@@ -59,6 +59,8 @@ export const ValueKeys = {
   exchangeLock: (exchangeKey: string) => `lock:${exchangeKey}`,
   /** Why the last exchange for that entry failed, shared with the replicas that waited. */
   exchangeFailure: (exchangeKey: string) => `lock:${exchangeKey}:failed`,
+  /** The gateway's own session toward a 2025-era backend for stateless-era clients, per user, backend and capability set (stateless/legacy-sessions.ts). */
+  legacyBridgeSession: (userKey: string, backend: string, capabilities: string) => `${userKey}:bridge-session:${backend}:${capabilities}`,
   /** Broker mode (broker/store-adapter.ts): an oidc-provider record of `model`. */
   brokerRecord: (model: string, id: string) => `${BROKER}${model}:${safeId(id)}`,
   /** A single-use record's "consumed" marker, across replicas. */

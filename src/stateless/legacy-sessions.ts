@@ -1,0 +1,78 @@
+/**
+ * The gateway's own sessions toward a backend of the 2025-11-25 era, for clients of the
+ * stateless era (issue 15, "Bridging: 2026 client → 2025-11-25 backend"). A 2026 client has no
+ * session; the backend needs one. So the gateway opens it — `initialize` with the client's
+ * capabilities and `clientInfo` from `_meta`, then `notifications/initialized` — and keeps its
+ * id in the store, per user, backend and capability set (a backend may answer differently to
+ * clients that can sample or elicit), where every replica finds it. A lost session (the
+ * backend forgot it: 404) is opened again silently by the caller.
+ *
+ * Two replicas opening the same one at once keep the first stored; the other ends its own.
+ */
+import { createHash } from 'node:crypto';
+import type { BackendCaller, McpBackend } from '../backends/backend.js';
+import { initializeBackend } from '../backends/initialize-backend.js';
+import type { SessionContext } from '../sessions/context.js';
+import { ValueKeys } from '../state/value-keys.js';
+import { LATEST_PROTOCOL_VERSION } from '../wire/protocol.js';
+
+export interface LegacySession {
+  /** The backend's session id (absent when the backend keeps none). */
+  backendSessionId?: string;
+  protocolVersion: string;
+  /** The backend's initialize result: what `server/discover` is made from. */
+  initialize: Record<string, unknown>;
+}
+
+export interface LegacySessionInput {
+  ctx: SessionContext;
+  backend: McpBackend;
+  caller: BackendCaller;
+  clientCapabilities: Record<string, unknown>;
+  clientInfo?: unknown;
+  authorization?: string;
+  trace: { traceparent?: string; tracestate?: string };
+}
+
+const GATEWAY_CLIENT_INFO = { name: 'switchboard', version: '0.1.0' };
+
+/** The session to use: the stored one, or a new one when there is none or `fresh` (the stored one was lost). */
+export async function legacySession(input: LegacySessionInput, fresh = false): Promise<LegacySession> {
+  const key = sessionKey(input);
+  if (!fresh) {
+    const stored = await input.ctx.store.getValue(key);
+    if (stored) return JSON.parse(stored) as LegacySession;
+  } else {
+    await input.ctx.store.deleteValue(key);
+  }
+  const opened = await openLegacySession(input);
+  const ttl = input.ctx.config.sessions.idleTtl;
+  if (await input.ctx.store.putValueIfAbsent(key, JSON.stringify(opened), ttl)) return opened;
+  // Another replica stored one first: use it, end ours.
+  const theirs = await input.ctx.store.getValue(key);
+  if (!theirs) return opened;
+  if (opened.backendSessionId) {
+    await input.backend.delete({ sessionId: opened.backendSessionId, protocolVersion: opened.protocolVersion, authorization: input.authorization }).then((r) => r.body.dump(), () => {});
+  }
+  return JSON.parse(theirs) as LegacySession;
+}
+
+function sessionKey(input: LegacySessionInput): string {
+  const capabilities = createHash('sha256').update(JSON.stringify(input.clientCapabilities)).digest('base64url').slice(0, 22);
+  return ValueKeys.legacyBridgeSession(input.caller.principal.userKey, input.backend.name, capabilities);
+}
+
+async function openLegacySession(input: LegacySessionInput): Promise<LegacySession> {
+  const { backend, authorization, trace, caller } = input;
+  const params = { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: input.clientCapabilities, clientInfo: input.clientInfo ?? GATEWAY_CLIENT_INFO };
+  const opened = await initializeBackend(backend, params, { authorization, trace, caller, id: 'switchboard-bridge' });
+  if (opened === 'unauthorized') throw new LegacySessionRefused(backend.name);
+  return { backendSessionId: opened.backendSessionId, protocolVersion: opened.protocolVersion, initialize: opened.result };
+}
+
+/** The backend refused the user's token while the gateway opened its session (the caller leads the user to a new link). */
+export class LegacySessionRefused extends Error {
+  constructor(readonly backend: string) {
+    super(`backend "${backend}" refused the token on initialize`);
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The gateway's own `requestState` (MCP 2026-07-28 "Multi Round-Trip Requests"): what lets a
+ * retry prove it continues the request the gateway answered with `input_required`, on any
+ * replica, without the gateway keeping anything.
+ *
+ * The spec makes `requestState` attacker-controlled input that must be integrity-protected when
+ * it influences anything, and asks for the principal, a short expiry and a digest of the
+ * original request inside it (§Server Requirements 4–5). So the state is sealed with AES-256-GCM
+ * under a key derived from `secrets.tokenKey` for this purpose only (state/secrets.ts), with the
+ * user key as associated data — a state copied to another user does not open — and holds the
+ * expiry and a SHA-256 digest of the method and its params (without `_meta`, `inputResponses`
+ * and `requestState`, which differ between the attempts by design).
+ *
+ * States start with `sb1.`, so the gateway tells its own from a backend's, which pass through
+ * untouched: only the gateway's are removed before a retry is forwarded.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createTokenCipher, type TokenCipher } from '../state/secrets.js';
+
+const PREFIX = 'sb1.';
+/** Long enough to sign in and approve in a browser; short enough that a leaked state soon dies. */
+export const REQUEST_STATE_TTL_MS = 15 * 60_000;
+
+/** What a sealed state remembers besides the request it belongs to. */
+export interface RequestStateClaims {
+  /** Why the gateway asked (e.g. `link:<provider>`). */
+  purpose: string;
+}
+
+export type OpenedState = { ok: true; claims: RequestStateClaims } | { ok: false; reason: 'invalid' | 'expired' | 'other-request' };
+
+export class RequestStates {
+  readonly #cipher: TokenCipher;
+
+  constructor(tokenKey: string | undefined, private readonly now: () => number = Date.now) {
+    // Without a configured key (one replica, memory store) a key of this process's own does: a
+    // state then dies with the process, which costs a client one more round.
+    this.#cipher = createTokenCipher(tokenKey ?? randomBytes(32).toString('base64url'), 'mrtr request-state aes-256-gcm');
+  }
+
+  /** True when the state is one the gateway issued (by its form; whether it opens is {@link open}'s business). */
+  static isOurs(state: unknown): state is string {
+    return typeof state === 'string' && state.startsWith(PREFIX);
+  }
+
+  seal(userKey: string, method: string, params: Record<string, unknown> | undefined, claims: RequestStateClaims): string {
+    const body = JSON.stringify({ ...claims, exp: this.now() + REQUEST_STATE_TTL_MS, req: requestDigest(method, params) });
+    return PREFIX + this.#cipher.seal(body, `request-state:${userKey}`);
+  }
+
+  open(state: string, userKey: string, method: string, params: Record<string, unknown> | undefined): OpenedState {
+    if (!state.startsWith(PREFIX)) return { ok: false, reason: 'invalid' };
+    const plain = this.#cipher.open(state.slice(PREFIX.length), `request-state:${userKey}`);
+    if (plain === undefined) return { ok: false, reason: 'invalid' };
+    const body = JSON.parse(plain) as RequestStateClaims & { exp: number; req: string };
+    if (!(body.exp > this.now())) return { ok: false, reason: 'expired' };
+    if (body.req !== requestDigest(method, params)) return { ok: false, reason: 'other-request' };
+    return { ok: true, claims: { purpose: body.purpose } };
+  }
+}
+
+/** The parts of a request that identify it across attempts (spec: "the method name and a digest of its salient parameters"). */
+export function requestDigest(method: string, params: Record<string, unknown> | undefined): string {
+  const { _meta, inputResponses, requestState, ...salient } = params ?? {};
+  void _meta, void inputResponses, void requestState;
+  return createHash('sha256').update(method).update('\n').update(canonicalJson(salient)).digest('base64url');
+}
+
+/** JSON with object keys sorted, so that a retry that orders its arguments differently still matches. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

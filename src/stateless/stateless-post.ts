@@ -1,0 +1,132 @@
+/**
+ * A POST of the stateless era (MCP 2026-07-28) on `/mcp/{backend}`: no session, no
+ * `initialize`; the request carries its revision and the client's capabilities in `_meta` and
+ * the standard headers (issue 15, "Serving 2026-07-28 clients").
+ *
+ * The request is checked against its headers (wire/stateless-request.ts); a retry carrying the
+ * gateway's own `requestState` is verified and stripped of what the gateway asked for
+ * (request-state.ts, link-required.ts); a backend with `upstreamAuth` gets the user's linked
+ * token or the client an `input_required` that leads to the link; then the request goes to the
+ * backend in the revision it speaks (backends/era.ts): as it is to a 2026-07-28 backend, with the
+ * standard headers re-emitted; through the gateway's own session to a 2025-11-25 one
+ * (legacy-bridge.ts).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/authenticate.js';
+import type { McpBackend } from '../backends/backend.js';
+import { callerOf, traceHeaders } from '../backends/caller.js';
+import { BackendError } from '../backends/errors.js';
+import { sendBackendError, sendJsonRpcError } from '../http/replies.js';
+import { linkedAuthorization } from '../linking/linked-authorization.js';
+import { encodeHeaderValue } from '../wire/header-encoding.js';
+import { ErrorCode, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { STATELESS_REVISIONS } from '../wire/revision-2026.js';
+import { checkStatelessRequest, type StatelessRequest } from '../wire/stateless-request.js';
+import { relayStatelessAnswer } from './answer-relay.js';
+import type { StatelessContext } from './context.js';
+import { forwardToLegacyBackend } from './legacy-bridge.js';
+import { answerUnlinkedStateless, declinedLink, LINK_INPUT_KEY } from './link-required.js';
+import { RequestStates } from './request-state.js';
+import { sharesAnswersAcrossUsers } from './result-shaping.js';
+
+export interface StatelessPost {
+  ctx: StatelessContext;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  backend: McpBackend;
+  message: JsonRpcMessage;
+}
+
+export async function handleStatelessPost(post: StatelessPost): Promise<FastifyReply | void> {
+  try {
+    return await servePost(post);
+  } catch (err) {
+    if (!(err instanceof BackendError)) throw err;
+    const { message } = post;
+    return sendBackendError(post.reply, err, isRequest(message) ? [message.id] : [], false);
+  }
+}
+
+async function servePost(post: StatelessPost): Promise<FastifyReply | void> {
+  const { ctx, request, reply, backend, message } = post;
+  const id = isRequest(message) ? message.id : undefined;
+  const check = checkStatelessRequest(request.headers, message, STATELESS_REVISIONS);
+  if (!check.ok) return sendJsonRpcError(reply, check.problem.status, check.problem.code, check.problem.message, id ?? null, check.problem.data);
+  const forward = retryToForward(post, check.request, id);
+  if (forward === 'answered') return reply;
+  let authorization: string | undefined;
+  if (backend.config.upstreamAuth) {
+    const auth = await linkedAuthorization(ctx, request, reply, backend.config, id === undefined ? [] : [id], false);
+    if (!auth) return reply;
+    if (!auth.authorization) return unlinked(post, check.request, id);
+    authorization = auth.authorization;
+  }
+  const era = await ctx.eras.eraOf(backend, authorization);
+  if (!era) {
+    return sendBackendError(reply, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be reached to learn its protocol revision`), id === undefined ? [] : [id], false);
+  }
+  if (era.era !== '2026-07-28') {
+    const bridged = await forwardToLegacyBackend({ ...post, stateless: check.request, id, body: forward.body, authorization });
+    return bridged === 'refused' ? tokenRefused(post, check.request, id) : bridged;
+  }
+  const res = await backend.post(forward.body, {
+    protocolVersion: check.request.protocolVersion,
+    protocolHeaders: protocolHeadersOf(check.request),
+    authorization,
+    ...traceHeaders(request),
+    caller: callerOf(request, undefined, check.request.clientCapabilities),
+  });
+  if (res.status === 401 && authorization !== undefined) {
+    await res.body.dump();
+    return tokenRefused(post, check.request, id);
+  }
+  return relayStatelessAnswer(reply, res, { backend: backend.name, method: message.method!, id, shared: sharesAnswersAcrossUsers(backend.config) });
+}
+
+/** The standard request headers toward the backend (Transports §Standard Request Headers): the name re-encoded, custom `Mcp-Param-*` as the client sent them. */
+export function protocolHeadersOf(request: StatelessRequest): Record<string, string> {
+  const headers: Record<string, string> = { 'mcp-method': request.method, ...request.paramHeaders };
+  if (request.name !== undefined) headers['mcp-name'] = encodeHeaderValue(request.name);
+  return headers;
+}
+
+/** The backend refused the user's linked token: it is forgotten, and the client led to a new link. */
+async function tokenRefused(post: StatelessPost, stateless: StatelessRequest, id: JsonRpcId | undefined): Promise<FastifyReply> {
+  post.request.log.info({ provider: post.backend.config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
+  await post.ctx.upstream.forget(principalOf(post.request), post.backend.config);
+  return unlinked(post, stateless, id);
+}
+
+function unlinked(post: StatelessPost, stateless: StatelessRequest, id: JsonRpcId | undefined): Promise<FastifyReply> | FastifyReply {
+  if (id === undefined) return post.reply.code(202).send();
+  const params = post.message.params as Record<string, unknown> | undefined;
+  return answerUnlinkedStateless({ ...post, id, method: stateless.method, params, clientCapabilities: stateless.clientCapabilities });
+}
+
+/**
+ * The body to send on: the client's own, or — for a retry that answers the gateway's own
+ * input request — the request without the gateway's `requestState` and input response, which
+ * the backend never issued. 'answered' when the retry was refused or the user declined.
+ */
+function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: JsonRpcId | undefined): { body: string } | 'answered' {
+  const { ctx, request, reply, message } = post;
+  const body = request.body as string;
+  const params = message.params as Record<string, unknown> | undefined;
+  if (!RequestStates.isOurs(params?.requestState) || id === undefined) return { body };
+  const opened = ctx.requestStates.open(params.requestState, principalOf(request).userKey, stateless.method, params);
+  if (!opened.ok) {
+    sendJsonRpcError(reply, 200, ErrorCode.InvalidParams, `requestState was not accepted (${opened.reason}); send the request again without it`, id);
+    return 'answered';
+  }
+  const { requestState: _ours, inputResponses, ...rest } = params;
+  void _ours;
+  const responses = { ...(inputResponses as Record<string, unknown> | undefined) };
+  const linkAnswer = responses[LINK_INPUT_KEY] as { action?: string } | undefined;
+  delete responses[LINK_INPUT_KEY];
+  if (linkAnswer && linkAnswer.action !== 'accept') {
+    declinedLink(reply, id, stateless.method, post.backend.config.upstreamAuth?.provider ?? post.backend.name);
+    return 'answered';
+  }
+  const forwarded = Object.keys(responses).length ? { ...rest, inputResponses: responses } : rest;
+  return { body: JSON.stringify({ ...message, params: forwarded }) };
+}
