@@ -15,7 +15,7 @@ import { createSseReader } from '../wire/sse.js';
 import { ErrorCode, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { LEGACY_REVISIONS, META, STATELESS_REVISION } from '../wire/revision-2026.js';
 import { HEADER } from '../wire/protocol.js';
-import type { BackendResponse, McpBackend } from './backend.js';
+import type { BackendCaller, BackendResponse, McpBackend } from './backend.js';
 
 /** The two eras a backend can be spoken to in (SPEC §8 `backends[].protocol`). */
 export type BackendEra = '2026-07-28' | '2025-11-25';
@@ -31,6 +31,8 @@ export type ProbeOutcome = { decided: BackendEraInfo; why: string } | { decided?
 export interface ProbeOptions {
   /** Sent as the backend's `Authorization` (a backend behind the user's OAuth answers 401 without it). */
   authorization?: string;
+  /** Who asks, for decorators that act for the caller (token exchange); a plain backend ignores it. */
+  caller?: BackendCaller;
   timeoutMs: number;
   clientInfo: { name: string; version: string };
 }
@@ -50,7 +52,7 @@ export async function probeEra(backend: McpBackend, options: ProbeOptions): Prom
   try {
     res = await backend.post(
       body,
-      { protocolVersion: STATELESS_REVISION, protocolHeaders: { [HEADER.method]: 'server/discover' }, authorization: options.authorization },
+      { protocolVersion: STATELESS_REVISION, protocolHeaders: { [HEADER.method]: 'server/discover' }, authorization: options.authorization, caller: options.caller },
       AbortSignal.timeout(options.timeoutMs),
     );
     return eraOfAnswer(res.status, await readAnswer(res));

@@ -19,7 +19,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import { ValueKeys } from '../state/value-keys.js';
-import type { McpBackend } from './backend.js';
+import type { BackendCaller, McpBackend } from './backend.js';
 import { probeEra, type BackendEra, type BackendEraInfo } from './era-probe.js';
 
 export type { BackendEra, BackendEraInfo } from './era-probe.js';
@@ -80,8 +80,10 @@ export class BackendEras {
    * or probed now. Undefined when the probe decided nothing (401/403 without a usable
    * `authorization`, an outage): nothing is remembered, ask again later. `authorization` is the
    * user's token for a backend behind its users' OAuth; the era found with it holds for all.
+   * `caller` goes with the probe to decorators that need it (token exchange exchanges the
+   * caller's token for the backend's).
    */
-  async eraOf(backend: McpBackend, authorization?: string): Promise<BackendEraInfo | undefined> {
+  async eraOf(backend: McpBackend, authorization?: string, caller?: BackendCaller): Promise<BackendEraInfo | undefined> {
     const pinned = pinnedEra(backend.config);
     if (pinned) return { era: pinned };
     const known = this.#known.get(backend.name);
@@ -92,7 +94,7 @@ export class BackendEras {
       // A shared probe that was refused without this caller's credentials says nothing about them.
       if (info || running.authorization === authorization) return info;
     }
-    return this.#start(backend, authorization);
+    return this.#start(backend, authorization, caller);
   }
 
   /** Drops what is known of the backend's era, here and in the shared store: the next call probes. */
@@ -105,8 +107,8 @@ export class BackendEras {
     });
   }
 
-  #start(backend: McpBackend, authorization: string | undefined): Promise<BackendEraInfo | undefined> {
-    const probe: Probe = { promise: this.#find(backend, authorization, this.#generations.get(backend.name) ?? 0), authorization };
+  #start(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined): Promise<BackendEraInfo | undefined> {
+    const probe: Probe = { promise: this.#find(backend, authorization, caller, this.#generations.get(backend.name) ?? 0), authorization };
     this.#probes.set(backend.name, probe);
     const done = () => {
       if (this.#probes.get(backend.name) === probe) this.#probes.delete(backend.name);
@@ -115,7 +117,7 @@ export class BackendEras {
     return probe.promise;
   }
 
-  async #find(backend: McpBackend, authorization: string | undefined, generation: number): Promise<BackendEraInfo | undefined> {
+  async #find(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined, generation: number): Promise<BackendEraInfo | undefined> {
     const { name } = backend;
     const shared = await this.#readShared(name);
     if (shared) {
@@ -124,6 +126,7 @@ export class BackendEras {
     }
     const outcome = await probeEra(backend, {
       authorization,
+      caller,
       timeoutMs: Math.min(this.#probeTimeoutMs, backend.config.timeout || this.#probeTimeoutMs),
       clientInfo: this.#clientInfo,
     });

@@ -61,7 +61,8 @@ async function servePost(post: StatelessPost): Promise<FastifyReply | void> {
     if (!auth.authorization) return unlinked(post, check.request, id);
     authorization = auth.authorization;
   }
-  const era = await ctx.eras.eraOf(backend, authorization);
+  const caller = callerOf(request, undefined, check.request.clientCapabilities);
+  const era = await ctx.eras.eraOf(backend, authorization, caller);
   if (!era) {
     return sendBackendError(reply, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be reached to learn its protocol revision`), id === undefined ? [] : [id], false);
   }
@@ -74,7 +75,7 @@ async function servePost(post: StatelessPost): Promise<FastifyReply | void> {
     protocolHeaders: protocolHeadersOf(check.request),
     authorization,
     ...traceHeaders(request),
-    caller: callerOf(request, undefined, check.request.clientCapabilities),
+    caller,
   });
   if (res.status === 401 && authorization !== undefined) {
     await res.body.dump();
