@@ -44,6 +44,14 @@ import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse } from '../wire/jsonrpc.js';
 import type { RateLimitCount, RateLimitStore } from '../state/rate-limit-store.js';
 import { appendHook } from './route-hooks.js';
+import { headerValue } from '../wire/headers.js';
+import { HEADER } from '../wire/protocol.js';
+import { requestEra } from '../wire/revision-2026.js';
+
+/** -32029 echoes HTTP 429 for sessions; a 2026-07-28 request gets a code outside that revision's reserved range. */
+function rateLimitCode(version: string | string[] | undefined): number {
+  return requestEra(headerValue(version)) === 'stateless' ? ErrorCode.RateLimitedStateless : ErrorCode.RateLimited;
+}
 
 /** At most one "limiter skipped" warning per this interval (an outage would flood the log). */
 export const WARN_EVERY_MS = 30_000;
@@ -103,7 +111,7 @@ export function registerRateLimit(app: FastifyInstance, config: Config, counts: 
     void reply
       .code(429)
       .type('application/json')
-      .send(errorResponse(null, ErrorCode.RateLimited, `Rate limit exceeded: retry in ${retryAfter} s`, { retryAfter }));
+      .send(errorResponse(null, rateLimitCode(request.headers[HEADER.protocolVersion]), `Rate limit exceeded: retry in ${retryAfter} s`, { retryAfter }));
   };
   app.addHook('onRoute', (route: RouteOptions) => {
     if (!isRateLimitedRoute(route.url)) return;

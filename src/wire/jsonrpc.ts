@@ -37,6 +37,12 @@ export const ErrorCode = {
    * `Retry-After`; `data.retryAfter` in seconds). -32029 echoes the HTTP status.
    */
   RateLimited: -32029,
+  /**
+   * The same refusal for MCP 2026-07-28 requests: that revision reserves -32020..-32099 for the
+   * specification (basic/index "Error codes"), so its clients get a code from the
+   * implementation-defined range instead.
+   */
+  RateLimitedStateless: -32016,
   /** The backend's access policy (`backends[].access`) does not admit this user (HTTP 403). */
   AccessDenied: -32015,
   /**

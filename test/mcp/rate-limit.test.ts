@@ -282,6 +282,17 @@ describe('in-memory store', () => {
     });
   });
 
+  test('a MCP 2026-07-28 request over the limit gets -32016, outside the range that revision reserves', async () => {
+    const g = await gateway({ max: 1, window: '60s' });
+    const token = await oauth.token({ sub: 'heidi', aud: g.audience });
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } });
+    await (await fetch(g.endpoint(BACKEND), { method: 'POST', headers, body })).arrayBuffer();
+    const refused = await fetch(g.endpoint(BACKEND), { method: 'POST', headers, body });
+    assert.equal(refused.status, 429);
+    assert.equal(((await refused.json()) as { error: { code: number } }).error.code, -32016);
+  });
+
   test('enabled: false turns it off', async () => {
     const g = await gateway({ enabled: false, max: 1 });
     const token = await oauth.token({ sub: 'grace', aud: g.audience });
