@@ -65,13 +65,29 @@ let stdout: ReturnType<typeof destination> | undefined;
  * leave in writes of about 4 KiB, or after at most 250 ms on a quiet gateway, rather than a
  * system call each. With an access line per request that is most of what logging at `info`
  * costs (issue 16: `bench:compare --log-level info`, CPU per call against the commit before
- * 0.88 without the buffer, 0.71 with it). pino flushes the buffer when the process exits, a
- * crash included; only a SIGKILL loses the last 250 ms of lines.
+ * 0.88 without the buffer, 0.71 with it).
+ *
+ * The writes are synchronous, as Node's own `process.stdout` is on a pipe or file on Linux:
+ * an asynchronous write goes through libuv's thread pool, which costs a futex wake-up of a
+ * pool thread and an eventfd signal back to the main thread per write (with a 4 KiB buffer,
+ * one write per ~14 access lines; on a VM each wake-up of another vCPU is a hypervisor
+ * exit), where a write(2) of 4 KiB to a pipe takes a few µs. The price is the one Node's
+ * stdout has: a log reader that stops reading stalls the process once the pipe is full,
+ * instead of the lines piling up in memory. The buffer is written out on exit (a crash
+ * included); only a SIGKILL loses the last 250 ms of lines.
  */
 function bufferedStdout(): ReturnType<typeof destination> {
   if (stdout) return stdout;
-  const stream = destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES });
-  // A flush that fails (stdout closed) has nowhere to report to; the next write will throw.
-  setInterval(() => stream.flush(() => {}), LOG_FLUSH_MS).unref();
+  const stream = destination({ dest: 1, sync: true, minLength: LOG_BUFFER_BYTES });
+  // flushSync, not flush(cb): the latter fsyncs afterwards (an error on a pipe). A flush that
+  // fails (stdout gone) has nowhere to report to.
+  const flush = (): void => {
+    try {
+      stream.flushSync();
+    } catch {}
+  };
+  setInterval(flush, LOG_FLUSH_MS).unref();
+  // pino registers an exit flush only for asynchronous destinations.
+  process.on('exit', flush);
   return (stdout = stream);
 }
