@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import {
+  conformanceRegressions,
   conformanceRequirements,
   formatConformanceTable,
   formatTally,
@@ -85,7 +86,12 @@ describe('dual-era fixture, directly, conformance 0.2.0-alpha.11', () => {
     const server = await dualEra();
     const results = await runConformance(server.url, { requirements: '2026-07-28', timeoutMs: 100_000 });
     const scored = tallyConformance(results, 'scored');
-    console.log(`\n2026-07-28 (direct, dual-era):\n${formatConformanceTable(results)}\nscored: ${formatTally(scored)}\n`);
+    const unscored = tallyConformance(results, 'unscored');
+    const scoredOnly = new Map([...results].filter(([, r]) => r.scored));
+    console.log(
+      `\n2026-07-28 (direct, dual-era):\n${formatConformanceTable(scoredOnly)}\n` +
+        `scored: ${formatTally(scored)}\nunscored: ${formatTally(unscored)} (failing: ${[...unscored.failures.keys()].join(', ')})\n`,
+    );
 
     const required = await conformanceRequirements('2026-07-28');
     assert.equal(scored.scenarios, required.scored.length, 'every required scenario ran');
@@ -114,6 +120,7 @@ describe('dual-era fixture, directly, conformance 0.2.0-alpha.11', () => {
     const scored = tallyConformance(dualResults, 'scored');
     console.log(`\n2025-11-25 (direct): dual-era ${formatTally(scored)}; today's ${formatTally(tallyConformance(todayResults, 'scored'))}\n`);
 
+    assert.deepEqual(conformanceRegressions(todayResults, dualResults), []);
     assert.deepEqual(statuses(dualResults), statuses(todayResults));
     assert.deepEqual(Object.fromEntries(scored.failures), {});
     assert.equal(scored.scenarios, (await conformanceRequirements('2025-11-25')).scored.length);

@@ -547,6 +547,31 @@ export function tallyConformance(
   return tally;
 }
 
+/**
+ * Checks that pass in `baseline` but not in `candidate` ("at least the direct passes"): for
+ * every scenario and check id, fewer SUCCESS results in `candidate` than in `baseline` (a check
+ * id may repeat within a scenario). Each entry reads `scenario: check id (n → m)`.
+ */
+export function conformanceRegressions(
+  baseline: Map<string, ScenarioResult>,
+  candidate: Map<string, ScenarioResult>,
+): string[] {
+  const successes = (result: ScenarioResult | undefined) => {
+    const counts = new Map<string, number>();
+    for (const c of result?.checks ?? []) if (c.status === 'SUCCESS') counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+    return counts;
+  };
+  const regressions: string[] = [];
+  for (const [name, result] of baseline) {
+    const after = successes(candidate.get(name));
+    for (const [id, n] of successes(result)) {
+      const m = after.get(id) ?? 0;
+      if (m < n) regressions.push(`${name}: ${id} (${n} → ${m})`);
+    }
+  }
+  return regressions;
+}
+
 /** One line: "37 scenarios (37 passed, 0 failed), checks 119 passed, 0 failed, 0 warnings". */
 export function formatTally(t: ConformanceTally): string {
   return (
