@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyServerOptions } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { destination, pino } from 'pino';
-import { AccessLog } from '../ops/access-log.js';
-import { accessLoggerOptions, loggerOptions } from '../ops/logger.js';
+import { AccessLog, type LineSink } from '../ops/access-log.js';
+import { loggerOptions } from '../ops/logger.js';
 import { requestLoggerFactory } from '../ops/request-logger.js';
 import { bodyTimeoutOptions } from './body-timeout.js';
 
@@ -48,7 +48,7 @@ function loggingOptions(level: string, logStream?: NodeJS.WritableStream): Fasti
   const stream = logStream ?? bufferedStdout();
   return {
     loggerInstance: pino(loggerOptions(level), stream),
-    logController: new AccessLog(pino(accessLoggerOptions(level), stream)),
+    logController: new AccessLog(stream as LineSink, level),
     childLoggerFactory: requestLoggerFactory,
   };
 }

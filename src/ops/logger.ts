@@ -49,7 +49,9 @@ interface LoggedRequest {
 
 export function loggerOptions(level: string): LoggerOptions {
   return {
-    ...accessLoggerOptions(level),
+    level,
+    base: LOG_BASE,
+    timestamp: () => `,"time":"${isoTime(Date.now())}"`,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     serializers: {
       // Fastify's default also logs the URL as received; we keep the same fields minus query values.
@@ -58,17 +60,24 @@ export function loggerOptions(level: string): LoggerOptions {
   };
 }
 
+/** The fields every line starts with (pino's `base`). */
+export const LOG_BASE = { service: 'switchboard' } as const;
+
+let isoSecond = Number.NaN;
+let isoPrefix = '';
+
 /**
- * The access log's own pino options (ops/access-log.ts): the same line shape, without the
- * redaction paths. Redaction walks every logged object for the paths above — on the access
- * line, once per request, the largest part of its cost — and the access line carries only
- * fields the gateway builds itself (URL with query values already redacted, ids, status,
- * `sub`), never headers, bodies or tokens.
+ * `Date#toISOString()` of `ms`, with the date and time of day formatted once per second: every
+ * line has a time, a busy gateway writes thousands of lines a second within the same second,
+ * and formatting a Date costs about 25 times this (0.45 µs against 0.02; issue 16).
  */
-export function accessLoggerOptions(level: string): LoggerOptions {
-  return {
-    level,
-    base: { service: 'switchboard' },
-    timestamp: () => `,"time":"${new Date().toISOString()}"`,
-  };
+export function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    // "YYYY-MM-DDTHH:MM:SS." — what stays the same for the whole second.
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
+    isoSecond = second;
+  }
+  const milli = ms - second * 1000;
+  return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
 }

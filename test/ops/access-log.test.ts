@@ -62,6 +62,12 @@ test('each request writes exactly one access line, with what an operator needs a
   assert.equal(call.sub, 'access-user');
   assert.equal(call.user, userKeyOf(oauth.issuer, 'access-user').slice(0, 16));
   assert.equal((call.req as { method: string }).method, 'POST');
+  // The fields every pino line of the gateway has (the line is written without pino).
+  assert.equal(call.level, 30);
+  assert.equal(call.service, 'switchboard');
+  assert.equal(new Date(call.time as string).toISOString(), call.time);
+  const handlerLine = records.find((r) => r.msg === 'session initialized')!;
+  assert.deepEqual(Object.keys(call).slice(0, 3), Object.keys(handlerLine).slice(0, 3), 'level, time and service first, as pino writes them');
 
   const unauthorized = access.find((r) => r.status === 401);
   assert.ok(unauthorized, 'the refused request has its line');
@@ -72,4 +78,33 @@ test('each request writes exactly one access line, with what an operator needs a
   assert.equal(initialized.sub, 'access-user', 'and names the caller');
   assert.equal(initialized.backend, 'everything');
   assert.ok(access.some((r) => r.reqId === initialized.reqId && r.rpc === 'initialize'), 'with the request id of its access line');
+});
+
+test('a request that failed after its answer gets its line at error, with the error, through the redacting logger; above info no access line', async () => {
+  const { default: Fastify } = await import('fastify');
+  const { pino } = await import('pino');
+  const { AccessLog } = await import('../../src/ops/access-log.js');
+  const { loggerOptions } = await import('../../src/ops/logger.js');
+  for (const level of ['info', 'warn']) {
+    const { stream, lines: out } = captureLogLines();
+    const app = Fastify({ loggerInstance: pino(loggerOptions(level), stream), logController: new AccessLog(stream, level) });
+    app.get('/ok', async () => 'fine');
+    app.get('/fails', async () => 'answered, then an onResponse hook fails');
+    // Fastify hands requestCompleted an error when the response or an onResponse hook failed.
+    app.addHook('onResponse', (request, _reply, done) => done(request.url === '/fails' ? new Error('hook broke') : undefined));
+    assert.equal((await app.inject({ url: '/ok?access_token=secret' })).statusCode, 200);
+    assert.equal((await app.inject({ url: '/fails' })).statusCode, 200);
+    await app.close();
+    const records = out.map((l) => JSON.parse(l) as Line).filter((r) => r.msg === 'request completed');
+    const ok = records.find((r) => r.route === '/ok');
+    if (level === 'info') {
+      assert.equal(ok?.level, 30);
+      assert.equal((ok.req as { url: string }).url, '/ok?access_token=[redacted]');
+    } else assert.equal(ok, undefined, `no access line at ${level}`);
+    const failed = records.find((r) => r.route === '/fails');
+    assert.equal(failed?.level, 50, `the failed request's line at ${level}`);
+    assert.equal(failed.status, 200);
+    assert.equal((failed.req as { method: string }).method, 'GET');
+    assert.equal((failed.err as { message: string }).message, 'hook broke');
+  }
 });
