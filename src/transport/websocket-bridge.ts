@@ -38,6 +38,7 @@ import { FAILURE_RPC_CODE } from '../backends/errors.js';
 import { ErrorCode, errorResponse, idOfJsonText, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { headerValue } from '../wire/headers.js';
+import { standardHeadersOf } from '../wire/revision-2026.js';
 import { isEventStream, readEventStream, readJsonMessages } from './answer-reader.js';
 import { closeFor, CloseCode, closeReason, errorFrameFor, type CloseInstruction, type HttpRefusal } from './error-frames.js';
 import type { Loopback, LoopbackResponse } from './loopback.js';
@@ -152,7 +153,9 @@ export class WebSocketBridge {
     const initialize = message.method === 'initialize';
     let res: LoopbackResponse;
     try {
-      res = await this.#request('POST', { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, text);
+      // A 2026-07-28 message carries no session; its standard headers come from its own body.
+      const stateless = standardHeadersOf(message);
+      res = await this.#request('POST', { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...stateless }, text, undefined, stateless !== undefined);
     } catch (err) {
       this.#loopbackFailed(err, id);
       return false;
@@ -284,10 +287,10 @@ export class WebSocketBridge {
     }
   }
 
-  #request(method: 'GET' | 'POST' | 'DELETE', extra: Record<string, string>, body?: string, signal = this.#abort.signal): Promise<LoopbackResponse> {
+  #request(method: 'GET' | 'POST' | 'DELETE', extra: Record<string, string>, body?: string, signal = this.#abort.signal, sessionless = false): Promise<LoopbackResponse> {
     const headers: Record<string, string> = { ...this.#o.headers, ...extra };
-    if (this.#sessionId) headers[HEADER.sessionId] = this.#sessionId;
-    if (this.#protocolVersion) headers[HEADER.protocolVersion] = this.#protocolVersion;
+    if (!sessionless && this.#sessionId) headers[HEADER.sessionId] = this.#sessionId;
+    if (!sessionless && this.#protocolVersion) headers[HEADER.protocolVersion] = this.#protocolVersion;
     return this.#o.loopback.request(method, this.#o.path, headers, body, signal);
   }
 

@@ -9,7 +9,8 @@
  * semantics").
  */
 import type { JsonRpcMessage } from './jsonrpc.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from './protocol.js';
+import { HEADER, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.js';
+import { encodeHeaderValue } from './header-encoding.js';
 
 export const STATELESS_REVISION = '2026-07-28';
 /** The revisions the gateway serves without a session, newest first (what `server/discover` lists). */
@@ -135,4 +136,21 @@ export function requestEra(versionHeader: string | undefined, message?: JsonRpcM
   const header = versionHeader?.trim();
   if (header === undefined || header === '' || LEGACY_REVISIONS.includes(header)) return 'legacy';
   return 'stateless';
+}
+
+/**
+ * The standard request headers a transport without per-message headers (the gateway's
+ * WebSocket, which replays each message to the HTTP endpoint) derives from a stateless-era
+ * message's own body: `MCP-Protocol-Version` from `_meta`, `Mcp-Method`, and `Mcp-Name` where the
+ * method names something (Transports §Standard Request Headers). Undefined for a message of
+ * the legacy era.
+ */
+export function standardHeadersOf(message: JsonRpcMessage): Record<string, string> | undefined {
+  const version = metaOf(message)?.[META.protocolVersion];
+  if (typeof version !== 'string' || LEGACY_REVISIONS.includes(version) || typeof message.method !== 'string') return undefined;
+  const headers: Record<string, string> = { [HEADER.protocolVersion]: version, [HEADER.method]: message.method };
+  const field = nameFieldOf(message.method);
+  const value = field ? (message.params as Record<string, unknown>)[field] : undefined;
+  if (typeof value === 'string') headers[HEADER.name] = encodeHeaderValue(value);
+  return headers;
 }

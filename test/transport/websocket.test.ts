@@ -270,6 +270,27 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     assert.equal(session?.record.protocolVersion, LATEST_PROTOCOL_VERSION);
   });
 
+  test('MCP 2026-07-28 messages need no session: the standard headers come from the body, answers carry resultType, bad _meta gets its error', async () => {
+    const socket = new WebSocket(wsUrl(gateway, '/ws/mcp/everything'), 'mcp', { headers: { authorization: `Bearer ${alice}` } });
+    const frames: Array<Record<string, unknown>> = [];
+    socket.on('message', (data) => frames.push(JSON.parse(String(data)) as Record<string, unknown>));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    try {
+      const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: 'modern-1', method: 'tools/call', params: { name: 'echo', arguments: { message: 'stateless ✓' }, _meta: meta } }));
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: 'modern-2', method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }));
+      await waitFor('both answers', () => (frames.some((f) => f.id === 'modern-1') && frames.some((f) => f.id === 'modern-2')) || undefined);
+      const call = frames.find((f) => f.id === 'modern-1') as { result: { resultType: string; content: Array<{ text: string }> } };
+      assert.ok(call.result, JSON.stringify(call));
+      assert.equal(call.result.resultType, 'complete');
+      assert.equal(call.result.content[0]!.text, 'Echo: stateless ✓');
+      const refused = frames.find((f) => f.id === 'modern-2') as { error: { code: number } };
+      assert.equal(refused.error.code, -32602, JSON.stringify(refused));
+    } finally {
+      socket.close();
+    }
+  });
+
   test('server→client request: sampling/createMessage is answered by the client and the answer reaches the tool result', async () => {
     const probe = p();
     const before = probe.sampling.length;

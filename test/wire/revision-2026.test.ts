@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { JsonRpcMessage } from '../../src/wire/jsonrpc.js';
 import { ErrorCode } from '../../src/wire/jsonrpc.js';
-import { EXTENSION_METHODS, META, metaOf, nameFieldOf, REMOVED_IN_2026, requestEra, STATELESS_METHODS, STATELESS_REVISION, STATELESS_REVISIONS } from '../../src/wire/revision-2026.js';
+import { EXTENSION_METHODS, META, metaOf, nameFieldOf, REMOVED_IN_2026, requestEra, standardHeadersOf, STATELESS_METHODS, STATELESS_REVISION, STATELESS_REVISIONS } from '../../src/wire/revision-2026.js';
 
 function call(method: string, meta?: Record<string, unknown>): JsonRpcMessage {
   return { jsonrpc: '2.0', id: 1, method, params: meta === undefined ? {} : { _meta: meta } };
@@ -115,5 +115,22 @@ describe('the 2026-07-28 vocabulary', () => {
       'io.modelcontextprotocol/serverInfo',
       'io.modelcontextprotocol/subscriptionId',
     ]);
+  });
+});
+
+describe('standardHeadersOf (headers a WebSocket message implies)', () => {
+  const meta = { [META.protocolVersion]: STATELESS_REVISION, [META.clientCapabilities]: {} };
+  test('a stateless message: its revision, method and name, the name encoded where it must be', () => {
+    assert.deepEqual(standardHeadersOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', _meta: meta } }), {
+      'mcp-protocol-version': STATELESS_REVISION,
+      'mcp-method': 'tools/call',
+      'mcp-name': 'echo',
+    });
+    assert.equal(standardHeadersOf({ jsonrpc: '2.0', id: 2, method: 'resources/read', params: { uri: 'file:///ünï', _meta: meta } })?.['mcp-name']?.startsWith('=?base64?'), true);
+    assert.deepEqual(standardHeadersOf({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: meta } }), { 'mcp-protocol-version': STATELESS_REVISION, 'mcp-method': 'tools/list' });
+  });
+  test('a legacy message or one without _meta: none', () => {
+    assert.equal(standardHeadersOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo' } }), undefined);
+    assert.equal(standardHeadersOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', _meta: { [META.protocolVersion]: '2025-11-25' } } }), undefined);
   });
 });
