@@ -127,6 +127,9 @@ export class BatchedRateLimitStore implements RateLimitStore {
   readonly #failureListeners: RateLimitFailureListener[] = [];
   /** Map order is recency: the first entry is the least recently used. */
   readonly #entries = new Map<string, Entry>();
+  /** The last entry of #entries (the most recently used) and the key it was asked for; cleared when it leaves the map. */
+  #mru: Entry | undefined;
+  #mruKey: string | undefined;
   /** Entries with pending increments (evicted ones included, so their counts still go out). */
   readonly #dirty = new Set<Entry>();
   readonly #sweepTimer: NodeJS.Timeout;
@@ -185,28 +188,36 @@ export class BatchedRateLimitStore implements RateLimitStore {
     return { synced: entry.synced, inFlight: entry.inFlight, pending: entry.pending, ttl: entry.windowEnd - Date.now() };
   }
 
-  /** The entry for `key`, in its current window, marked most recently used. */
+  /**
+   * The entry for `key`, in its current window, marked most recently used. The most recently
+   * used entry is kept at hand: a user's next request (one busy user: every request) needs no
+   * key concatenation, map lookup or re-insertion.
+   */
   #touch(key: string, timeWindow: number, now: number): Entry {
-    const redisKey = this.#namespace + key;
-    let entry = this.#entries.get(redisKey);
-    if (entry) {
-      this.#entries.delete(redisKey);
-      if (now >= entry.windowEnd) {
-        // A new window: whatever was not sent belongs to the old one, whose key is gone.
-        entry.generation++;
-        entry.synced = entry.inFlight = entry.pending = 0;
-        entry.windowMs = timeWindow;
-        entry.windowEnd = now + timeWindow;
-        this.#dirty.delete(entry);
+    let entry = key === this.#mruKey ? this.#mru : undefined;
+    if (!entry) {
+      const redisKey = this.#namespace + key;
+      entry = this.#entries.get(redisKey);
+      if (entry) this.#entries.delete(redisKey);
+      else {
+        entry = { redisKey, windowMs: timeWindow, windowEnd: now + timeWindow, generation: 0, synced: 0, inFlight: 0, pending: 0 };
+        if (this.#entries.size >= this.#maxKeys) {
+          const oldest = this.#entries.keys().next();
+          if (!oldest.done) this.#entries.delete(oldest.value);
+        }
       }
-    } else {
-      entry = { redisKey, windowMs: timeWindow, windowEnd: now + timeWindow, generation: 0, synced: 0, inFlight: 0, pending: 0 };
-      if (this.#entries.size >= this.#maxKeys) {
-        const oldest = this.#entries.keys().next();
-        if (!oldest.done) this.#entries.delete(oldest.value);
-      }
+      this.#entries.set(redisKey, entry);
+      this.#mru = entry;
+      this.#mruKey = key;
     }
-    this.#entries.set(redisKey, entry);
+    if (now >= entry.windowEnd) {
+      // A new window: whatever was not sent belongs to the old one, whose key is gone.
+      entry.generation++;
+      entry.synced = entry.inFlight = entry.pending = 0;
+      entry.windowMs = timeWindow;
+      entry.windowEnd = now + timeWindow;
+      this.#dirty.delete(entry);
+    }
     return entry;
   }
 
@@ -288,6 +299,7 @@ export class BatchedRateLimitStore implements RateLimitStore {
       if (now >= entry.windowEnd && entry.inFlight === 0) {
         this.#entries.delete(redisKey);
         this.#dirty.delete(entry);
+        if (entry === this.#mru) this.#mru = this.#mruKey = undefined;
       }
     }
   }

@@ -240,6 +240,24 @@ describe('BatchedRateLimitStore', () => {
     await waitUntil(async () => (s.size === 0 ? true : undefined), { what: `keys swept (${s.size} left)`, timeoutMs: 2_000, intervalMs: 20 });
   });
 
+  test('the most recently used key, kept at hand, follows evictions and sweeps', async () => {
+    const r = await client(redis.url, 'mru:');
+    const s = store({ redis: r, maxKeys: 2, sweepIntervalMs: 50 });
+    hit(s, 'a', 60_000, 10);
+    hit(s, 'b', 60_000, 10);
+    assert.equal(hit(s, 'a', 60_000, 10).current, 2);
+    assert.equal(hit(s, 'a', 60_000, 10).current, 3, 'the same user again');
+    hit(s, 'c', 60_000, 10);
+    assert.equal(s.inspect('b'), undefined, 'b was the least recently used, not a');
+    assert.equal(hit(s, 'a', 60_000, 10).current, 4);
+    // A short window that ends and is swept: the user's next request is tracked again.
+    hit(s, 'solo', 100, 10);
+    await waitUntil(async () => (s.inspect('solo') === undefined ? true : undefined), { what: 'solo swept', timeoutMs: 2_000, intervalMs: 20 });
+    assert.equal(hit(s, 'solo', 100, 10).current, 1);
+    assert.ok(s.inspect('solo'), 'tracked again after the sweep');
+    await s.close();
+  });
+
   test('close() stops the timers and sends what is pending', async () => {
     const [r, look] = await Promise.all([client(redis.url, 'close:'), inspector(redis.url)]);
     const s = store({ redis: r, flushIntervalMs: 60_000 });
