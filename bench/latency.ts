@@ -1,6 +1,6 @@
 /**
  * Added latency at half load: open-loop rounds (bench/load.ts `openLoop`) at one fixed rate
- * — half the default-configuration gateway's median maximum — on the direct path and on
+ * — half the default gateway's maximum, lowered when it falls behind (run.ts steadyHalfLoad) — on the direct path and on
  * both gateways, the order rotating every round. Per round each gateway's p50 and p99 minus
  * the direct path's; median over rounds. Only the undici generator: autocannon has no open
  * loop worth the name (bench/autocannon.ts).
