@@ -24,6 +24,8 @@ export interface Path {
   path: string;
   /** Headers of every call (session, token, Accept, Content-Type, protocol version). */
   headers: Record<string, string>;
+  /** The body of call number `id`, when not {@link callBody} (the stateless era's carries `_meta`). */
+  body?: (id: number) => string;
 }
 
 export function createPool(origin: string, connections: number): Pool {
@@ -53,7 +55,8 @@ export const callBody = (id: number) =>
 
 /** One tools/call; resolves true when the answer is a 200 carrying a result. */
 export async function call(p: Path): Promise<boolean> {
-  const res = await p.pool.request({ path: p.path, method: 'POST', headers: p.headers, body: callBody(nextId++) });
+  const id = nextId++;
+  const res = await p.pool.request({ path: p.path, method: 'POST', headers: p.headers, body: p.body ? p.body(id) : callBody(id) });
   const text = await res.body.text();
   return res.statusCode === 200 && text.includes('"result"');
 }

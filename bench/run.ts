@@ -27,6 +27,7 @@ import { autocannonLoop } from './autocannon.js';
 import { calibrate, type Calibration } from './calibrate.js';
 import { measureClusterCpu, startClusterGateway, type ClusterGateway } from './cluster.js';
 import { measureLatency } from './latency.js';
+import { measureStateless } from './stateless.js';
 import { baseHeaders, closedLoop, createPool, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -163,6 +164,8 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const silentHeaders = baseHeaders(await run.oauth!.token({ sub: 'bench-user', aud: run.silent!.audience }));
   const paths = { json: await openPaths(run, 'json', headers, silentHeaders), sse: await openPaths(run, 'sse', headers, silentHeaders) };
   const measured = { json: await measureMode(s, 'json', paths.json, pids, run), sse: await measureMode(s, 'sse', paths.sse, pids, run) };
+  const stateless = await measureStateless(paths.json.silent, pids.silent!, { rounds: s.throughputRounds, durationMs: s.throughputMs, warmupMs: s.warmupMs, connections: s.connections });
+  log(`2026-07-28 tools/call: ${stateless.statelessCpuUsPerCall.toFixed(0)} µs/call against ${stateless.sessionCpuUsPerCall.toFixed(0)} in a 2025 session (÷ ${stateless.ratio.toFixed(3)})`);
   const cluster = await measureCluster(s, run, paths);
   await run.silent!.child.stop();
 
@@ -175,7 +178,7 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const stored = await measureStoredSessions(gateway, headers, run.stats!, budget.count);
   const idleStreams = await measureIdleStreams(gateway, token, stored.sessionIds, s.idleStreams, budget.note);
   const mode = (m: Mode): ModeResults => ({ ...measured[m], cluster: cluster[m] });
-  return { json: mode('json'), sse: mode('sse'), newSession, storedSessions: stored.result, idleStreams };
+  return { json: mode('json'), sse: mode('sse'), newSession, storedSessions: stored.result, idleStreams, stateless };
 }
 
 /** After a graceful stop the gateway has written its CPU profile: summarize its loaded windows. */

@@ -5,6 +5,7 @@
  * Figures from the closed-loop rounds are judged under both load generators; the half-load
  * latency and the Redis figures come from one (undici) and are judged once.
  */
+import type { StatelessResult } from './stateless.js';
 import type { ClusterCpuResult } from './cluster.js';
 import type { LatencyResult } from './latency.js';
 import type { RoundTrips } from './redis-trips.js';
@@ -35,6 +36,8 @@ export interface RunResults {
   newSession: NewSessions;
   storedSessions: StoredSessions;
   idleStreams: IdleStreams;
+  /** The 2026-07-28 tools/call against the 2025 one, on the silent gateway (bench/stateless.ts). */
+  stateless: StatelessResult;
 }
 
 export const fmt = (v: number | null | undefined, digits = 0) =>
@@ -80,5 +83,7 @@ export function targetsOf(r: RunResults, connections: number): Target[] {
     value: `${fmt(s.rssAt10kBytes / 1e6)} MB`,
     pass: s.opened > 0 ? s.rssAt10kBytes <= mb * 1e6 : null,
   });
-  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), memory('7', 500), memory('16', 300)];
+  const era = r.stateless;
+  const stateless: Target = { issue: '15', name: 'CPU per call, MCP 2026-07-28 tools/call ÷ 2025-11-25 (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.ratio, 3), pass: era.ratio <= 1.0 };
+  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), memory('7', 500), memory('16', 300), stateless];
 }

@@ -39,12 +39,44 @@ const GATEWAY_CLIENT_INFO = { name: 'switchboard', version: '0.1.0' };
 /** The session to use: the stored one, or a new one when there is none or `fresh` (the stored one was lost). */
 export async function legacySession(input: LegacySessionInput, fresh = false): Promise<LegacySession> {
   const key = sessionKey(input);
+  const near = nearSessions(input.ctx.store);
   if (!fresh) {
+    const held = near.get(key);
+    if (held && held.until > Date.now()) return held.session;
     const stored = await input.ctx.store.getValue(key);
-    if (stored) return JSON.parse(stored) as LegacySession;
+    if (stored) return hold(near, key, JSON.parse(stored) as LegacySession);
   } else {
+    near.delete(key);
     await input.ctx.store.deleteValue(key);
   }
+  return hold(near, key, await openAndShare(input, key));
+}
+
+/**
+ * The sessions this replica used lately, so that a stateless call costs no store round trip
+ * (the 2025 path has its session cache too; `npm run bench`, issue 15). Held briefly: a session
+ * another replica replaced is found lost (404) and reopened, which the caller already does.
+ * One map per store, so two gateways in one process never share one.
+ */
+const NEAR_MS = 60_000;
+const NEAR_MAX = 10_000;
+const nearByStore = new WeakMap<object, Map<string, { session: LegacySession; until: number }>>();
+
+function nearSessions(store: object): Map<string, { session: LegacySession; until: number }> {
+  let near = nearByStore.get(store);
+  if (!near) nearByStore.set(store, (near = new Map()));
+  return near;
+}
+
+function hold(near: Map<string, { session: LegacySession; until: number }>, key: string, session: LegacySession): LegacySession {
+  near.delete(key);
+  if (near.size >= NEAR_MAX) near.delete(near.keys().next().value!);
+  near.set(key, { session, until: Date.now() + NEAR_MS });
+  return session;
+}
+
+/** Opens a session and stores it, unless another replica stored one first (then ours ends). */
+async function openAndShare(input: LegacySessionInput, key: string): Promise<LegacySession> {
   const opened = await openLegacySession(input);
   const ttl = input.ctx.config.sessions.idleTtl;
   if (await input.ctx.store.putValueIfAbsent(key, JSON.stringify(opened), ttl)) return opened;
