@@ -248,10 +248,16 @@ describe('session and protocol-version headers', () => {
     }
   });
 
-  test('an unsupported MCP-Protocol-Version → 400', async () => {
+  // A version header the gateway does not serve is read as a later (stateless-era) client's:
+  // 400 with -32022 and the revisions served per request (a 2025 client opens a session with
+  // initialize instead), even beside a session id (basic/versioning §Protocol Version Negotiation).
+  test('an unsupported MCP-Protocol-Version → 400 -32022 naming the revisions served', async () => {
     const res = await post(rpc('tools/list'), { sessionId: session, version: '1999-01-01' });
     assert.equal(res.status, 400);
-    assert.equal(await errorCodeOf(res), -32600);
+    const answer = (await res.json()) as { error?: { code?: number; data?: { supported?: string[]; requested?: string } } };
+    assert.equal(answer.error?.code, -32022);
+    assert.equal(answer.error?.data?.requested, '1999-01-01');
+    assert.ok(answer.error?.data?.supported?.includes('2026-07-28'), JSON.stringify(answer.error?.data));
   });
 
   test('a missing MCP-Protocol-Version header is accepted', async () => {
