@@ -30,6 +30,7 @@ import { registerOpenApiRoute } from './ops/openapi-route.js';
 import { createState } from './state/create-state.js';
 import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './sessions/session-notifier.js';
+import { isBridgeMessage } from './state/coordinator.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
@@ -114,7 +115,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, ...(exchange ? { exchange } : {}) });
   app.decorate('mcp', ctx);
-  coordinator.onMessage((message) => handleReplicaMessage(ctx, message));
+  coordinator.onMessage((message) => (isBridgeMessage(message) ? ctx.bridgeReplicas.handle(ctx, message) : handleReplicaMessage(ctx, message)));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
@@ -125,6 +126,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await streams.drain(config.shutdown.drainTimeout);
   });
   app.addHook('onClose', async () => {
+    ctx.parkedCalls.close();
     await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);
     await state.close();
   });

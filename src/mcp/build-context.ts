@@ -14,6 +14,8 @@ import { BackendEras } from '../backends/era.js';
 import { Linking, type LinkingContext } from '../linking/linking.js';
 import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
+import { BridgeReplicas } from '../stateless/bridge-replicas.js';
+import { ParkedCalls } from '../stateless/parked-calls.js';
 import { RequestStates } from '../stateless/request-state.js';
 import type { McpContext } from './context.js';
 
@@ -28,5 +30,5 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts): McpC
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
   const eras = new BackendEras(parts.store, app.log);
-  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), aggregate: new AggregatedBackend(linked) };
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(), bridgeReplicas: new BridgeReplicas(), aggregate: new AggregatedBackend(linked) };
 }

@@ -4,7 +4,7 @@
  * whichever replica holds it — exactly once, and to that session only — or kept in the
  * session's mailbox until it opens one.
  */
-import type { ReplicaMessage } from '../state/coordinator.js';
+import type { SessionMessage } from '../state/coordinator.js';
 import type { SessionContext } from './context.js';
 import { joinBackendStream } from './standalone-join.js';
 
@@ -27,7 +27,7 @@ export async function notifySession(ctx: SessionContext, userKey: string, sessio
 }
 
 /** What a replica does with a message another replica addressed to it. */
-export function handleReplicaMessage(ctx: SessionContext, message: ReplicaMessage): void {
+export function handleReplicaMessage(ctx: SessionContext, message: SessionMessage): void {
   if (message.type === 'ended' || message.type === 'changed') {
     ctx.sessions.forget(message.userKey, message.sessionId);
     // Streams of an ended session (deleted or evicted elsewhere) stop here too.

@@ -14,7 +14,8 @@ export interface StreamHolder {
   streamId: string;
 }
 
-export type ReplicaMessage =
+/** Messages about one session and its streams (sessions/session-notifier.ts). */
+export type SessionMessage =
   /** A gateway-originated message for the session's standalone stream. */
   | { type: 'deliver'; userKey: string; sessionId: string; streamId: string; data: string }
   /** Another replica took the stream over, or its follower's client left: stop relaying it here. */
@@ -25,6 +26,22 @@ export type ReplicaMessage =
   | { type: 'ended'; userKey: string; sessionId: string }
   /** A session's record changed (sent to every replica): drop the cached copy. */
   | { type: 'changed'; userKey: string; sessionId: string };
+
+/** Messages about a bridged call of the stateless era (stateless/bridge-replicas.ts). */
+export type BridgeMessage =
+  /**
+   * A client's retry of a bridged call, handed to the replica that holds the call
+   * (stateless/bridge-replicas.ts); `continuation` is that layer's JSON.
+   */
+  | { type: 'bridge-resume'; ticket: string; replyTo: string; continuation: string }
+  /** The holder's answer to a handed-over retry: `taken` first, then the attempt's messages (none: the call is gone) and, for one message, its HTTP status. */
+  | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number };
+
+export type ReplicaMessage = SessionMessage | BridgeMessage;
+
+export function isBridgeMessage(message: ReplicaMessage): message is BridgeMessage {
+  return message.type === 'bridge-resume' || message.type === 'bridge-outcome';
+}
 
 export interface StandaloneClaim {
   granted: boolean;

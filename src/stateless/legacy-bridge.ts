@@ -3,23 +3,25 @@
  * gateway's own session with it (legacy-sessions.ts; issue 15, "Bridging").
  *
  * - `server/discover` is answered from the backend's `initialize` result (discover.ts).
- * - Anything else is sent in the session, as the client sent it: a 2025 server ignores the
- *   2026 `_meta` keys. A session the backend lost (404) is opened again and the request sent
- *   once more.
- * - The answer is made a 2026 one (answer-relay.ts). On its SSE stream, log notifications
- *   reach the client only when `_meta` asked for a level and at or above it (2026-07-28
- *   "Logging": none for a request that did not ask), and a server→client request (sampling,
- *   elicitation, roots) is answered with an error for now: the stateless revision carries
- *   them as `input_required`, and parking the backend's call across the client's retry is
- *   the next step of the bridge. The backend's tool then fails instead of waiting forever.
+ * - Anything else is sent in the session as the client sent it (a 2025 server ignores the
+ *   2026 `_meta` keys), less `inputResponses` and `requestState`, which are the gateway's
+ *   business with the client. A session the backend lost (404) is opened again and the
+ *   request sent once more.
+ * - A JSON answer is made a 2026 one (answer-relay.ts). An SSE answer is one attempt of a
+ *   bridged call (bridged-call.ts): a server→client request the backend sends during the call
+ *   parks it (parked-calls.ts) and answers the client `input_required`; the retry continues it
+ *   (bridge-resume.ts).
  */
 import type { FastifyReply } from 'fastify';
 import type { BackendResponse } from '../backends/backend.js';
 import { callerOf, traceHeaders } from '../backends/caller.js';
-import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
+import { principalOf } from '../auth/authenticate.js';
+import type { JsonRpcId } from '../wire/jsonrpc.js';
 import type { StatelessRequest } from '../wire/stateless-request.js';
-import { LOG_LEVELS } from '../wire/revision-2026.js';
 import { relayStatelessAnswer } from './answer-relay.js';
+import { BackendMessages } from './backend-messages.js';
+import { parkHere } from './bridge-resume.js';
+import { sendAttempt, type BridgedCall } from './bridged-call.js';
 import { discoverFromInitialize } from './discover.js';
 import { legacySession, LegacySessionRefused, type LegacySession, type LegacySessionInput } from './legacy-sessions.js';
 import { sharesAnswersAcrossUsers } from './result-shaping.js';
@@ -65,31 +67,39 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     await res.body.dump();
     return 'refused';
   }
-  return relayStatelessAnswer(reply, res, {
-    backend: backend.name,
-    method: stateless.method,
-    id,
-    shared: sharesAnswersAcrossUsers(backend.config),
-    keep: (message) => keepForClient(f, input, session, message),
-  });
+  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream' && id !== undefined) {
+    return sendAttempt(reply, bridgedCall(f, input, session, new BackendMessages(res.body)), { id, logLevel: stateless.logLevel }, parkHere(ctx, principalOf(request).userKey, stateless.method, f.message.params as Record<string, unknown> | undefined));
+  }
+  return relayStatelessAnswer(reply, res, { backend: backend.name, method: stateless.method, id, shared: sharesAnswersAcrossUsers(backend.config) });
+}
+
+/** The body sent to a 2025 backend: without the 2026 multi-round-trip fields, which it would not understand. */
+function legacyBody(f: LegacyForward): string {
+  const params = f.message.params as Record<string, unknown> | undefined;
+  if (!params || (!('inputResponses' in params) && !('requestState' in params))) return f.body;
+  const { inputResponses: _responses, requestState: _state, ...rest } = params;
+  void _responses, void _state;
+  return JSON.stringify({ ...f.message, params: rest });
 }
 
 function send(f: LegacyForward, input: LegacySessionInput, session: LegacySession): Promise<BackendResponse> {
-  return f.backend.post(f.body, { sessionId: session.backendSessionId, protocolVersion: session.protocolVersion, authorization: f.authorization, ...input.trace, caller: input.caller });
+  return f.backend.post(legacyBody(f), headersFor(f, input, session));
 }
 
-/** Whether one message of the backend's SSE answer goes to the client (see the file's comment). */
-function keepForClient(f: LegacyForward, input: LegacySessionInput, session: LegacySession, message: Record<string, unknown>): boolean {
-  const method = message.method;
-  if (typeof method !== 'string') return true;
-  if (message.id !== undefined) {
-    const refusal = errorResponse(message.id as JsonRpcId, ErrorCode.MethodNotFound, `"${method}" cannot reach this client: it uses MCP 2026-07-28 through the gateway, which does not relay server requests to 2025-era backends yet`);
-    void send({ ...f, body: JSON.stringify(refusal) }, input, session).then((r) => r.body.dump(), () => {});
-    return false;
-  }
-  if (method !== 'notifications/message') return true;
-  const levels: readonly string[] = LOG_LEVELS;
-  const asked = levels.indexOf(f.stateless.logLevel ?? '');
-  const level = levels.indexOf(String((message.params as Record<string, unknown> | undefined)?.level));
-  return asked >= 0 && level >= asked;
+function headersFor(f: LegacyForward, input: LegacySessionInput, session: LegacySession) {
+  return { sessionId: session.backendSessionId, protocolVersion: session.protocolVersion, authorization: f.authorization, ...input.trace, caller: input.caller };
+}
+
+function bridgedCall(f: LegacyForward, input: LegacySessionInput, session: LegacySession, messages: BackendMessages): BridgedCall {
+  return {
+    messages,
+    userKey: principalOf(f.request).userKey,
+    method: f.stateless.method,
+    shared: sharesAnswersAcrossUsers(f.backend.config),
+    clientCapabilities: f.stateless.clientCapabilities,
+    respond: async (message) => {
+      const res = await f.backend.post(JSON.stringify(message), headersFor(f, input, session));
+      await res.body.dump();
+    },
+  };
 }

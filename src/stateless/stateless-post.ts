@@ -24,6 +24,7 @@ import { STATELESS_REVISIONS } from '../wire/revision-2026.js';
 import { checkStatelessRequest, type StatelessRequest } from '../wire/stateless-request.js';
 import { relayStatelessAnswer } from './answer-relay.js';
 import type { StatelessContext } from './context.js';
+import { parkedCallOf, resumeHere, type Continuation, type ParkedCallRef } from './bridge-resume.js';
 import { forwardToLegacyBackend } from './legacy-bridge.js';
 import { answerUnlinkedStateless, declinedLink, LINK_INPUT_KEY } from './link-required.js';
 import { RequestStates } from './request-state.js';
@@ -54,6 +55,7 @@ async function servePost(post: StatelessPost): Promise<FastifyReply | void> {
   if (!check.ok) return sendJsonRpcError(reply, check.problem.status, check.problem.code, check.problem.message, id ?? null, check.problem.data);
   const forward = retryToForward(post, check.request, id);
   if (forward === 'answered') return reply;
+  if ('resume' in forward) return resume(post, check.request, forward.resume);
   let authorization: string | undefined;
   if (backend.config.upstreamAuth) {
     const auth = await linkedAuthorization(ctx, request, reply, backend.config, id === undefined ? [] : [id], false);
@@ -107,9 +109,10 @@ function unlinked(post: StatelessPost, stateless: StatelessRequest, id: JsonRpcI
 /**
  * The body to send on: the client's own, or — for a retry that answers the gateway's own
  * input request — the request without the gateway's `requestState` and input response, which
- * the backend never issued. 'answered' when the retry was refused or the user declined.
+ * the backend never issued; or the parked bridged call a retry continues (bridge-resume.ts).
+ * 'answered' when the retry was refused or the user declined.
  */
-function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: JsonRpcId | undefined): { body: string } | 'answered' {
+function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: JsonRpcId | undefined): { body: string } | { resume: ParkedCallRef & { id: JsonRpcId } } | 'answered' {
   const { ctx, request, reply, message } = post;
   const body = request.body as string;
   const params = message.params as Record<string, unknown> | undefined;
@@ -119,6 +122,8 @@ function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: Js
     sendJsonRpcError(reply, 200, ErrorCode.InvalidParams, `requestState was not accepted (${opened.reason}); send the request again without it`, id);
     return 'answered';
   }
+  const parked = parkedCallOf(opened.claims.purpose);
+  if (parked) return { resume: { ...parked, id } };
   const { requestState: _ours, inputResponses, ...rest } = params;
   void _ours;
   const responses = { ...(inputResponses as Record<string, unknown> | undefined) };
@@ -130,4 +135,18 @@ function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: Js
   }
   const forwarded = Object.keys(responses).length ? { ...rest, inputResponses: responses } : rest;
   return { body: JSON.stringify({ ...message, params: forwarded }) };
+}
+
+/** A retry that answers what a 2025 backend asked: continued where the call is held. */
+function resume(post: StatelessPost, stateless: StatelessRequest, ref: ParkedCallRef & { id: JsonRpcId }): Promise<FastifyReply> {
+  const { ctx, request, reply } = post;
+  const continuation: Continuation = {
+    userKey: principalOf(request).userKey,
+    parkId: ref.parkId,
+    method: stateless.method,
+    params: (post.message.params as Record<string, unknown> | undefined) ?? {},
+    attempt: { id: ref.id, logLevel: stateless.logLevel },
+  };
+  if (ref.replicaId === ctx.coordinator.replicaId) return resumeHere(ctx, reply, continuation);
+  return ctx.bridgeReplicas.resumeElsewhere(ctx, reply, ref.replicaId, continuation);
 }

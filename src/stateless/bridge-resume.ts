@@ -1,0 +1,111 @@
+/**
+ * A 2026-07-28 client's retry that answers what a 2025-11-25 backend asked during a bridged
+ * call (issue 15, "Bridging"; MCP 2026-07-28 "Multi Round-Trip Requests"). Its `requestState`
+ * is the gateway's own, already opened by the caller (bound to the user, the request and an
+ * expiry); its purpose names the replica holding the call and the call.
+ *
+ * - On the holding replica: the call is taken (once), each answered input becomes the JSON-RPC
+ *   response the backend waits for, and the next attempt reads on (bridged-call.ts). Inputs
+ *   left unanswered are asked again, alone (MRTR: a server re-requests what is missing rather
+ *   than failing).
+ * - On another replica: the retry is handed to the holder over the coordinator and its answer
+ *   relayed back (bridge-replicas.ts).
+ * - A call that is gone (answered already, expired, its replica stopped) is -32602: the state
+ *   leads nowhere, and the client starts the request again without it.
+ */
+import type { FastifyReply } from 'fastify';
+import { principalOf } from '../auth/authenticate.js';
+import { sendJsonRpcError } from '../http/replies.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
+import { attemptMessages, sendAttempt, type Attempt, type BridgedCall, type Park } from './bridged-call.js';
+import type { StatelessContext } from './context.js';
+import { answersFrom, inputRequestsOf } from './input-requests.js';
+import { abandon } from './parked-calls.js';
+
+/** The purpose of a requestState that leads back to a parked call: `bridge:<replica>/<call>`. */
+export const BRIDGE_PURPOSE = 'bridge:';
+
+/** What a retry brings to the call it continues, wherever that call is held. */
+export interface Continuation {
+  userKey: string;
+  parkId: string;
+  method: string;
+  params: Record<string, unknown>;
+  attempt: Attempt;
+}
+
+export function parkPurpose(replicaId: string, parkId: string): string {
+  return `${BRIDGE_PURPOSE}${replicaId}/${parkId}`;
+}
+
+export interface ParkedCallRef {
+  replicaId: string;
+  parkId: string;
+}
+
+/** The replica and call a purpose names, or undefined for another purpose. */
+export function parkedCallOf(purpose: string): ParkedCallRef | undefined {
+  if (!purpose.startsWith(BRIDGE_PURPOSE)) return undefined;
+  const [replicaId, parkId] = purpose.slice(BRIDGE_PURPOSE.length).split('/');
+  return replicaId && parkId ? { replicaId, parkId } : undefined;
+}
+
+/** A Park that keeps calls on this replica and seals states for this user and request. */
+export function parkHere(ctx: StatelessContext, userKey: string, method: string, params: Record<string, unknown> | undefined): Park {
+  return (call: BridgedCall, asks) => {
+    const purpose = parkPurpose(ctx.coordinator.replicaId, ctx.parkedCalls.park(call, asks));
+    return ctx.requestStates.seal(userKey, method, params, { purpose });
+  };
+}
+
+/** Serves the retry on this replica, whose `parkId` was opened from a state naming it. */
+export async function resumeHere(ctx: StatelessContext, reply: FastifyReply, continuation: Continuation): Promise<FastifyReply> {
+  const resumed = await answerParkedCall(ctx, continuation);
+  if (resumed === undefined) return gone(reply, continuation.attempt.id);
+  reply.request.mcpOutcome = 'answered_by_gateway';
+  if ('answer' in resumed) return reply.code(resumed.status).type('application/json').send(resumed.answer);
+  return sendAttempt(reply, resumed.call, continuation.attempt, resumed.park);
+}
+
+/**
+ * The same, for a retry handed over by another replica: the attempt's messages collected
+ * (the client waits on the other replica), or undefined when the call is not held here.
+ */
+export async function resumeForOtherReplica(ctx: StatelessContext, continuation: Continuation): Promise<{ messages: string[]; status: number } | undefined> {
+  const resumed = await answerParkedCall(ctx, continuation);
+  if (resumed === undefined) return undefined;
+  if ('answer' in resumed) return { messages: [resumed.answer], status: resumed.status };
+  const messages: string[] = [];
+  let status = 200;
+  for await (const message of attemptMessages(resumed.call, continuation.attempt, resumed.park)) {
+    messages.push(message.data);
+    if (message.final) status = message.final.status;
+  }
+  return { messages, status: messages.length === 1 ? status : 200 };
+}
+
+type Resumed = { answer: string; status: number } | { call: BridgedCall; park: Park };
+
+/** Takes the call and gives the backend the client's answers: then an answer of its own (more to ask, a failure) or the call to read on. */
+async function answerParkedCall(ctx: StatelessContext, continuation: Continuation): Promise<Resumed | undefined> {
+  const { userKey, method, params, attempt } = continuation;
+  const parked = ctx.parkedCalls.take(continuation.parkId, userKey);
+  if (!parked) return undefined;
+  const park = parkHere(ctx, userKey, method, params);
+  const { responses, unanswered } = answersFrom(parked.asks, params.inputResponses);
+  try {
+    await Promise.all(responses.map((response) => parked.call.respond(response)));
+  } catch {
+    abandon({ call: parked.call, asks: unanswered }, 'the answer could not be delivered');
+    const failure = errorResponse(attempt.id, ErrorCode.BackendUnavailable, 'the backend could not be given the answers; send the request again without requestState');
+    return { answer: JSON.stringify(failure), status: 502 };
+  }
+  if (unanswered.length === 0) return { call: parked.call, park };
+  const result = { resultType: 'input_required', inputRequests: inputRequestsOf(unanswered), requestState: park(parked.call, unanswered) };
+  return { answer: JSON.stringify({ jsonrpc: '2.0', id: attempt.id, result }), status: 200 };
+}
+
+export function gone(reply: FastifyReply, id: JsonRpcId): FastifyReply {
+  const message = 'requestState leads to a call that is no longer waiting (answered already, expired, or its gateway replica stopped); send the request again without it';
+  return sendJsonRpcError(reply, 200, ErrorCode.InvalidParams, message, id);
+}

@@ -1,0 +1,80 @@
+/**
+ * The backend calls the bridge holds open between two HTTP requests of a 2026-07-28 client
+ * (issue 15, "Bridging"): a 2025-11-25 backend asked the client something during the call,
+ * the client got an `input_required` result, and the backend's handler waits for the answer
+ * that the client's retry will bring.
+ *
+ * A parked call lives in the memory of the replica whose connection to the backend holds it
+ * (the backend's SSE answer cannot move); a retry reaching another replica is handed over to
+ * this one (bridge-replicas.ts). Taking a call is exclusive, so two retries with the same
+ * `requestState` cannot both answer it. A call nobody takes within `ttlMs` is given up: its
+ * pending requests are answered with an error, so the backend's handler ends instead of
+ * waiting, and its connection is closed. (SDK servers give up on their own requests after 60 s
+ * by default; a backend that lets its user think longer sets a longer timeout.)
+ */
+import { randomUUID } from 'node:crypto';
+import type { BridgedCall } from './bridged-call.js';
+import { abandoned, type PendingAsk } from './input-requests.js';
+
+/** Under the gateway's requestState lifetime (15 min), so a state never outlives its call by much. */
+export const PARK_TTL_MS = 10 * 60_000;
+
+export interface Parked {
+  call: BridgedCall;
+  asks: PendingAsk[];
+}
+
+interface Held extends Parked {
+  timer: NodeJS.Timeout;
+}
+
+export class ParkedCalls {
+  readonly #held = new Map<string, Held>();
+
+  constructor(private readonly ttlMs: number = PARK_TTL_MS) {}
+
+  get size(): number {
+    return this.#held.size;
+  }
+
+  /** Holds the call until a retry takes it; the id goes into the sealed requestState. */
+  park(call: BridgedCall, asks: PendingAsk[]): string {
+    const id = randomUUID();
+    const timer = setTimeout(() => this.#giveUp(id, 'the client did not answer in time'), this.ttlMs);
+    timer.unref();
+    this.#held.set(id, { call, asks, timer });
+    return id;
+  }
+
+  /** Whether the call is held here (a hint: {@link take} alone is exclusive). */
+  has(id: string): boolean {
+    return this.#held.has(id);
+  }
+
+  /** The call, for the one retry that answers it (its user only); undefined when gone, expired or taken. */
+  take(id: string, userKey: string): Parked | undefined {
+    const held = this.#held.get(id);
+    if (!held || held.call.userKey !== userKey) return undefined;
+    this.#held.delete(id);
+    clearTimeout(held.timer);
+    return { call: held.call, asks: held.asks };
+  }
+
+  /** Gives every call up (the gateway is shutting down). */
+  close(): void {
+    for (const id of [...this.#held.keys()]) this.#giveUp(id, 'the gateway is shutting down');
+  }
+
+  #giveUp(id: string, why: string): void {
+    const held = this.#held.get(id);
+    if (!held) return;
+    this.#held.delete(id);
+    clearTimeout(held.timer);
+    abandon(held, why);
+  }
+}
+
+/** Answers the backend's pending requests with an error and closes the call's connection. */
+export function abandon(parked: Parked, why: string): void {
+  void Promise.allSettled(parked.asks.map((ask) => parked.call.respond(abandoned(ask, why)))).finally(() => parked.call.messages.close());
+}
