@@ -1,0 +1,80 @@
+/**
+ * The bridge's parked calls in one replica's memory (src/stateless/parked-calls.ts): taken once,
+ * by their user only; given up when nobody comes back in time or the gateway stops, with the
+ * backend's waiting requests answered (an error its handler can end on) and the backend's
+ * connection closed. The call here is a real BackendMessages over a body that records being
+ * destroyed; what the backend is sent is recorded as the bridge would post it.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { syntheticBody } from '../../src/backends/body.js';
+import { BackendMessages, type BackendMessage } from '../../src/stateless/backend-messages.js';
+import type { BridgedCall } from '../../src/stateless/bridged-call.js';
+import type { PendingAsk } from '../../src/stateless/input-requests.js';
+import { ParkedCalls } from '../../src/stateless/parked-calls.js';
+
+function parkedCall(userKey: string): { call: BridgedCall; sent: BackendMessage[]; destroyed: () => boolean } {
+  const body = syntheticBody('event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n');
+  let destroyed = false;
+  const destroy = body.destroy.bind(body);
+  body.destroy = () => {
+    destroyed = true;
+    destroy();
+  };
+  const sent: BackendMessage[] = [];
+  const call: BridgedCall = {
+    messages: new BackendMessages(body),
+    userKey,
+    method: 'tools/call',
+    shared: false,
+    clientCapabilities: { elicitation: {} },
+    respond: async (message) => {
+      sent.push(message);
+    },
+  };
+  return { call, sent, destroyed: () => destroyed };
+}
+
+const ask: PendingAsk = { key: 'elicitation-7', backendId: 7, method: 'elicitation/create', params: { message: 'Name?' } };
+
+const until = async (what: string, check: () => boolean) => {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(check(), what);
+};
+
+describe('ParkedCalls', () => {
+  test('a call is taken once, by its own user only', () => {
+    const calls = new ParkedCalls();
+    const { call } = parkedCall('user-a');
+    const id = calls.park(call, [ask]);
+    assert.equal(calls.take(id, 'user-b'), undefined, "another user's retry");
+    assert.ok(calls.has(id), 'still held for its user');
+    assert.deepEqual(calls.take(id, 'user-a'), { call, asks: [ask] });
+    assert.equal(calls.take(id, 'user-a'), undefined, 'a second retry with the same state');
+    assert.equal(calls.size, 0);
+    calls.close();
+  });
+
+  test('nobody comes back in time: the backend gets an error for its request and its connection is closed', async () => {
+    const calls = new ParkedCalls(30);
+    const { call, sent, destroyed } = parkedCall('user-a');
+    const id = calls.park(call, [ask]);
+    await until('the call to be given up', () => destroyed());
+    assert.deepEqual(sent, [{ jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'the client did not answer in time' } }]);
+    assert.equal(calls.take(id, 'user-a'), undefined);
+  });
+
+  test('the gateway stopping gives every call up', async () => {
+    const calls = new ParkedCalls();
+    const first = parkedCall('user-a');
+    const second = parkedCall('user-b');
+    calls.park(first.call, [ask]);
+    calls.park(second.call, [{ ...ask, backendId: 8 }]);
+    calls.close();
+    await until('both connections closed', () => first.destroyed() && second.destroyed());
+    assert.equal(first.sent[0]?.id, 7);
+    assert.equal(second.sent[0]?.id, 8);
+    assert.match(String((first.sent[0]?.error as { message?: string }).message), /shutting down/);
+    assert.equal(calls.size, 0);
+  });
+});
