@@ -10,7 +10,7 @@ import { registerMetadataRoutes } from './auth/metadata-routes.js';
 import { allAudiences } from './auth/resources.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
 import { StreamableHttpBackend } from './backends/streamable-http.js';
-import { startLocalBridges } from './backends/bridge/local-bridges.js';
+import { startLocalBridges, type LocalBridges } from './backends/bridge/local-bridges.js';
 import type { Config } from './config/schema.js';
 import type { McpContext } from './mcp/context.js';
 import { createOriginGuard } from './http/origin-guard.js';
@@ -30,7 +30,12 @@ import { registerOpenApiRoute } from './ops/openapi-route.js';
 import { createState } from './state/create-state.js';
 import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './sessions/session-notifier.js';
-import { isBridgeMessage } from './state/coordinator.js';
+import { isBridgeMessage, type ReplicaMessage } from './state/coordinator.js';
+import { BackendEras } from './backends/era.js';
+import type { McpBackend } from './backends/backend.js';
+import { AdaptedSessions } from './backends/modern/adapted-sessions.js';
+import { InputAnswers } from './backends/modern/input-answers.js';
+import { ModernEraBackend, type ModernEraParts } from './backends/modern/modern-era-backend.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
@@ -78,7 +83,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   );
   // stdio and legacy SSE backends are reached over Streamable HTTP through a local bridge.
   const bridges = await startLocalBridges(config, app.log);
-  const backends = new Map(config.backends.map((b) => [b.name, new StreamableHttpBackend(bridges.configFor(b))] as const));
+  // Which revision each backend speaks, shared by both directions of the bridge between the eras.
+  const eras = new BackendEras(store, app.log);
+  const modern = { eras, sessions: new AdaptedSessions(store, coordinator), answers: new InputAnswers(coordinator) };
+  const backends = backendClients(config, bridges, modern);
   const streams = new StreamRegistry();
   const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
   const sessions = new SessionService(
@@ -113,9 +121,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.addHook('onRoute', (route: RouteOptions) => {
     if (BROWSER_ROUTE.test(route.url)) route.onRequest = prependHook(route.onRequest, originGuard);
   });
-  const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, ...(exchange ? { exchange } : {}) });
+  const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, ...(exchange ? { exchange } : {}) }, eras);
   app.decorate('mcp', ctx);
-  coordinator.onMessage((message) => (isBridgeMessage(message) ? ctx.bridgeReplicas.handle(ctx, message) : handleReplicaMessage(ctx, message)));
+  coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
@@ -131,4 +139,26 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await state.close();
   });
   return app;
+}
+
+/**
+ * One client per backend. A streamable-http backend may be of the 2026-07-28 era: its
+ * 2025-11-25 clients get sessions kept by the gateway (backends/modern/); stdio and legacy SSE
+ * backends are reached through the local bridge, which speaks the session era only.
+ */
+function backendClients(config: Config, bridges: LocalBridges, modern: ModernEraParts): Map<string, McpBackend> {
+  return new Map(
+    config.backends.map((b) => {
+      const client = new StreamableHttpBackend(bridges.configFor(b));
+      return [b.name, b.transport === 'streamable-http' ? new ModernEraBackend(client, modern) : client] as const;
+    }),
+  );
+}
+
+/** What another replica sent: to the layer it is about. */
+function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: ReplicaMessage): void {
+  if (message.type === 'input-answer') modern.answers.receive(JSON.parse(message.message) as Record<string, unknown>);
+  else if (message.type === 'adapted-changed') modern.sessions.forget(message.userKey, message.sessionId);
+  else if (isBridgeMessage(message)) ctx.bridgeReplicas.handle(ctx, message);
+  else handleReplicaMessage(ctx, message);
 }

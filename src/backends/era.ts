@@ -97,6 +97,14 @@ export class BackendEras {
     return this.#start(backend, authorization, caller);
   }
 
+  /** The era when it is pinned or known on this replica, without asking anyone (undefined: not known here). */
+  knownEra(backend: McpBackend): BackendEraInfo | undefined {
+    const pinned = pinnedEra(backend.config);
+    if (pinned) return { era: pinned };
+    const known = this.#known.get(backend.name);
+    return known && known.expiresAt > this.#now() ? known.info : undefined;
+  }
+
   /** Drops what is known of the backend's era, here and in the shared store: the next call probes. */
   forget(name: string): void {
     this.#known.delete(name);

@@ -10,7 +10,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AggregatedBackend } from '../aggregate/aggregated-backend.js';
 import { registerBrowserFlows } from '../connect/browser-flows.js';
-import { BackendEras } from '../backends/era.js';
+import type { BackendEras } from '../backends/era.js';
 import { Linking, type LinkingContext } from '../linking/linking.js';
 import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
@@ -21,7 +21,8 @@ import type { McpContext } from './context.js';
 
 export type SessionParts = Omit<SessionContext, 'upstream'>;
 
-export function buildMcpContext(app: FastifyInstance, parts: SessionParts): McpContext {
+/** @param eras which revision each backend speaks: built with the backends (app.ts), whose 2026-era adapter asks it too. */
+export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras: BackendEras): McpContext {
   const upstream = registerBrowserFlows(app, parts, {
     notify: (userKey, sessionId, data) => notifySession(sessions, userKey, sessionId, data),
     afterLink: (link) => linking.linked(link),
@@ -29,6 +30,5 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts): McpC
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  const eras = new BackendEras(parts.store, app.log);
   return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(), bridgeReplicas: new BridgeReplicas(), aggregate: new AggregatedBackend(linked) };
 }

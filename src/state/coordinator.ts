@@ -27,7 +27,7 @@ export type SessionMessage =
   /** A session's record changed (sent to every replica): drop the cached copy. */
   | { type: 'changed'; userKey: string; sessionId: string };
 
-/** Messages about a bridged call of the stateless era (stateless/bridge-replicas.ts). */
+/** Messages about a call bridged between the MCP eras (stateless/bridge-replicas.ts, backends/modern/input-answers.ts). */
 export type BridgeMessage =
   /**
    * A client's retry of a bridged call, handed to the replica that holds the call
@@ -35,12 +35,16 @@ export type BridgeMessage =
    */
   | { type: 'bridge-resume'; ticket: string; replyTo: string; continuation: string }
   /** The holder's answer to a handed-over retry: `taken` first, then the attempt's messages (none: the call is gone) and, for one message, its HTTP status. */
-  | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number };
+  | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number }
+  /** A 2025 client's answer to a request the gateway sent for a 2026 backend, to the replica waiting for it (backends/modern/input-answers.ts). */
+  | { type: 'input-answer'; message: string }
+  /** A session the gateway keeps for a 2026 backend changed (its log level; sent to every replica): drop the cached copy. */
+  | { type: 'adapted-changed'; userKey: string; sessionId: string };
 
 export type ReplicaMessage = SessionMessage | BridgeMessage;
 
 export function isBridgeMessage(message: ReplicaMessage): message is BridgeMessage {
-  return message.type === 'bridge-resume' || message.type === 'bridge-outcome';
+  return message.type === 'bridge-resume' || message.type === 'bridge-outcome' || message.type === 'input-answer' || message.type === 'adapted-changed';
 }
 
 export interface StandaloneClaim {

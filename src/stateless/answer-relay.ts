@@ -22,7 +22,7 @@ import { BackendError } from '../backends/errors.js';
 import { sendBackendError } from '../http/replies.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
 import { transformSse } from '../wire/sse.js';
-import { parseObject, shapeMessage, shapeMessageText } from './result-shaping.js';
+import { shapeMessageText } from './result-shaping.js';
 
 export interface StatelessAnswer {
   backend: string;
@@ -32,8 +32,6 @@ export interface StatelessAnswer {
   id: JsonRpcId | undefined;
   /** Whether the backend's `"public"` cache scope may stand (result-shaping.ts). */
   shared: boolean;
-  /** Which messages of an SSE answer reach the client (the legacy bridge keeps server requests and unasked-for logs back). */
-  keep?: (message: Record<string, unknown>) => boolean;
 }
 
 export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResponse, answer: StatelessAnswer): Promise<FastifyReply | void> {
@@ -63,10 +61,7 @@ function relayEvents(reply: FastifyReply, res: BackendResponse, answer: Stateles
   reply.raw.once('close', cancel);
   const events = transformSse(res.body, (data) => {
     if (data === '') return undefined;
-    if (!answer.keep) return { data: shapeMessageText(data, answer.method, answer.shared) };
-    const message = parseObject(data);
-    if (!message) return { data };
-    return answer.keep(message) ? { data: JSON.stringify(shapeMessage(message, answer.method, answer.shared)) } : undefined;
+    return { data: shapeMessageText(data, answer.method, answer.shared) };
   });
   const body = Readable.from(events, { objectMode: false });
   body.once('close', () => reply.raw.off('close', cancel));

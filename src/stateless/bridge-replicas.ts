@@ -71,7 +71,7 @@ export class BridgeReplicas {
       else waiter?.done({ messages: message.messages, status: message.status });
       return;
     }
-    void this.#serve(ctx, message).catch(() => {});
+    if (message.type === 'bridge-resume') void this.#serve(ctx, message).catch(() => {});
   }
 
   async #serve(ctx: StatelessContext, message: Extract<BridgeMessage, { type: 'bridge-resume' }>): Promise<void> {

@@ -21,7 +21,7 @@ import type { FastifyReply } from 'fastify';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import { LOG_LEVELS } from '../wire/revision-2026.js';
 import { formatSseEvent } from '../wire/sse.js';
-import type { BackendMessage, BackendMessages } from './backend-messages.js';
+import type { BackendMessage, BackendMessages } from '../backends/backend-messages.js';
 import { abandoned, inputRequestsOf, judgeServerRequest, type PendingAsk } from './input-requests.js';
 import { shapeMessage } from './result-shaping.js';
 

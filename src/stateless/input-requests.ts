@@ -14,7 +14,7 @@
  */
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import { missingCapabilities } from '../wire/stateless-request.js';
-import type { BackendMessage } from './backend-messages.js';
+import type { BackendMessage } from '../backends/backend-messages.js';
 
 /** One server→client request the backend is waiting on. */
 export interface PendingAsk {

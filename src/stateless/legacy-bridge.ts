@@ -19,7 +19,7 @@ import { principalOf } from '../auth/authenticate.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
 import type { StatelessRequest } from '../wire/stateless-request.js';
 import { relayStatelessAnswer } from './answer-relay.js';
-import { BackendMessages } from './backend-messages.js';
+import { BackendMessages } from '../backends/backend-messages.js';
 import { parkHere } from './bridge-resume.js';
 import { sendAttempt, type BridgedCall } from './bridged-call.js';
 import { discoverFromInitialize } from './discover.js';

@@ -18,6 +18,7 @@ import { AGGREGATE_NAME } from '../aggregate/aggregated-backend.js';
 import type { BackendConfig } from '../config/schema.js';
 import { withResultType, withResultTypeText } from '../wire/result-type.js';
 import { narrowDiscover } from './discover.js';
+import { parseObject } from '../backends/backend-messages.js';
 
 const CACHEABLE_METHODS = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
 
@@ -59,14 +60,4 @@ export function shapeMessageText(text: string, method: string, shared: boolean):
   if (!CACHEABLE_METHODS.has(method)) return withResultTypeText(text);
   const message = parseObject(text);
   return message ? JSON.stringify(shapeMessage(message, method, shared)) : text;
-}
-
-/** The JSON object a text holds, or undefined (not JSON, or not an object). */
-export function parseObject(text: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { syntheticBody } from '../../src/backends/body.js';
-import { BackendMessages, type BackendMessage } from '../../src/stateless/backend-messages.js';
+import { BackendMessages, type BackendMessage } from '../../src/backends/backend-messages.js';
 import type { BridgedCall } from '../../src/stateless/bridged-call.js';
 import type { PendingAsk } from '../../src/stateless/input-requests.js';
 import { ParkedCalls } from '../../src/stateless/parked-calls.js';

@@ -1,16 +1,16 @@
 /**
- * The messages of one backend SSE answer, one at a time, for the bridge that must stop
- * reading in the middle of a call and go on later, maybe minutes later, for another HTTP
- * request of the client (a parked call, parked-calls.ts).
+ * The messages of one backend SSE answer, one at a time, for the bridges between the MCP
+ * eras that must stop reading in the middle of a call and go on later, maybe minutes later,
+ * for another HTTP request of the client (a parked call, stateless/parked-calls.ts), or that
+ * read a 2026-07-28 backend's answer to find its `input_required` result (modern/).
  *
  * Reading is pulled: while nobody asks for the next message the socket is not read, so a
  * parked call costs a paused connection and nothing more. `nextWithin` lets the bridge wait a
  * moment for the requests a server sends together (several `sendRequest` in one tick) without
  * losing the read it started: an unfinished read is kept for the next call.
  */
-import type { BackendBody } from '../backends/body.js';
+import type { BackendBody } from './body.js';
 import { createSseReader } from '../wire/sse.js';
-import { parseObject } from './result-shaping.js';
 
 export type BackendMessage = Record<string, unknown>;
 
@@ -70,5 +70,15 @@ export class BackendMessages {
       this.#reader.feed(chunk.value);
     }
     return this.#ready.shift();
+  }
+}
+
+/** The JSON object a text holds, or undefined (not JSON, or not an object): a backend's garbage is skipped, not fatal. */
+export function parseObject(text: string): BackendMessage | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as BackendMessage) : undefined;
+  } catch {
+    return undefined;
   }
 }

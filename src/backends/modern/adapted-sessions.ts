@@ -1,0 +1,95 @@
+/**
+ * The sessions a 2026-07-28 backend does not keep, kept by the gateway for its 2025-11-25
+ * clients (issue 15, "Bridging: 2025-11-25 client → 2026 backend"). The revision moved what a
+ * session held into every request's `_meta` — the revision, the client's identity and
+ * capabilities, the log level — so the gateway holds those for the client and adds them to
+ * each request it sends on.
+ *
+ * The id is the gateway's own, minted at `initialize`, given to the 2025 layer as the
+ * "backend session id" (so the client's gateway session records it as for any backend), and
+ * prefixed so that a call names its adapted session without a lookup. The record is per user
+ * in the shared store (a call reaches any replica) and held in memory for a minute, so a call
+ * costs no store round trip; a change (the log level) is announced to every replica, which
+ * drops its copy (as gateway sessions are, SPEC §5) before the client can send its next request
+ * in all but a pathological race.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Coordinator } from '../../state/coordinator.js';
+import type { StateStore } from '../../state/store.js';
+import { ValueKeys } from '../../state/value-keys.js';
+
+/** What marks a backend session id as one of the gateway's adapted sessions. */
+export const ADAPTED_PREFIX = 'sb26-';
+const NEAR_MS = 60_000;
+const NEAR_MAX = 10_000;
+/** Kept as long as a gateway session may idle by default; refreshed on every change. */
+const TTL_MS = 24 * 60 * 60_000;
+
+export interface AdaptedSession {
+  /** The 2025 revision negotiated with the client (what its later messages carry). */
+  protocolVersion: string;
+  clientInfo?: Record<string, unknown>;
+  /** The level `logging/setLevel` asked for; none: no log messages (2026-07-28 "Logging"). */
+  logLevel?: string;
+}
+
+export class AdaptedSessions {
+  readonly #near = new Map<string, { session: AdaptedSession; until: number }>();
+
+  constructor(
+    private readonly store: StateStore,
+    private readonly coordinator: Pick<Coordinator, 'broadcast'>,
+  ) {}
+
+  static isAdapted(sessionId: string | undefined): sessionId is string {
+    return sessionId !== undefined && sessionId.startsWith(ADAPTED_PREFIX);
+  }
+
+  async open(userKey: string, session: AdaptedSession): Promise<string> {
+    const id = ADAPTED_PREFIX + randomBytes(24).toString('base64url');
+    await this.#put(userKey, id, session);
+    return id;
+  }
+
+  /** The user's session by its id; undefined when it ended, expired, or is another user's. */
+  async get(userKey: string, id: string): Promise<AdaptedSession | undefined> {
+    const key = ValueKeys.adaptedSession(userKey, id);
+    const held = this.#near.get(key);
+    if (held && held.until > Date.now()) return held.session;
+    const stored = await this.store.getValue(key);
+    if (!stored) return undefined;
+    const session = JSON.parse(stored) as AdaptedSession;
+    this.#hold(key, session);
+    return session;
+  }
+
+  async update(userKey: string, id: string, session: AdaptedSession): Promise<void> {
+    await this.#put(userKey, id, session);
+    await this.coordinator.broadcast({ type: 'adapted-changed', userKey, sessionId: id });
+  }
+
+  /** Another replica changed the session: the next call reads it from the store. */
+  forget(userKey: string, id: string): void {
+    this.#near.delete(ValueKeys.adaptedSession(userKey, id));
+  }
+
+  async end(userKey: string, id: string): Promise<boolean> {
+    const key = ValueKeys.adaptedSession(userKey, id);
+    this.#near.delete(key);
+    const ended = await this.store.deleteValue(key);
+    await this.coordinator.broadcast({ type: 'adapted-changed', userKey, sessionId: id });
+    return ended;
+  }
+
+  async #put(userKey: string, id: string, session: AdaptedSession): Promise<void> {
+    const key = ValueKeys.adaptedSession(userKey, id);
+    await this.store.putValue(key, JSON.stringify(session), TTL_MS);
+    this.#hold(key, session);
+  }
+
+  #hold(key: string, session: AdaptedSession): void {
+    this.#near.delete(key);
+    if (this.#near.size >= NEAR_MAX) this.#near.delete(this.#near.keys().next().value!);
+    this.#near.set(key, { session, until: Date.now() + NEAR_MS });
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * One request of a 2025-11-25 client to a 2026-07-28 backend that may need the client's input
+ * (MCP 2026-07-28 "Multi Round-Trip Requests"; issue 15, "Bridging: 2025-11-25 client → 2026
+ * backend"), as the SSE answer the client's session expects:
+ *
+ * - the backend's notifications pass as they come (progress, the log messages `_meta` asked for);
+ * - an `input_required` result becomes real server→client requests on this stream —
+ *   elicitation, sampling, roots, each under an id of the gateway's (input-answers.ts) — and,
+ *   once the client answered them all, the request is sent again with `inputResponses` and the
+ *   backend's `requestState`, as the revision's client would;
+ * - the final response answers the client's request under its own id.
+ *
+ * A client that refuses a request or does not answer in time gets an error for its call; so
+ * does a backend that keeps asking past {@link MAX_ROUNDS}. The client leaving (its stream
+ * closed) ends the round it waits in.
+ */
+import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backend.js';
+import { BackendMessages, parseObject, type BackendMessage } from '../backend-messages.js';
+import { syntheticBody } from '../body.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from '../../wire/jsonrpc.js';
+import { formatSseEvent } from '../../wire/sse.js';
+import type { InputAnswers } from './input-answers.js';
+
+/** A backend asking more often than this for one request is not converging. */
+export const MAX_ROUNDS = 8;
+
+export interface Conversation {
+  backend: McpBackend;
+  answers: InputAnswers;
+  /** The request as sent to the backend (with its `_meta`), and its headers. */
+  request: BackendMessage & { id: JsonRpcId };
+  headers: BackendCallHeaders;
+}
+
+/** The first answer: a JSON message already read, or an SSE answer still to read. */
+export type FirstAnswer = { message: BackendMessage } | { res: BackendResponse };
+
+export function converse(conversation: Conversation, first: FirstAnswer): BackendResponse {
+  const ended = new AbortController();
+  const body = syntheticBody(conversationEvents(conversation, first, ended.signal));
+  // A synthetic body is a Readable: destroyed when the client's stream closes.
+  (body as unknown as NodeJS.EventEmitter).once('close', () => ended.abort());
+  return { status: 200, headers: {}, contentType: 'text/event-stream', body };
+}
+
+async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: AbortSignal): AsyncGenerator<string> {
+  const id = c.request.id;
+  let answer: FirstAnswer = first;
+  for (let round = 0; ; round++) {
+    let final: BackendMessage | undefined;
+    if ('message' in answer) final = answer.message;
+    else for await (const message of messagesOf(answer.res)) {
+      if (message.method === undefined) {
+        final = message;
+        break;
+      }
+      // A 2026 server sends no requests on a response stream; notifications pass.
+      if (message.id === undefined) yield formatSseEvent(JSON.stringify(message));
+    }
+    const result = final?.result as Record<string, unknown> | undefined;
+    if (!final) return yield failure(id, 'the backend ended its answer without a result');
+    if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify({ ...final, id }));
+    if (round >= MAX_ROUNDS) return yield failure(id, `the backend asked for input more than ${MAX_ROUNDS} times`);
+    const inputRequests = (result.inputRequests ?? {}) as Record<string, { method?: unknown; params?: unknown }>;
+    const asked = c.answers.open(Object.keys(inputRequests));
+    let responses: Record<string, unknown>;
+    try {
+      for (const [key, ask] of Object.entries(inputRequests)) {
+        yield formatSseEvent(JSON.stringify({ jsonrpc: '2.0', id: asked.ids.get(key), method: ask.method, params: ask.params ?? {} }));
+      }
+      responses = await untilAborted(asked.answers, ended);
+    } catch (err) {
+      return yield failure(id, (err as Error).message);
+    } finally {
+      asked.close();
+    }
+    answer = await retry(c, responses, result.requestState);
+  }
+}
+
+/** The request again, with the client's answers and the backend's state (MRTR §Client Requirements). */
+async function retry(c: Conversation, inputResponses: Record<string, unknown>, requestState: unknown): Promise<FirstAnswer> {
+  const params = { ...(c.request.params as Record<string, unknown>), inputResponses, ...(typeof requestState === 'string' ? { requestState } : {}) };
+  const res = await c.backend.post(JSON.stringify({ ...c.request, params }), c.headers);
+  if (res.contentType === 'text/event-stream' && res.status === 200) return { res };
+  const message = parseObject(await res.body.text());
+  if (message && ('result' in message || 'error' in message)) return { message };
+  return { message: errorResponse(c.request.id, ErrorCode.BackendUnavailable, `backend "${c.backend.name}" answered HTTP ${res.status}`) as unknown as BackendMessage };
+}
+
+async function* messagesOf(res: BackendResponse): AsyncGenerator<BackendMessage> {
+  const messages = new BackendMessages(res.body);
+  try {
+    for (let message = await messages.next(); message; message = await messages.next()) yield message;
+  } finally {
+    messages.close();
+  }
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Error('the client left'));
+  return new Promise<T>((resolve, reject) => {
+    signal.addEventListener('abort', () => reject(new Error('the client left')), { once: true });
+    promise.then(resolve, reject);
+  });
+}
+
+function failure(id: JsonRpcId, why: string): string {
+  return formatSseEvent(JSON.stringify(errorResponse(id, ErrorCode.InternalError, `The request needed the client's input and could not go on: ${why}`)));
+}

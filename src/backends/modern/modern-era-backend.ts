@@ -1,0 +1,187 @@
+/**
+ * A 2026-07-28 backend, as the gateway's 2025-11-25 session layer sees every backend (issue 15,
+ * "Bridging: 2025-11-25 client → 2026 backend"). A decorator of the backend's own client,
+ * innermost, so that token exchange and the tool policy apply around it as to any backend.
+ *
+ * - `initialize` (sent by the session layer without a session): when the backend's era is
+ *   2026-07-28 (backends/era.ts: pinned, known, or probed once the backend refused
+ *   `initialize` as a 2026-only server does), it is answered from the backend's
+ *   `server/discover` (initialize-from-discover.ts), and the gateway keeps the session the
+ *   backend does not (adapted-sessions.ts). Otherwise it goes to the backend as it is.
+ * - In such a session: `ping` and `logging/setLevel` are answered here (the level is kept and
+ *   sent as `_meta` `io.modelcontextprotocol/logLevel`); notifications from the client have no
+ *   2026 counterpart and are taken (202); the client's answers to the gateway's own requests go
+ *   to the round that waits for them (input-answers.ts); every other request is sent with the
+ *   session's `_meta` (revision, the client's capabilities and identity, log level) and the
+ *   standard headers (Transports §Standard Request Headers), and answered through
+ *   input-rounds.ts when the backend needs the client's input.
+ * - GET has no 2026 counterpart yet (`subscriptions/listen` is not mapped): 405, which a 2025
+ *   client reads as "no standalone stream". DELETE ends the kept session.
+ *
+ * Any other call — a backend of the 2025 era, or a 2026 client's own stateless request — passes
+ * through untouched, after one prefix test.
+ */
+import type { BackendConfig } from '../../config/schema.js';
+import { encodeHeaderValue } from '../../wire/header-encoding.js';
+import { ErrorCode, errorResponse, type JsonRpcId } from '../../wire/jsonrpc.js';
+import { HEADER } from '../../wire/protocol.js';
+import { META, nameFieldOf, STATELESS_REVISION } from '../../wire/revision-2026.js';
+import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backend.js';
+import { parseObject, type BackendMessage } from '../backend-messages.js';
+import { syntheticBody } from '../body.js';
+import type { BackendEras } from '../era.js';
+import { AdaptedSessions, type AdaptedSession } from './adapted-sessions.js';
+import { InputAnswers } from './input-answers.js';
+import { initializeFromDiscover } from './initialize-from-discover.js';
+import { converse } from './input-rounds.js';
+
+export interface ModernEraParts {
+  eras: BackendEras;
+  sessions: AdaptedSessions;
+  answers: InputAnswers;
+}
+
+export class ModernEraBackend implements McpBackend {
+  constructor(
+    private readonly inner: McpBackend,
+    private readonly parts: ModernEraParts,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  get config(): BackendConfig {
+    return this.inner.config;
+  }
+
+  async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    if (AdaptedSessions.isAdapted(headers.sessionId)) return this.#inSession(body, headers, headers.sessionId);
+    if (headers.sessionId === undefined && headers.protocolVersion === undefined && body.includes('"initialize"')) {
+      const message = parseObject(body);
+      if (message?.method === 'initialize' && message.id !== undefined) return this.#initializeEither(body, message, headers, signal);
+    }
+    return this.inner.post(body, headers, signal);
+  }
+
+  /**
+   * `initialize` for a backend of either era, costing a 2025 backend nothing: sent as it is
+   * unless the backend is known to be of 2026-07-28 (pinned, or found on this replica); only
+   * a refusal the way a 2026-only server refuses it (basic/versioning §Backward Compatibility:
+   * -32022 or a removed method, HTTP 4xx) makes the gateway ask which era the backend speaks.
+   */
+  async #initializeEither(body: string, message: BackendMessage, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    const known = this.parts.eras.knownEra(this.inner);
+    if (known?.era === STATELESS_REVISION) return this.#initialize(message, headers, known.discover);
+    const res = await this.inner.post(body, headers, signal);
+    if (known || res.status < 400 || res.status >= 500 || res.contentType !== 'application/json') return res;
+    const text = await res.body.text();
+    const code = (parseObject(text)?.error as { code?: unknown } | undefined)?.code;
+    if (code === ErrorCode.UnsupportedProtocolVersion || code === ErrorCode.MethodNotFound) {
+      const era = await this.parts.eras.eraOf(this.inner, headers.authorization, headers.caller);
+      if (era?.era === STATELESS_REVISION) return this.#initialize(message, headers, era.discover);
+    }
+    return { ...res, body: syntheticBody(text) };
+  }
+
+  async get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    if (!AdaptedSessions.isAdapted(headers.sessionId)) return this.inner.get(headers, signal);
+    return json(405, errorResponse(null, ErrorCode.MethodNotFound, 'this backend has no standalone stream'), { allow: 'POST, DELETE' });
+  }
+
+  async delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    if (!AdaptedSessions.isAdapted(headers.sessionId)) return this.inner.delete(headers, signal);
+    const userKey = headers.caller?.principal.userKey;
+    if (userKey) await this.parts.sessions.end(userKey, headers.sessionId);
+    return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('') };
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  async #initialize(message: BackendMessage, headers: BackendCallHeaders, known: Record<string, unknown> | undefined): Promise<BackendResponse> {
+    const params = (message.params ?? {}) as Record<string, unknown>;
+    const discover = known ?? (await this.#discover(headers, params));
+    if (!discover) return json(502, errorResponse(message.id as JsonRpcId, ErrorCode.BackendUnavailable, `backend "${this.name}" did not answer server/discover`));
+    const result = initializeFromDiscover(discover, params.protocolVersion, this.name);
+    const userKey = headers.caller?.principal.userKey ?? '';
+    const clientInfo = params.clientInfo as Record<string, unknown> | undefined;
+    const sessionId = await this.parts.sessions.open(userKey, { protocolVersion: String(result.protocolVersion), ...(clientInfo ? { clientInfo } : {}) });
+    return json(200, { jsonrpc: '2.0', id: message.id, result }, { [HEADER.sessionId]: sessionId });
+  }
+
+  /** The backend's DiscoverResult, asked for now (an era pinned in the config was never probed). */
+  async #discover(headers: BackendCallHeaders, params: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
+    const session: AdaptedSession = { protocolVersion: STATELESS_REVISION, ...(params.clientInfo ? { clientInfo: params.clientInfo as Record<string, unknown> } : {}) };
+    const request = this.#modern({ jsonrpc: '2.0', id: 'discover', method: 'server/discover', params: {} }, session, headers);
+    const res = await this.inner.post(JSON.stringify(request.message), request.headers);
+    const answer = parseObject(await res.body.text().catch(() => ''));
+    return answer?.result as Record<string, unknown> | undefined;
+  }
+
+  async #inSession(body: string, headers: BackendCallHeaders, sessionId: string): Promise<BackendResponse> {
+    const userKey = headers.caller?.principal.userKey ?? '';
+    const session = await this.parts.sessions.get(userKey, sessionId);
+    if (!session) return json(404, errorResponse(null, ErrorCode.InvalidRequest, 'session not found'));
+    const message = parseObject(body);
+    if (!message) return json(400, errorResponse(null, ErrorCode.InvalidRequest, 'one JSON-RPC message per POST'));
+    if (message.method === undefined) {
+      if (InputAnswers.isOurs(message.id)) await this.parts.answers.deliver(message);
+      return accepted();
+    }
+    if (message.id === undefined) return accepted();
+    const id = message.id as JsonRpcId;
+    if (message.method === 'ping') return json(200, { jsonrpc: '2.0', id, result: {} });
+    if (message.method === 'logging/setLevel') {
+      const level = (message.params as Record<string, unknown> | undefined)?.level;
+      await this.parts.sessions.update(userKey, sessionId, { ...session, logLevel: typeof level === 'string' ? level : undefined });
+      return json(200, { jsonrpc: '2.0', id, result: {} });
+    }
+    if (message.method === 'resources/subscribe' || message.method === 'resources/unsubscribe') {
+      return json(200, errorResponse(id, ErrorCode.MethodNotFound, `${String(message.method)} is not available for this backend through the gateway`));
+    }
+    return this.#call({ ...message, id }, session, headers);
+  }
+
+  async #call(message: BackendMessage & { id: JsonRpcId }, session: AdaptedSession, headers: BackendCallHeaders): Promise<BackendResponse> {
+    const modern = this.#modern(message, session, headers);
+    const res = await this.inner.post(JSON.stringify(modern.message), modern.headers);
+    const conversation = { backend: this.inner, answers: this.parts.answers, request: modern.message, headers: modern.headers };
+    if (res.status === 200 && res.contentType === 'text/event-stream') return converse(conversation, { res });
+    if (res.status !== 200 || res.contentType !== 'application/json') return res;
+    const text = await res.body.text();
+    if (!text.includes('"input_required"')) return { ...res, body: syntheticBody(text) };
+    const answer = parseObject(text);
+    return answer ? converse(conversation, { message: answer }) : { ...res, body: syntheticBody(text) };
+  }
+
+  /** The message with the session's `_meta`, and the headers of a stateless request (no session id). */
+  #modern(message: BackendMessage & { id: JsonRpcId }, session: AdaptedSession, headers: BackendCallHeaders): { message: BackendMessage & { id: JsonRpcId }; headers: BackendCallHeaders } {
+    const params = (message.params ?? {}) as Record<string, unknown>;
+    const meta: Record<string, unknown> = {
+      ...(params._meta as Record<string, unknown> | undefined),
+      [META.protocolVersion]: STATELESS_REVISION,
+      [META.clientCapabilities]: headers.caller?.clientCapabilities ?? {},
+    };
+    if (session.clientInfo) meta[META.clientInfo] = session.clientInfo;
+    if (session.logLevel) meta[META.logLevel] = session.logLevel;
+    const method = String(message.method);
+    const protocolHeaders: Record<string, string> = { 'mcp-method': method };
+    const field = nameFieldOf(method);
+    const name = field ? params[field] : undefined;
+    if (typeof name === 'string') protocolHeaders['mcp-name'] = encodeHeaderValue(name);
+    return {
+      message: { ...message, params: { ...params, _meta: meta } },
+      headers: { ...headers, sessionId: undefined, protocolVersion: STATELESS_REVISION, protocolHeaders },
+    };
+  }
+}
+
+function json(status: number, message: unknown, headers: Record<string, string> = {}): BackendResponse {
+  return { status, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(message)) };
+}
+
+function accepted(): BackendResponse {
+  return { status: 202, headers: {}, contentType: '', body: syntheticBody('') };
+}
