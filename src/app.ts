@@ -35,6 +35,7 @@ import { BackendEras } from './backends/era.js';
 import type { McpBackend } from './backends/backend.js';
 import { AdaptedSessions } from './backends/modern/adapted-sessions.js';
 import { InputAnswers } from './backends/modern/input-answers.js';
+import { SessionListens } from './backends/modern/session-listens.js';
 import { ModernEraBackend, type ModernEraParts } from './backends/modern/modern-era-backend.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
@@ -85,7 +86,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const bridges = await startLocalBridges(config, app.log);
   // Which revision each backend speaks, shared by both directions of the bridge between the eras.
   const eras = new BackendEras(store, app.log);
-  const modern = { eras, sessions: new AdaptedSessions(store, coordinator), answers: new InputAnswers(coordinator) };
+  const modern = { eras, sessions: new AdaptedSessions(store, coordinator), answers: new InputAnswers(coordinator), listens: new SessionListens() };
   const backends = backendClients(config, bridges, modern);
   const streams = new StreamRegistry();
   const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
@@ -158,7 +159,10 @@ function backendClients(config: Config, bridges: LocalBridges, modern: ModernEra
 /** What another replica sent: to the layer it is about. */
 function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: ReplicaMessage): void {
   if (message.type === 'input-answer') modern.answers.receive(JSON.parse(message.message) as Record<string, unknown>);
-  else if (message.type === 'adapted-changed') modern.sessions.forget(message.userKey, message.sessionId);
+  else if (message.type === 'adapted-changed') {
+    modern.sessions.forget(message.sessionId);
+    modern.listens.changed(message.userKey, message.sessionId);
+  }
   else if (isBridgeMessage(message)) ctx.bridgeReplicas.handle(ctx, message);
   else handleReplicaMessage(ctx, message);
 }

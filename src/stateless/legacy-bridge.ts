@@ -11,9 +11,10 @@
  *   bridged call (bridged-call.ts): a server→client request the backend sends during the call
  *   parks it (parked-calls.ts) and answers the client `input_required`; the retry continues it
  *   (bridge-resume.ts).
+ * - `subscriptions/listen` is the session's GET stream, filtered and tagged (legacy-listen.ts).
  */
 import type { FastifyReply } from 'fastify';
-import type { BackendResponse } from '../backends/backend.js';
+import type { BackendCallHeaders, BackendResponse } from '../backends/backend.js';
 import { callerOf, traceHeaders } from '../backends/caller.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
@@ -23,6 +24,7 @@ import { BackendMessages } from '../backends/backend-messages.js';
 import { parkHere } from './bridge-resume.js';
 import { sendAttempt, type BridgedCall } from './bridged-call.js';
 import { discoverFromInitialize } from './discover.js';
+import { listenOnLegacyBackend } from './legacy-listen.js';
 import { legacySession, LegacySessionRefused, type LegacySession, type LegacySessionInput } from './legacy-sessions.js';
 import { sharesAnswersAcrossUsers } from './result-shaping.js';
 import type { StatelessPost } from './stateless-post.js';
@@ -57,6 +59,7 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     request.mcpOutcome = 'answered_by_gateway';
     return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id: id ?? null, result: discoverFromInitialize(session.initialize) });
   }
+  if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, headersFor(f, input, session));
   let res = await send(f, input, session);
   if (res.status === 404) {
     await res.body.dump();
@@ -86,7 +89,7 @@ function send(f: LegacyForward, input: LegacySessionInput, session: LegacySessio
   return f.backend.post(legacyBody(f), headersFor(f, input, session));
 }
 
-function headersFor(f: LegacyForward, input: LegacySessionInput, session: LegacySession) {
+function headersFor(f: LegacyForward, input: LegacySessionInput, session: LegacySession): BackendCallHeaders {
   return { sessionId: session.backendSessionId, protocolVersion: session.protocolVersion, authorization: f.authorization, ...input.trace, caller: input.caller };
 }
 

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -24,6 +24,7 @@ let set: ReplicaSet;
 let client: Client;
 const asked: string[] = [];
 const logged: string[] = [];
+let toolChanges = 0;
 
 const textOf = (result: unknown) => ((result as { content?: Array<{ text?: string }> }).content ?? []).map((c) => c.text).join(' ');
 
@@ -48,6 +49,7 @@ before(async () => {
     return { roots: [{ uri: 'file:///work', name: 'Work' }] };
   });
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logged.push(String(n.params.data)));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void toolChanges++);
   const transport = new StreamableHTTPClientTransport(new URL(`${set.replicas[0]!.url}/mcp/modern`), {
     fetch: set.roundRobinFetch(),
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
@@ -91,5 +93,14 @@ describe('a 2025-11-25 SDK client of a 2026-07-28-only backend, across two repli
     await client.setLoggingLevel('info');
     await client.callTool({ name: 'test_tool_with_logging', arguments: {} });
     assert.deepEqual(logged, ['Tool execution started', 'Tool processing data', 'Tool execution completed']);
+  });
+
+  test('the GET stream is the backend\'s subscriptions/listen: a tool list change reaches the client; subscriptions are kept', async () => {
+    assert.deepEqual(await client.subscribeResource({ uri: 'test://static-text' }), {});
+    const before = toolChanges;
+    await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+    for (let i = 0; i < 50 && toolChanges === before; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(toolChanges, before + 1);
+    assert.deepEqual(await client.unsubscribeResource({ uri: 'test://static-text' }), {});
   });
 });

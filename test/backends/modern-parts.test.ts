@@ -28,8 +28,8 @@ describe('initializeFromDiscover', () => {
     assert.deepEqual(initializeFromDiscover({ capabilities: {} }, '2025-11-25', 'fallback').serverInfo, { name: 'fallback', version: '0.0.0' });
   });
 
-  test('list-change notifications and resource subscriptions are not claimed: only subscriptions/listen delivers them', () => {
-    assert.deepEqual(initializeFromDiscover(DISCOVER, '2025-11-25', 'b').capabilities, { tools: {}, resources: {}, logging: {}, experimental: { x: {} } });
+  test('the capabilities are the backend\'s: list changes and subscriptions reach the client on its GET stream', () => {
+    assert.deepEqual(initializeFromDiscover(DISCOVER, '2025-11-25', 'b').capabilities, DISCOVER.capabilities);
   });
 });
 

@@ -7,8 +7,10 @@
  *
  * The id is the gateway's own, minted at `initialize`, given to the 2025 layer as the
  * "backend session id" (so the client's gateway session records it as for any backend), and
- * prefixed so that a call names its adapted session without a lookup. The record is per user
- * in the shared store (a call reaches any replica) and held in memory for a minute, so a call
+ * prefixed so that a call names its adapted session without a lookup. The id never reaches a
+ * client (the gateway session that holds it is bound to the user); the record still names its
+ * user, and a call made for another user does not find it. It lives in the shared store (a call
+ * reaches any replica) and is held in memory for a minute, so a call
  * costs no store round trip; a change (the log level) is announced to every replica, which
  * drops its copy (as gateway sessions are, SPEC §5) before the client can send its next request
  * in all but a pathological race.
@@ -26,8 +28,14 @@ const NEAR_MAX = 10_000;
 const TTL_MS = 24 * 60 * 60_000;
 
 export interface AdaptedSession {
+  /** Whose session it is (the user key of the principal that initialized it). */
+  userKey: string;
   /** The 2025 revision negotiated with the client (what its later messages carry). */
   protocolVersion: string;
+  /** The backend's capabilities (server/discover): which notifications a listen may ask for. */
+  capabilities: Record<string, unknown>;
+  /** The resources the client subscribed to (`resources/subscribe`), followed on its GET stream. */
+  subscriptions?: string[];
   clientInfo?: Record<string, unknown>;
   /** The level `logging/setLevel` asked for; none: no log messages (2026-07-28 "Logging"). */
   logLevel?: string;
@@ -45,44 +53,46 @@ export class AdaptedSessions {
     return sessionId !== undefined && sessionId.startsWith(ADAPTED_PREFIX);
   }
 
-  async open(userKey: string, session: AdaptedSession): Promise<string> {
+  async open(session: AdaptedSession): Promise<string> {
     const id = ADAPTED_PREFIX + randomBytes(24).toString('base64url');
-    await this.#put(userKey, id, session);
+    await this.#put(id, session);
     return id;
   }
 
-  /** The user's session by its id; undefined when it ended, expired, or is another user's. */
-  async get(userKey: string, id: string): Promise<AdaptedSession | undefined> {
-    const key = ValueKeys.adaptedSession(userKey, id);
+  /** The session by its id; undefined when it ended, expired, or `userKey` (when the call names one) is not its user's. */
+  async get(id: string, userKey: string | undefined): Promise<AdaptedSession | undefined> {
+    const key = ValueKeys.adaptedSession(id);
     const held = this.#near.get(key);
-    if (held && held.until > Date.now()) return held.session;
-    const stored = await this.store.getValue(key);
-    if (!stored) return undefined;
-    const session = JSON.parse(stored) as AdaptedSession;
-    this.#hold(key, session);
-    return session;
+    let session = held && held.until > Date.now() ? held.session : undefined;
+    if (!session) {
+      const stored = await this.store.getValue(key);
+      if (!stored) return undefined;
+      session = JSON.parse(stored) as AdaptedSession;
+      this.#hold(key, session);
+    }
+    return userKey === undefined || session.userKey === userKey ? session : undefined;
   }
 
-  async update(userKey: string, id: string, session: AdaptedSession): Promise<void> {
-    await this.#put(userKey, id, session);
-    await this.coordinator.broadcast({ type: 'adapted-changed', userKey, sessionId: id });
+  async update(id: string, session: AdaptedSession): Promise<void> {
+    await this.#put(id, session);
+    await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id });
   }
 
   /** Another replica changed the session: the next call reads it from the store. */
-  forget(userKey: string, id: string): void {
-    this.#near.delete(ValueKeys.adaptedSession(userKey, id));
+  forget(id: string): void {
+    this.#near.delete(ValueKeys.adaptedSession(id));
   }
 
-  async end(userKey: string, id: string): Promise<boolean> {
-    const key = ValueKeys.adaptedSession(userKey, id);
+  async end(id: string, session: AdaptedSession): Promise<boolean> {
+    const key = ValueKeys.adaptedSession(id);
     this.#near.delete(key);
     const ended = await this.store.deleteValue(key);
-    await this.coordinator.broadcast({ type: 'adapted-changed', userKey, sessionId: id });
+    await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id });
     return ended;
   }
 
-  async #put(userKey: string, id: string, session: AdaptedSession): Promise<void> {
-    const key = ValueKeys.adaptedSession(userKey, id);
+  async #put(id: string, session: AdaptedSession): Promise<void> {
+    const key = ValueKeys.adaptedSession(id);
     await this.store.putValue(key, JSON.stringify(session), TTL_MS);
     this.#hold(key, session);
   }

@@ -15,8 +15,9 @@
  *   session's `_meta` (revision, the client's capabilities and identity, log level) and the
  *   standard headers (Transports §Standard Request Headers), and answered through
  *   input-rounds.ts when the backend needs the client's input.
- * - GET has no 2026 counterpart yet (`subscriptions/listen` is not mapped): 405, which a 2025
- *   client reads as "no standalone stream". DELETE ends the kept session.
+ * - `resources/subscribe` and `unsubscribe` are kept in the session; the GET stream is the
+ *   backend's `subscriptions/listen` for the list changes it announced and those resources
+ *   (session-listens.ts), or 405 when there is nothing to listen for. DELETE ends the session.
  *
  * Any other call — a backend of the 2025 era, or a 2026 client's own stateless request — passes
  * through untouched, after one prefix test.
@@ -34,11 +35,13 @@ import { AdaptedSessions, type AdaptedSession } from './adapted-sessions.js';
 import { InputAnswers } from './input-answers.js';
 import { initializeFromDiscover } from './initialize-from-discover.js';
 import { converse } from './input-rounds.js';
+import { SessionListens } from './session-listens.js';
 
 export interface ModernEraParts {
   eras: BackendEras;
   sessions: AdaptedSessions;
   answers: InputAnswers;
+  listens: SessionListens;
 }
 
 export class ModernEraBackend implements McpBackend {
@@ -86,14 +89,32 @@ export class ModernEraBackend implements McpBackend {
 
   async get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     if (!AdaptedSessions.isAdapted(headers.sessionId)) return this.inner.get(headers, signal);
-    return json(405, errorResponse(null, ErrorCode.MethodNotFound, 'this backend has no standalone stream'), { allow: 'POST, DELETE' });
+    const sessionId = headers.sessionId;
+    const userKey = headers.caller?.principal.userKey;
+    const session = await this.parts.sessions.get(sessionId, userKey);
+    if (!session) return json(404, errorResponse(null, ErrorCode.InvalidRequest, 'session not found'));
+    const stream = await this.parts.listens.open(session.userKey, sessionId, () => this.#listen(sessionId, headers));
+    return stream ?? json(405, errorResponse(null, ErrorCode.MethodNotFound, 'this backend offers no subscriptions'), { allow: 'POST, DELETE' });
   }
 
   async delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     if (!AdaptedSessions.isAdapted(headers.sessionId)) return this.inner.delete(headers, signal);
-    const userKey = headers.caller?.principal.userKey;
-    if (userKey) await this.parts.sessions.end(userKey, headers.sessionId);
+    const session = await this.parts.sessions.get(headers.sessionId, headers.caller?.principal.userKey);
+    if (session) await this.parts.sessions.end(headers.sessionId, session);
     return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('') };
+  }
+
+  /** The backend's `subscriptions/listen` for the session as it is now (its subscriptions may have changed since the stream opened). */
+  async #listen(sessionId: string, headers: BackendCallHeaders): Promise<BackendResponse | undefined> {
+    const session = await this.parts.sessions.get(sessionId, undefined);
+    if (!session) return undefined;
+    const notifications = listenFilter(session);
+    if (!Object.keys(notifications).length) return undefined;
+    const request = this.#modern({ jsonrpc: '2.0', id: `listen:${sessionId.slice(-8)}`, method: 'subscriptions/listen', params: { notifications } }, session, headers);
+    const res = await this.inner.post(JSON.stringify(request.message), request.headers).catch(() => undefined);
+    if (res?.status === 200 && res.contentType === 'text/event-stream') return res;
+    await res?.body.dump().catch(() => {});
+    return undefined;
   }
 
   close(): Promise<void> {
@@ -105,15 +126,20 @@ export class ModernEraBackend implements McpBackend {
     const discover = known ?? (await this.#discover(headers, params));
     if (!discover) return json(502, errorResponse(message.id as JsonRpcId, ErrorCode.BackendUnavailable, `backend "${this.name}" did not answer server/discover`));
     const result = initializeFromDiscover(discover, params.protocolVersion, this.name);
-    const userKey = headers.caller?.principal.userKey ?? '';
     const clientInfo = params.clientInfo as Record<string, unknown> | undefined;
-    const sessionId = await this.parts.sessions.open(userKey, { protocolVersion: String(result.protocolVersion), ...(clientInfo ? { clientInfo } : {}) });
+    const session: AdaptedSession = {
+      userKey: headers.caller?.principal.userKey ?? '',
+      protocolVersion: String(result.protocolVersion),
+      capabilities: (discover.capabilities ?? {}) as Record<string, unknown>,
+      ...(clientInfo ? { clientInfo } : {}),
+    };
+    const sessionId = await this.parts.sessions.open(session);
     return json(200, { jsonrpc: '2.0', id: message.id, result }, { [HEADER.sessionId]: sessionId });
   }
 
   /** The backend's DiscoverResult, asked for now (an era pinned in the config was never probed). */
   async #discover(headers: BackendCallHeaders, params: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
-    const session: AdaptedSession = { protocolVersion: STATELESS_REVISION, ...(params.clientInfo ? { clientInfo: params.clientInfo as Record<string, unknown> } : {}) };
+    const session: AdaptedSession = { userKey: '', protocolVersion: STATELESS_REVISION, capabilities: {}, ...(params.clientInfo ? { clientInfo: params.clientInfo as Record<string, unknown> } : {}) };
     const request = this.#modern({ jsonrpc: '2.0', id: 'discover', method: 'server/discover', params: {} }, session, headers);
     const res = await this.inner.post(JSON.stringify(request.message), request.headers);
     const answer = parseObject(await res.body.text().catch(() => ''));
@@ -121,8 +147,7 @@ export class ModernEraBackend implements McpBackend {
   }
 
   async #inSession(body: string, headers: BackendCallHeaders, sessionId: string): Promise<BackendResponse> {
-    const userKey = headers.caller?.principal.userKey ?? '';
-    const session = await this.parts.sessions.get(userKey, sessionId);
+    const session = await this.parts.sessions.get(sessionId, headers.caller?.principal.userKey);
     if (!session) return json(404, errorResponse(null, ErrorCode.InvalidRequest, 'session not found'));
     const message = parseObject(body);
     if (!message) return json(400, errorResponse(null, ErrorCode.InvalidRequest, 'one JSON-RPC message per POST'));
@@ -135,11 +160,15 @@ export class ModernEraBackend implements McpBackend {
     if (message.method === 'ping') return json(200, { jsonrpc: '2.0', id, result: {} });
     if (message.method === 'logging/setLevel') {
       const level = (message.params as Record<string, unknown> | undefined)?.level;
-      await this.parts.sessions.update(userKey, sessionId, { ...session, logLevel: typeof level === 'string' ? level : undefined });
+      await this.parts.sessions.update(sessionId, { ...session, logLevel: typeof level === 'string' ? level : undefined });
       return json(200, { jsonrpc: '2.0', id, result: {} });
     }
     if (message.method === 'resources/subscribe' || message.method === 'resources/unsubscribe') {
-      return json(200, errorResponse(id, ErrorCode.MethodNotFound, `${String(message.method)} is not available for this backend through the gateway`));
+      const uri = (message.params as Record<string, unknown> | undefined)?.uri;
+      if (typeof uri !== 'string') return json(200, errorResponse(id, ErrorCode.InvalidParams, 'params.uri must be a string'));
+      const others = (session.subscriptions ?? []).filter((u) => u !== uri);
+      await this.parts.sessions.update(sessionId, { ...session, subscriptions: message.method === 'resources/subscribe' ? [...others, uri] : others });
+      return json(200, { jsonrpc: '2.0', id, result: {} });
     }
     return this.#call({ ...message, id }, session, headers);
   }
@@ -176,6 +205,17 @@ export class ModernEraBackend implements McpBackend {
       headers: { ...headers, sessionId: undefined, protocolVersion: STATELESS_REVISION, protocolHeaders },
     };
   }
+}
+
+/** What the session's GET stream listens for: the list changes the backend announced, the resources subscribed to. */
+function listenFilter(session: AdaptedSession): Record<string, unknown> {
+  const caps = session.capabilities as Record<string, { listChanged?: unknown; subscribe?: unknown } | undefined>;
+  const filter: Record<string, unknown> = {};
+  if (caps.tools?.listChanged) filter.toolsListChanged = true;
+  if (caps.prompts?.listChanged) filter.promptsListChanged = true;
+  if (caps.resources?.listChanged) filter.resourcesListChanged = true;
+  if (caps.resources?.subscribe && session.subscriptions?.length) filter.resourceSubscriptions = session.subscriptions;
+  return filter;
 }
 
 function json(status: number, message: unknown, headers: Record<string, string> = {}): BackendResponse {
