@@ -104,3 +104,22 @@ describe('a 2025-11-25 SDK client of a 2026-07-28-only backend, across two repli
     assert.deepEqual(await client.unsubscribeResource({ uri: 'test://static-text' }), {});
   });
 });
+
+describe('a 2026-07-28-only backend as a member of /mcp, for a 2025-11-25 SDK client', () => {
+  test('its tools are listed namespaced and called, its input_required reaches the client as a request', async () => {
+    const token = await oauth.token({ sub: 'aggregate-user', aud: set.audience });
+    const aggregate = new Client({ name: 'aggregate-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    aggregate.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Mae' } }));
+    await aggregate.connect(
+      new StreamableHTTPClientTransport(new URL(`${set.replicas[1]!.url}/mcp`), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+    );
+    try {
+      const { tools } = await aggregate.listTools();
+      assert.ok(tools.some((t) => t.name === 'modern__test_simple_text'), tools.map((t) => t.name).join(', '));
+      assert.equal(textOf(await aggregate.callTool({ name: 'modern__test_simple_text', arguments: {} })), 'This is a simple text response for testing.');
+      assert.equal(textOf(await aggregate.callTool({ name: 'modern__test_input_required_result_elicitation', arguments: {} })), 'Hello, Mae!');
+    } finally {
+      await aggregate.close().catch(() => {});
+    }
+  });
+});

@@ -30,6 +30,8 @@ export interface Conversation {
   /** The request as sent to the backend (with its `_meta`), and its headers. */
   request: BackendMessage & { id: JsonRpcId };
   headers: BackendCallHeaders;
+  /** The client's request's signal: aborted when the client leaves or the gateway stops. */
+  signal?: AbortSignal;
 }
 
 /** The first answer: a JSON message already read, or an SSE answer still to read. */
@@ -40,6 +42,7 @@ export function converse(conversation: Conversation, first: FirstAnswer): Backen
   const body = syntheticBody(conversationEvents(conversation, first, ended.signal));
   // A synthetic body is a Readable: destroyed when the client's stream closes.
   (body as unknown as NodeJS.EventEmitter).once('close', () => ended.abort());
+  conversation.signal?.addEventListener('abort', () => ended.abort(), { once: true });
   return { status: 200, headers: {}, contentType: 'text/event-stream', body };
 }
 
@@ -81,7 +84,7 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
 /** The request again, with the client's answers and the backend's state (MRTR §Client Requirements). */
 async function retry(c: Conversation, inputResponses: Record<string, unknown>, requestState: unknown): Promise<FirstAnswer> {
   const params = { ...(c.request.params as Record<string, unknown>), inputResponses, ...(typeof requestState === 'string' ? { requestState } : {}) };
-  const res = await c.backend.post(JSON.stringify({ ...c.request, params }), c.headers);
+  const res = await c.backend.post(JSON.stringify({ ...c.request, params }), c.headers, c.signal);
   if (res.contentType === 'text/event-stream' && res.status === 200) return { res };
   const message = parseObject(await res.body.text());
   if (message && ('result' in message || 'error' in message)) return { message };

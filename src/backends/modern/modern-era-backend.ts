@@ -59,7 +59,7 @@ export class ModernEraBackend implements McpBackend {
   }
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    if (AdaptedSessions.isAdapted(headers.sessionId)) return this.#inSession(body, headers, headers.sessionId);
+    if (AdaptedSessions.isAdapted(headers.sessionId)) return this.#inSession(body, headers, headers.sessionId, signal);
     if (headers.sessionId === undefined && headers.protocolVersion === undefined && body.includes('"initialize"')) {
       const message = parseObject(body);
       if (message?.method === 'initialize' && message.id !== undefined) return this.#initializeEither(body, message, headers, signal);
@@ -93,7 +93,7 @@ export class ModernEraBackend implements McpBackend {
     const userKey = headers.caller?.principal.userKey;
     const session = await this.parts.sessions.get(sessionId, userKey);
     if (!session) return json(404, errorResponse(null, ErrorCode.InvalidRequest, 'session not found'));
-    const stream = await this.parts.listens.open(session.userKey, sessionId, () => this.#listen(sessionId, headers));
+    const stream = await this.parts.listens.open(session.userKey, sessionId, () => this.#listen(sessionId, headers, signal));
     return stream ?? json(405, errorResponse(null, ErrorCode.MethodNotFound, 'this backend offers no subscriptions'), { allow: 'POST, DELETE' });
   }
 
@@ -105,13 +105,14 @@ export class ModernEraBackend implements McpBackend {
   }
 
   /** The backend's `subscriptions/listen` for the session as it is now (its subscriptions may have changed since the stream opened). */
-  async #listen(sessionId: string, headers: BackendCallHeaders): Promise<BackendResponse | undefined> {
+  async #listen(sessionId: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse | undefined> {
+    if (signal?.aborted) return undefined;
     const session = await this.parts.sessions.get(sessionId, undefined);
     if (!session) return undefined;
     const notifications = listenFilter(session);
     if (!Object.keys(notifications).length) return undefined;
     const request = this.#modern({ jsonrpc: '2.0', id: `listen:${sessionId.slice(-8)}`, method: 'subscriptions/listen', params: { notifications } }, session, headers);
-    const res = await this.inner.post(JSON.stringify(request.message), request.headers).catch(() => undefined);
+    const res = await this.inner.post(JSON.stringify(request.message), request.headers, signal).catch(() => undefined);
     if (res?.status === 200 && res.contentType === 'text/event-stream') return res;
     await res?.body.dump().catch(() => {});
     return undefined;
@@ -146,7 +147,7 @@ export class ModernEraBackend implements McpBackend {
     return answer?.result as Record<string, unknown> | undefined;
   }
 
-  async #inSession(body: string, headers: BackendCallHeaders, sessionId: string): Promise<BackendResponse> {
+  async #inSession(body: string, headers: BackendCallHeaders, sessionId: string, signal?: AbortSignal): Promise<BackendResponse> {
     const session = await this.parts.sessions.get(sessionId, headers.caller?.principal.userKey);
     if (!session) return json(404, errorResponse(null, ErrorCode.InvalidRequest, 'session not found'));
     const message = parseObject(body);
@@ -170,13 +171,13 @@ export class ModernEraBackend implements McpBackend {
       await this.parts.sessions.update(sessionId, { ...session, subscriptions: message.method === 'resources/subscribe' ? [...others, uri] : others });
       return json(200, { jsonrpc: '2.0', id, result: {} });
     }
-    return this.#call({ ...message, id }, session, headers);
+    return this.#call({ ...message, id }, session, headers, signal);
   }
 
-  async #call(message: BackendMessage & { id: JsonRpcId }, session: AdaptedSession, headers: BackendCallHeaders): Promise<BackendResponse> {
+  async #call(message: BackendMessage & { id: JsonRpcId }, session: AdaptedSession, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const modern = this.#modern(message, session, headers);
-    const res = await this.inner.post(JSON.stringify(modern.message), modern.headers);
-    const conversation = { backend: this.inner, answers: this.parts.answers, request: modern.message, headers: modern.headers };
+    const res = await this.inner.post(JSON.stringify(modern.message), modern.headers, signal);
+    const conversation = { backend: this.inner, answers: this.parts.answers, request: modern.message, headers: modern.headers, signal };
     if (res.status === 200 && res.contentType === 'text/event-stream') return converse(conversation, { res });
     if (res.status !== 200 || res.contentType !== 'application/json') return res;
     const text = await res.body.text();

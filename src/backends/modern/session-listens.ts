@@ -57,7 +57,16 @@ export class SessionListens {
         current?.close();
       }
     }
-    return { status: 200, headers: {}, contentType: 'text/event-stream', body: syntheticBody(events()) };
+    const body = syntheticBody(events());
+    // The client leaving (or the gateway ending its streams at shutdown) closes the backend's
+    // listen at once: the generator itself would only see it at the backend's next message.
+    (body as unknown as NodeJS.EventEmitter).once('close', () => {
+      refreshing = false;
+      forget();
+      if (current) current.close();
+      else first.body.destroy();
+    });
+    return { status: 200, headers: {}, contentType: 'text/event-stream', body };
   }
 
   /** The session's subscriptions changed: its streams on this replica listen again with the new filter. */
