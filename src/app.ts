@@ -136,6 +136,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   app.addHook('onClose', async () => {
     ctx.parkedCalls.close();
+    ctx.legacyStreams.close();
     await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);
     await state.close();
   });

@@ -15,6 +15,8 @@ import { createSseReader } from '../wire/sse.js';
 export type BackendMessage = Record<string, unknown>;
 
 export class BackendMessages {
+  /** Set while the call these messages belong to waits, parked, for its client (stateless/parked-calls.ts). */
+  parked = false;
   readonly #chunks: AsyncIterator<Buffer | string>;
   readonly #ready: BackendMessage[] = [];
   readonly #reader = createSseReader({
@@ -24,7 +26,12 @@ export class BackendMessages {
     },
   });
   #pending: Promise<BackendMessage | undefined> | undefined;
+  /** A read of the body in flight, kept when an injected message answered first. */
+  #chunk: Promise<IteratorResult<Buffer | string>> | undefined;
+  #wake: (() => void) | undefined;
   #ended = false;
+  #closed = false;
+  readonly #onClose: Array<() => void> = [];
 
   constructor(private readonly body: BackendBody) {
     this.#chunks = (body as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
@@ -48,21 +55,41 @@ export class BackendMessages {
     }
   }
 
+  /**
+   * Adds a message as if the body had carried it: a request the backend sent for this call on
+   * another of its streams (the session's GET stream, stateless/legacy-streams.ts).
+   */
+  inject(message: BackendMessage): void {
+    if (this.#closed) return;
+    this.#ready.push(message);
+    this.#wake?.();
+  }
+
+  /** Calls back once, when the messages are closed. */
+  onClose(callback: () => void): void {
+    if (this.#closed) callback();
+    else this.#onClose.push(callback);
+  }
+
   /** Stops reading and closes the backend's connection, which is the backend's cancellation signal. */
   close(): void {
     this.#ended = true;
     this.body.destroy();
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#wake?.();
+    for (const callback of this.#onClose.splice(0)) callback();
   }
 
   async #read(): Promise<BackendMessage | undefined> {
     while (!this.#ready.length) {
       if (this.#ended) return undefined;
-      let chunk: IteratorResult<Buffer | string>;
-      try {
-        chunk = await this.#chunks.next();
-      } catch {
-        chunk = { done: true, value: undefined };
-      }
+      this.#chunk ??= this.#chunks.next().catch((): IteratorResult<Buffer | string> => ({ done: true, value: undefined }));
+      const woken = new Promise<'woken'>((resolve) => (this.#wake = () => resolve('woken')));
+      const chunk = await Promise.race([this.#chunk, woken]);
+      this.#wake = undefined;
+      if (chunk === 'woken') continue;
+      this.#chunk = undefined;
       if (chunk.done) {
         this.#ended = true;
         break;

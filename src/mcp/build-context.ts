@@ -15,6 +15,7 @@ import { Linking, type LinkingContext } from '../linking/linking.js';
 import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
 import { BridgeReplicas } from '../stateless/bridge-replicas.js';
+import { LegacyStreams } from '../stateless/legacy-streams.js';
 import { ParkedCalls } from '../stateless/parked-calls.js';
 import { RequestStates } from '../stateless/request-state.js';
 import type { McpContext } from './context.js';
@@ -30,5 +31,5 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(), bridgeReplicas: new BridgeReplicas(), aggregate: new AggregatedBackend(linked) };
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator), aggregate: new AggregatedBackend(linked) };
 }

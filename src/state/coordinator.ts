@@ -38,13 +38,19 @@ export type BridgeMessage =
   | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number }
   /** A 2025 client's answer to a request the gateway sent for a 2026 backend, to the replica waiting for it (backends/modern/input-answers.ts). */
   | { type: 'input-answer'; message: string }
+  /** A request a 2025 backend sent on the session GET stream this replica reads, for a call running on another replica (stateless/legacy-streams.ts). */
+  | { type: 'stream-request'; ticket: string; from: string; key: string; message: string }
+  /** A replica took that request into its call. */
+  | { type: 'stream-claimed'; ticket: string }
   /** A session the gateway keeps for a 2026 backend changed (its log level; sent to every replica): drop the cached copy. */
   | { type: 'adapted-changed'; userKey: string; sessionId: string };
 
 export type ReplicaMessage = SessionMessage | BridgeMessage;
 
+const SESSION_MESSAGES: ReadonlySet<string> = new Set(['deliver', 'stop', 'followed', 'ended', 'changed']);
+
 export function isBridgeMessage(message: ReplicaMessage): message is BridgeMessage {
-  return message.type === 'bridge-resume' || message.type === 'bridge-outcome' || message.type === 'input-answer' || message.type === 'adapted-changed';
+  return !SESSION_MESSAGES.has(message.type);
 }
 
 export interface StandaloneClaim {

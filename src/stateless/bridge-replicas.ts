@@ -72,6 +72,7 @@ export class BridgeReplicas {
       return;
     }
     if (message.type === 'bridge-resume') void this.#serve(ctx, message).catch(() => {});
+    else if (message.type === 'stream-request' || message.type === 'stream-claimed') ctx.legacyStreams.handle(message);
   }
 
   async #serve(ctx: StatelessContext, message: Extract<BridgeMessage, { type: 'bridge-resume' }>): Promise<void> {

@@ -25,8 +25,8 @@ import type { BackendMessage, BackendMessages } from '../backends/backend-messag
 import { abandoned, inputRequestsOf, judgeServerRequest, type PendingAsk } from './input-requests.js';
 import { shapeMessage } from './result-shaping.js';
 
-/** How long the bridge waits for another request of the same burst before asking the client. */
-export const SETTLE_MS = 20;
+/** How long the bridge waits for another request of the same burst before asking the client (the session's GET stream, maybe read on another replica, lags the call's own). */
+export const SETTLE_MS = 50;
 
 /** A backend call in progress, in the gateway's own session with the backend. */
 export interface BridgedCall {
@@ -154,6 +154,8 @@ export async function sendAttempt(reply: FastifyReply, call: BridgedCall, attemp
   const first = await messages.next();
   if (first.done || first.value.final) {
     reply.raw.off('close', cancel);
+    // Ends the generator, whose `finally` closes the backend's stream unless the call parked.
+    await messages.return(undefined);
     const answer = first.done ? answerOf(call, attempt, undefined) : first.value;
     return reply.code(answer.final!.status).type('application/json').send(answer.data);
   }

@@ -7,6 +7,7 @@
 import type { BackendEras } from '../backends/era.js';
 import type { LinkingContext } from '../linking/linking.js';
 import type { BridgeReplicas } from './bridge-replicas.js';
+import type { LegacyStreams } from './legacy-streams.js';
 import type { ParkedCalls } from './parked-calls.js';
 import type { RequestStates } from './request-state.js';
 
@@ -19,4 +20,6 @@ export interface StatelessContext extends LinkingContext {
   readonly parkedCalls: ParkedCalls;
   /** Hands a retry to the replica holding its parked call (bridge-replicas.ts). */
   readonly bridgeReplicas: BridgeReplicas;
+  /** The GET streams of the gateway's sessions with 2025 backends, read once per replica (legacy-streams.ts). */
+  readonly legacyStreams: LegacyStreams;
 }

@@ -25,6 +25,7 @@ import { parkHere } from './bridge-resume.js';
 import { sendAttempt, type BridgedCall } from './bridged-call.js';
 import { discoverFromInitialize } from './discover.js';
 import { listenOnLegacyBackend } from './legacy-listen.js';
+import type { CallInbox, StreamSession } from './legacy-streams.js';
 import { legacySession, LegacySessionRefused, type LegacySession, type LegacySessionInput } from './legacy-sessions.js';
 import { sharesAnswersAcrossUsers } from './result-shaping.js';
 import type { StatelessPost } from './stateless-post.js';
@@ -59,21 +60,50 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     request.mcpOutcome = 'answered_by_gateway';
     return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id: id ?? null, result: discoverFromInitialize(session.initialize) });
   }
-  if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, headersFor(f, input, session));
-  let res = await send(f, input, session);
-  if (res.status === 404) {
-    await res.body.dump();
-    session = await legacySession(input, true);
-    res = await send(f, input, session);
+  if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, streamSession(f, input, session));
+  let inbox = await callInbox(f, input, session);
+  try {
+    let res = await send(f, input, session);
+    if (res.status === 404) {
+      await res.body.dump();
+      inbox?.release();
+      session = await legacySession(input, true);
+      inbox = await callInbox(f, input, session);
+      res = await send(f, input, session);
+    }
+    if (res.status === 401 && f.authorization !== undefined) {
+      await res.body.dump();
+      return 'refused';
+    }
+    if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream' && id !== undefined) {
+      const messages = new BackendMessages(res.body);
+      inbox?.bind(messages);
+      inbox = undefined;
+      const park = parkHere(ctx, principalOf(request).userKey, stateless.method, f.message.params as Record<string, unknown> | undefined);
+      return sendAttempt(reply, bridgedCall(f, input, session, messages), { id, logLevel: stateless.logLevel }, park);
+    }
+    return relayStatelessAnswer(reply, res, { backend: backend.name, method: stateless.method, id, shared: sharesAnswersAcrossUsers(backend.config) });
+  } finally {
+    inbox?.release();
   }
-  if (res.status === 401 && f.authorization !== undefined) {
-    await res.body.dump();
-    return 'refused';
-  }
-  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream' && id !== undefined) {
-    return sendAttempt(reply, bridgedCall(f, input, session, new BackendMessages(res.body)), { id, logLevel: stateless.logLevel }, parkHere(ctx, principalOf(request).userKey, stateless.method, f.message.params as Record<string, unknown> | undefined));
-  }
-  return relayStatelessAnswer(reply, res, { backend: backend.name, method: stateless.method, id, shared: sharesAnswersAcrossUsers(backend.config) });
+}
+
+/** The call's place on the session's GET stream, where SDK servers send the requests they do not relate to a call (legacy-streams.ts). */
+function callInbox(f: LegacyForward, input: LegacySessionInput, session: LegacySession): Promise<CallInbox> | undefined {
+  if (f.id === undefined || session.backendSessionId === undefined) return undefined;
+  return f.ctx.legacyStreams.openCall(streamSession(f, input, session));
+}
+
+function streamSession(f: LegacyForward, input: LegacySessionInput, session: LegacySession): StreamSession {
+  const headers = headersFor(f, input, session);
+  return {
+    key: `${f.backend.name}\n${session.backendSessionId ?? ''}`,
+    open: () => f.backend.get(headers),
+    respond: async (message) => {
+      const res = await f.backend.post(JSON.stringify(message), headers);
+      await res.body.dump();
+    },
+  };
 }
 
 /** The body sent to a 2025 backend: without the 2026 multi-round-trip fields, which it would not understand. */

@@ -43,6 +43,7 @@ export class ParkedCalls {
     const timer = setTimeout(() => this.#giveUp(id, 'the client did not answer in time'), this.ttlMs);
     timer.unref();
     this.#held.set(id, { call, asks, timer });
+    call.messages.parked = true;
     return id;
   }
 
@@ -57,6 +58,7 @@ export class ParkedCalls {
     if (!held || held.call.userKey !== userKey) return undefined;
     this.#held.delete(id);
     clearTimeout(held.timer);
+    held.call.messages.parked = false;
     return { call: held.call, asks: held.asks };
   }
 

@@ -124,6 +124,7 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
 
   test('another user cannot continue the call; its owner still can', async () => {
     const first = await call(0, 30, 'test_input_required_result_list_roots');
+    assert.equal(first.result?.resultType, "input_required", JSON.stringify(first));
     const [key] = Object.keys(first.result!.inputRequests!);
     const retry = { inputResponses: { [key!]: { roots: [] } }, requestState: first.result!.requestState };
     const stolen = await call(1, 31, 'test_input_required_result_list_roots', retry, { bearer: bob });
