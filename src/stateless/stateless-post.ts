@@ -15,6 +15,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/authenticate.js';
 import type { McpBackend } from '../backends/backend.js';
 import { callerOf, traceHeaders } from '../backends/caller.js';
+import { parseObject } from '../backends/backend-messages.js';
+import { syntheticBody } from '../backends/body.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError, sendJsonRpcError } from '../http/replies.js';
 import { linkedAuthorization } from '../linking/linked-authorization.js';
@@ -48,7 +50,7 @@ export async function handleStatelessPost(post: StatelessPost): Promise<FastifyR
   }
 }
 
-async function servePost(post: StatelessPost): Promise<FastifyReply | void> {
+async function servePost(post: StatelessPost, afterDowngrade = false): Promise<FastifyReply | void> {
   const { ctx, request, reply, backend, message } = post;
   const id = isRequest(message) ? message.id : undefined;
   const check = checkStatelessRequest(request.headers, message, STATELESS_REVISIONS);
@@ -72,13 +74,23 @@ async function servePost(post: StatelessPost): Promise<FastifyReply | void> {
     const bridged = await forwardToLegacyBackend({ ...post, stateless: check.request, id, body: forward.body, authorization });
     return bridged === 'refused' ? tokenRefused(post, check.request, id) : bridged;
   }
-  const res = await backend.post(forward.body, {
+  let res = await backend.post(forward.body, {
     protocolVersion: check.request.protocolVersion,
     protocolHeaders: protocolHeadersOf(check.request),
     authorization,
     ...traceHeaders(request),
     caller,
   });
+  if (res.status === 400 && res.contentType === 'application/json') {
+    const text = await res.body.text();
+    if (!afterDowngrade && refusedAsLegacy(text)) {
+      // The era known for it is wrong: the backend was downgraded (basic/versioning: re-probe when the cached assumption fails).
+      request.log.info({ backend: backend.name }, 'backend refused a 2026-07-28 request as an older server does; probing its era again');
+      ctx.eras.forget(backend.name);
+      return servePost(post, true);
+    }
+    res = { ...res, body: syntheticBody(text) };
+  }
   if (res.status === 401 && authorization !== undefined) {
     await res.body.dump();
     return tokenRefused(post, check.request, id);
@@ -149,4 +161,16 @@ function resume(post: StatelessPost, stateless: StatelessRequest, ref: ParkedCal
   };
   if (ref.replicaId === ctx.coordinator.replicaId) return resumeHere(ctx, reply, continuation);
   return ctx.bridgeReplicas.resumeElsewhere(ctx, reply, ref.replicaId, continuation);
+}
+
+/**
+ * A 400 by which a backend says it does not serve the 2026-07-28 request as such: -32022 (the
+ * revision is not among its versions), or the session-era refusal of a request without a session
+ * (id null, -32000 as SDK servers send it, or -32600) — never an error about the request itself.
+ */
+function refusedAsLegacy(text: string): boolean {
+  const answer = parseObject(text);
+  const code = (answer?.error as { code?: unknown } | undefined)?.code;
+  if (code === ErrorCode.UnsupportedProtocolVersion) return true;
+  return answer?.id === null && (code === -32000 || code === ErrorCode.InvalidRequest);
 }
