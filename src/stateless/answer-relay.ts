@@ -21,7 +21,7 @@ import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError } from '../http/replies.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { transformSse } from '../wire/sse.js';
+import { transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { shapeMessageText } from './result-shaping.js';
 
 export interface StatelessAnswer {
@@ -67,6 +67,6 @@ function relayEvents(reply: FastifyReply, res: BackendResponse, answer: Stateles
   body.once('close', () => reply.raw.off('close', cancel));
   return reply
     .code(200)
-    .headers({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' })
+    .headers(SSE_RESPONSE_HEADERS)
     .send(body);
 }

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { BridgeMessage } from '../state/coordinator.js';
-import { formatSseEvent } from '../wire/sse.js';
+import { formatSseEvent, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { gone, resumeForOtherReplica, type Continuation } from './bridge-resume.js';
 import type { StatelessContext } from './context.js';
 import { PARK_TTL_MS } from './parked-calls.js';
@@ -55,7 +55,7 @@ export class BridgeReplicas {
       if (messages.length === 1) return reply.code(outcome.status ?? 200).type('application/json').send(messages[0]);
       return reply
         .code(200)
-        .headers({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform' })
+        .headers(SSE_RESPONSE_HEADERS)
         .send(messages.map((data) => formatSseEvent(data)).join(''));
     } finally {
       this.#waiting.delete(ticket);

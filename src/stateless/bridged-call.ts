@@ -20,7 +20,7 @@ import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import { LOG_LEVELS } from '../wire/revision-2026.js';
-import { formatSseEvent } from '../wire/sse.js';
+import { formatSseEvent, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import type { BackendMessage, BackendMessages } from '../backends/backend-messages.js';
 import { abandoned, inputRequestsOf, judgeServerRequest, type PendingAsk } from './input-requests.js';
 import { shapeMessage } from './result-shaping.js';
@@ -169,6 +169,6 @@ export async function sendAttempt(reply: FastifyReply, call: BridgedCall, attemp
   body.once('close', () => reply.raw.off('close', cancel));
   return reply
     .code(200)
-    .headers({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' })
+    .headers(SSE_RESPONSE_HEADERS)
     .send(body);
 }

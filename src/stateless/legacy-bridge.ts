@@ -96,13 +96,14 @@ function callInbox(f: LegacyForward, input: LegacySessionInput, session: LegacyS
 
 function streamSession(f: LegacyForward, input: LegacySessionInput, session: LegacySession): StreamSession {
   const headers = headersFor(f, input, session);
-  return {
-    key: `${f.backend.name}\n${session.backendSessionId ?? ''}`,
-    open: () => f.backend.get(headers),
-    respond: async (message) => {
-      const res = await f.backend.post(JSON.stringify(message), headers);
-      await res.body.dump();
-    },
+  return { key: `${f.backend.name}\n${session.backendSessionId ?? ''}`, open: () => f.backend.get(headers), respond: respondIn(f, headers) };
+}
+
+/** Sends one message of the gateway's own (an answer to the backend's request) in the session, the answer discarded. */
+function respondIn(f: LegacyForward, headers: BackendCallHeaders): (message: Record<string, unknown>) => Promise<void> {
+  return async (message) => {
+    const res = await f.backend.post(JSON.stringify(message), headers);
+    await res.body.dump();
   };
 }
 
@@ -130,9 +131,6 @@ function bridgedCall(f: LegacyForward, input: LegacySessionInput, session: Legac
     method: f.stateless.method,
     shared: sharesAnswersAcrossUsers(f.backend.config),
     clientCapabilities: f.stateless.clientCapabilities,
-    respond: async (message) => {
-      const res = await f.backend.post(JSON.stringify(message), headersFor(f, input, session));
-      await res.body.dump();
-    },
+    respond: respondIn(f, headersFor(f, input, session)),
   };
 }

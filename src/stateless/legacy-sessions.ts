@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import type { BackendCaller, McpBackend } from '../backends/backend.js';
 import { initializeBackend } from '../backends/initialize-backend.js';
 import type { SessionContext } from '../sessions/context.js';
+import { RecentValues } from '../state/recent-values.js';
 import { ValueKeys } from '../state/value-keys.js';
 import { LATEST_PROTOCOL_VERSION } from '../wire/protocol.js';
 
@@ -42,14 +43,14 @@ export async function legacySession(input: LegacySessionInput, fresh = false): P
   const near = nearSessions(input.ctx.store);
   if (!fresh) {
     const held = near.get(key);
-    if (held && held.until > Date.now()) return held.session;
+    if (held) return held;
     const stored = await input.ctx.store.getValue(key);
-    if (stored) return hold(near, key, JSON.parse(stored) as LegacySession);
+    if (stored) return near.set(key, JSON.parse(stored) as LegacySession);
   } else {
     near.delete(key);
     await input.ctx.store.deleteValue(key);
   }
-  return hold(near, key, await openAndShare(input, key));
+  return near.set(key, await openAndShare(input, key));
 }
 
 /**
@@ -60,19 +61,12 @@ export async function legacySession(input: LegacySessionInput, fresh = false): P
  */
 const NEAR_MS = 60_000;
 const NEAR_MAX = 10_000;
-const nearByStore = new WeakMap<object, Map<string, { session: LegacySession; until: number }>>();
+const nearByStore = new WeakMap<object, RecentValues<LegacySession>>();
 
-function nearSessions(store: object): Map<string, { session: LegacySession; until: number }> {
+function nearSessions(store: object): RecentValues<LegacySession> {
   let near = nearByStore.get(store);
-  if (!near) nearByStore.set(store, (near = new Map()));
+  if (!near) nearByStore.set(store, (near = new RecentValues(NEAR_MS, NEAR_MAX)));
   return near;
-}
-
-function hold(near: Map<string, { session: LegacySession; until: number }>, key: string, session: LegacySession): LegacySession {
-  near.delete(key);
-  if (near.size >= NEAR_MAX) near.delete(near.keys().next().value!);
-  near.set(key, { session, until: Date.now() + NEAR_MS });
-  return session;
 }
 
 /** Opens a session and stores it, unless another replica stored one first (then ours ends). */

@@ -20,7 +20,7 @@
  * stream. The WebSocket path has the same default bound (websocket-bridge.ts).
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { formatSseEvent, formatSseRetry, SSE_KEEP_ALIVE } from '../wire/sse.js';
+import { formatSseEvent, formatSseRetry, SSE_KEEP_ALIVE, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 
 /** `streams.maxBufferedBytes` by default: as the WebSocket path's bound for unread frames. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -47,14 +47,7 @@ export class SseWriter {
   constructor(res: ServerResponse, options: SseWriterOptions) {
     this.#res = res;
     this.#maxBuffered = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      // Tells nginx-style proxies not to buffer the stream (see README, Ingress).
-      'x-accel-buffering': 'no',
-      ...options.headers,
-    });
+    res.writeHead(200, { ...SSE_RESPONSE_HEADERS, connection: 'keep-alive', ...options.headers });
     // The headers go out with the first events, or on their own at the next tick if there are
     // none yet (a quiet GET stream must still be answered at once).
     this.#schedule();

@@ -60,6 +60,13 @@ export function formatSseRetry(ms: number): string {
   return `retry: ${ms}\n\n`;
 }
 
+/**
+ * The response headers of every SSE answer the gateway sends: no caching or transforming by
+ * intermediaries, and `X-Accel-Buffering: no`, which tells nginx-style proxies not to buffer the
+ * stream (see README, Ingress).
+ */
+export const SSE_RESPONSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' } as const;
+
 /** A comment line: keeps proxies and load balancers from cutting a quiet stream; readers ignore it. */
 export const SSE_KEEP_ALIVE = ': keep-alive\n\n';
 

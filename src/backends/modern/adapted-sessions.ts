@@ -17,6 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Coordinator } from '../../state/coordinator.js';
+import { RecentValues } from '../../state/recent-values.js';
 import type { StateStore } from '../../state/store.js';
 import { ValueKeys } from '../../state/value-keys.js';
 
@@ -42,7 +43,7 @@ export interface AdaptedSession {
 }
 
 export class AdaptedSessions {
-  readonly #near = new Map<string, { session: AdaptedSession; until: number }>();
+  readonly #near = new RecentValues<AdaptedSession>(NEAR_MS, NEAR_MAX);
 
   constructor(
     private readonly store: StateStore,
@@ -62,13 +63,11 @@ export class AdaptedSessions {
   /** The session by its id; undefined when it ended, expired, or `userKey` (when the call names one) is not its user's. */
   async get(id: string, userKey: string | undefined): Promise<AdaptedSession | undefined> {
     const key = ValueKeys.adaptedSession(id);
-    const held = this.#near.get(key);
-    let session = held && held.until > Date.now() ? held.session : undefined;
+    let session = this.#near.get(key);
     if (!session) {
       const stored = await this.store.getValue(key);
       if (!stored) return undefined;
-      session = JSON.parse(stored) as AdaptedSession;
-      this.#hold(key, session);
+      session = this.#near.set(key, JSON.parse(stored) as AdaptedSession);
     }
     return userKey === undefined || session.userKey === userKey ? session : undefined;
   }
@@ -94,12 +93,6 @@ export class AdaptedSessions {
   async #put(id: string, session: AdaptedSession): Promise<void> {
     const key = ValueKeys.adaptedSession(id);
     await this.store.putValue(key, JSON.stringify(session), TTL_MS);
-    this.#hold(key, session);
-  }
-
-  #hold(key: string, session: AdaptedSession): void {
-    this.#near.delete(key);
-    if (this.#near.size >= NEAR_MAX) this.#near.delete(this.#near.keys().next().value!);
-    this.#near.set(key, { session, until: Date.now() + NEAR_MS });
+    this.#near.set(key, session);
   }
 }
