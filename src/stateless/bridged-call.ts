@@ -106,7 +106,7 @@ async function* gatherAsks(call: BridgedCall, attempt: Attempt, first: BackendMe
     if (next.id === undefined) {
       if (keepNotification(next, attempt)) yield { data: JSON.stringify(next) };
     } else {
-      const verdict = judgeServerRequest(next, call.clientCapabilities);
+      const verdict = judgeServerRequest(next, call.clientCapabilities, new Set(asks.map((ask) => ask.key)));
       if (verdict.kind === 'missing') {
         const refusal = errorResponse(next.id as JsonRpcId, ErrorCode.MissingRequiredClientCapability, 'the client did not declare this capability') as unknown as BackendMessage;
         await Promise.allSettled([call.respond(refusal), ...asks.map((ask) => call.respond(abandoned(ask, 'the call was refused')))]);

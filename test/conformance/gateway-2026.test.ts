@@ -20,13 +20,8 @@ import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startTokenProxy, type TokenProxy } from '../helpers/token-proxy.js';
 
-/** Scored 2026-07-28 scenarios the bridge to a 2025-only backend does not pass yet, and why. */
-const BRIDGE_GAPS: ReadonlyMap<string, string> = new Map([
-  [
-    'input-required-result-basic-elicitation',
-    'the suite expects the reference server\'s own input key "user_name"; a 2025 server\'s request has only a JSON-RPC id, so the gateway names it ("elicitation-0"); the round trip itself passes',
-  ],
-]);
+/** Scenarios the bridge may fail against a 2025-11-25-only backend: none since the input-key hint (`io.switchboard/input-key`). */
+const BRIDGE_GAPS: ReadonlyMap<string, string> = new Map();
 
 let oauth: OAuthHandle;
 
