@@ -14,8 +14,8 @@
  * - `subscriptions/listen` is the session's GET stream, filtered and tagged (legacy-listen.ts).
  */
 import type { FastifyReply } from 'fastify';
-import type { BackendCallHeaders, BackendResponse } from '../backends/backend.js';
-import { callerOf, traceHeaders } from '../backends/caller.js';
+import type { BackendCaller, BackendCallHeaders, BackendResponse } from '../backends/backend.js';
+import { traceHeaders } from '../backends/caller.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
 import type { StatelessRequest } from '../wire/stateless-request.js';
@@ -35,6 +35,8 @@ export interface LegacyForward extends StatelessPost {
   id: JsonRpcId | undefined;
   body: string;
   authorization?: string;
+  /** Who calls (backends/caller.ts), as the era lookup already made it. */
+  caller: BackendCaller;
 }
 
 /** The backend's answer, or 'refused' when it refused the user's token (the caller asks for a new link). */
@@ -43,7 +45,7 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
   const input: LegacySessionInput = {
     ctx,
     backend,
-    caller: callerOf(request, undefined, stateless.clientCapabilities),
+    caller: f.caller,
     clientCapabilities: stateless.clientCapabilities,
     clientInfo: stateless.clientInfo,
     authorization: f.authorization,
@@ -61,14 +63,16 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id: id ?? null, result: discoverFromInitialize(session.initialize) });
   }
   if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, streamSession(f, input, session));
-  let inbox = await callInbox(f, input, session);
+  const placed = callInbox(f, input, session);
+  let inbox = placed instanceof Promise ? await placed : placed;
   try {
     let res = await send(f, input, session);
     if (res.status === 404) {
       await res.body.dump();
       inbox?.release();
       session = await legacySession(input, true);
-      inbox = await callInbox(f, input, session);
+      const replaced = callInbox(f, input, session);
+      inbox = replaced instanceof Promise ? await replaced : replaced;
       res = await send(f, input, session);
     }
     if (res.status === 401 && f.authorization !== undefined) {
@@ -89,7 +93,7 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
 }
 
 /** The call's place on the session's GET stream, where SDK servers send the requests they do not relate to a call (legacy-streams.ts). */
-function callInbox(f: LegacyForward, input: LegacySessionInput, session: LegacySession): Promise<CallInbox> | undefined {
+function callInbox(f: LegacyForward, input: LegacySessionInput, session: LegacySession): CallInbox | Promise<CallInbox> | undefined {
   if (f.id === undefined || session.backendSessionId === undefined) return undefined;
   return f.ctx.legacyStreams.openCall(streamSession(f, input, session));
 }

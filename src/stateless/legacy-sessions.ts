@@ -39,18 +39,21 @@ const GATEWAY_CLIENT_INFO = { name: 'switchboard', version: '0.1.0' };
 
 /** The session to use: the stored one, or a new one when there is none or `fresh` (the stored one was lost). */
 export async function legacySession(input: LegacySessionInput, fresh = false): Promise<LegacySession> {
-  const key = sessionKey(input);
+  const capabilities = JSON.stringify(input.clientCapabilities);
+  // The in-process key needs no digest: the store's key (a SHA-256 per call) is made only on a miss.
+  const nearKey = `${input.caller.principal.userKey}\n${input.backend.name}\n${capabilities}`;
   const near = nearSessions(input.ctx.store);
+  const key = () => storeKey(input, capabilities);
   if (!fresh) {
-    const held = near.get(key);
+    const held = near.get(nearKey);
     if (held) return held;
-    const stored = await input.ctx.store.getValue(key);
-    if (stored) return near.set(key, JSON.parse(stored) as LegacySession);
+    const stored = await input.ctx.store.getValue(key());
+    if (stored) return near.set(nearKey, JSON.parse(stored) as LegacySession);
   } else {
-    near.delete(key);
-    await input.ctx.store.deleteValue(key);
+    near.delete(nearKey);
+    await input.ctx.store.deleteValue(key());
   }
-  return near.set(key, await openAndShare(input, key));
+  return near.set(nearKey, await openAndShare(input, key()));
 }
 
 /**
@@ -83,9 +86,9 @@ async function openAndShare(input: LegacySessionInput, key: string): Promise<Leg
   return JSON.parse(theirs) as LegacySession;
 }
 
-function sessionKey(input: LegacySessionInput): string {
-  const capabilities = createHash('sha256').update(JSON.stringify(input.clientCapabilities)).digest('base64url').slice(0, 22);
-  return ValueKeys.legacyBridgeSession(input.caller.principal.userKey, input.backend.name, capabilities);
+function storeKey(input: LegacySessionInput, capabilities: string): string {
+  const digest = createHash('sha256').update(capabilities).digest('base64url').slice(0, 22);
+  return ValueKeys.legacyBridgeSession(input.caller.principal.userKey, input.backend.name, digest);
 }
 
 async function openLegacySession(input: LegacySessionInput): Promise<LegacySession> {

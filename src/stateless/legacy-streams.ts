@@ -52,6 +52,8 @@ interface Watch {
   calls: Set<Inbox>;
   listeners: Set<(message: BackendMessage) => void>;
   opened: Promise<boolean>;
+  /** The backend offers no GET stream at all (405): no replica reads one, so calls need no place on it. */
+  absent?: boolean;
   messages?: BackendMessages;
   idle?: NodeJS.Timeout;
 }
@@ -67,9 +69,16 @@ export class LegacyStreams {
   /**
    * Routes the session's GET-stream requests to the call about to be sent, until it closes.
    * Resolves once the stream is open (or could not be), so a request the backend sends at once
-   * finds it.
+   * finds it; at once, without a place, for a backend known to have no such stream (the hot
+   * path of a bridged call: `npm run bench`, issue 15).
    */
-  async openCall(session: StreamSession): Promise<CallInbox> {
+  openCall(session: StreamSession): CallInbox | Promise<CallInbox> {
+    const known = this.#watches.get(session.key);
+    if (known?.absent) return NO_PLACE;
+    return this.#placeCall(session);
+  }
+
+  async #placeCall(session: StreamSession): Promise<CallInbox> {
     const watch = this.#watch(session);
     const inbox: Inbox = { waiting: [] };
     watch.calls.add(inbox);
@@ -120,6 +129,7 @@ export class LegacyStreams {
   async #open(session: StreamSession, watch: Watch): Promise<boolean> {
     const res = await session.open().catch(() => undefined);
     if (res?.status !== 200 || res.contentType !== 'text/event-stream') {
+      watch.absent = res?.status === 405;
       await res?.body.dump().catch(() => {});
       // Remembered for a while: a backend without the stream (405), or whose stream another
       // replica holds (409), is not asked again on every call.
@@ -207,6 +217,9 @@ export class LegacyStreams {
     this.#watches.clear();
   }
 }
+
+/** The place of a call in a session whose backend has no GET stream: nothing can come for it there. */
+const NO_PLACE: CallInbox = { bind: () => {}, release: () => {} };
 
 function refuse(session: StreamSession, message: BackendMessage, why: string): void {
   const refusal = errorResponse(message.id as JsonRpcId, ErrorCode.MethodNotFound, `"${String(message.method)}" cannot be relayed: ${why}`);

@@ -16,7 +16,7 @@
  */
 import { AGGREGATE_NAME } from '../aggregate/aggregated-backend.js';
 import type { BackendConfig } from '../config/schema.js';
-import { withResultType, withResultTypeText } from '../wire/result-type.js';
+import { withResultType, withResultTypeBytes, withResultTypeText } from '../wire/result-type.js';
 import { narrowDiscover } from './discover.js';
 import { parseObject } from '../backends/backend-messages.js';
 
@@ -60,4 +60,10 @@ export function shapeMessageText(text: string, method: string, shared: boolean):
   if (!CACHEABLE_METHODS.has(method)) return withResultTypeText(text);
   const message = parseObject(text);
   return message ? JSON.stringify(shapeMessage(message, method, shared)) : text;
+}
+
+/** The same for a JSON answer body as bytes: the hot path (`tools/call`) shapes them undecoded. */
+export function shapeMessageBytes(bytes: Buffer, method: string, shared: boolean): Buffer | string {
+  if (!CACHEABLE_METHODS.has(method)) return withResultTypeBytes(bytes);
+  return shapeMessageText(bytes.toString('utf8'), method, shared);
 }

@@ -44,13 +44,56 @@ export function withResultTypeText(text: string): string {
   const escaped = text.includes('\\u');
   if (!escaped && !text.includes('"result"')) return text;
   if (!escaped && !text.includes('resultType')) {
-    const opening = RESULT_OPENING.exec(text);
-    if (opening) {
-      const empty = opening[1] !== undefined;
-      const at = opening[0].length - (opening[1]?.length ?? 0);
-      return `${text.slice(0, at)}"resultType":"complete"${empty ? '' : ','}${text.slice(at)}`;
-    }
+    const place = memberPlace(text, text.length);
+    if (place) return `${text.slice(0, place.at)}${place.member}${text.slice(place.at)}`;
   }
+  return parsedWithResultType(text);
+}
+
+/**
+ * {@link withResultTypeText} on the bytes of a JSON answer body, without decoding them when it
+ * need not (the stateless `tools/call` relays a backend's JSON this way: `npm run bench`, issue
+ * 15). Only the head of the body is read as text, as Latin-1, one character per byte, so the
+ * offsets found there are byte offsets; UTF-8 never uses a byte below 0x80 inside a character,
+ * so the quotes and backslashes the pattern looks for are the real ones. Bytes that need the
+ * parse path are decoded and shaped as text.
+ */
+export function withResultTypeBytes(bytes: Buffer): Buffer {
+  const escaped = bytes.includes(NEEDLES.escape);
+  if (!escaped && !bytes.includes(NEEDLES.result)) return bytes;
+  if (!escaped && !bytes.includes(NEEDLES.resultType)) {
+    const head = bytes.toString('latin1', 0, Math.min(bytes.length, HEAD_BYTES));
+    const place = memberPlace(head, bytes.length);
+    if (place) return Buffer.concat([bytes.subarray(0, place.at), Buffer.from(place.member), bytes.subarray(place.at)]);
+  }
+  const text = bytes.toString('utf8');
+  const shaped = parsedWithResultType(text);
+  return shaped === text ? bytes : Buffer.from(shaped);
+}
+
+/** The strings looked for, as bytes once (a string needle is encoded again on every search). */
+const NEEDLES = { escape: Buffer.from('\\u'), result: Buffer.from('"result"'), resultType: Buffer.from('resultType') };
+
+/** How much of a body's head is read for the opening of its result: ids past this take the parse path. */
+const HEAD_BYTES = 512;
+
+/**
+ * Where the member goes in `head`, the start of a message `total` long: after the result's
+ * brace, with a comma unless the result is empty. Undefined when the opening is not found, or
+ * when only white space follows it in a head that is cut short (an empty result's closing
+ * brace may lie beyond).
+ */
+function memberPlace(head: string, total: number): { at: number; member: string } | undefined {
+  const opening = RESULT_OPENING.exec(head);
+  if (!opening || (head.length < total && ONLY_SPACE.test(head.slice(opening[0].length)))) return undefined;
+  const empty = opening[1] !== undefined;
+  return { at: opening[0].length - (opening[1]?.length ?? 0), member: empty ? '"resultType":"complete"' : '"resultType":"complete",' };
+}
+
+const ONLY_SPACE = /^\s*$/;
+
+/** The parse path: text that is not one JSON object passes as it is. */
+function parsedWithResultType(text: string): string {
   let message: unknown;
   try {
     message = JSON.parse(text);

@@ -199,9 +199,12 @@ function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
   const standard = new Map<string, string[]>();
   const params: Record<string, string> = {};
   for (const key of Object.keys(headers)) {
+    // Every header read here starts with `mcp`: the others (most of them) are passed over on their first letter.
+    if ((key.charCodeAt(0) | 0x20) !== 0x6d) continue;
     const raw = headers[key];
     if (raw === undefined) continue;
     const lower = key.toLowerCase();
+    if (!lower.startsWith('mcp')) continue;
     const values = typeof raw === 'string' ? [raw] : [...raw];
     if (Object.hasOwn(STANDARD, lower)) standard.set(lower, [...(standard.get(lower) ?? []), ...values]);
     else if (lower.startsWith(HEADER.paramPrefix)) params[lower] = params[lower] === undefined ? values.join(', ') : `${params[lower]}, ${values.join(', ')}`;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isInputRequired, withResultType, withResultTypeText } from '../../src/wire/result-type.js';
+import { isInputRequired, withResultType, withResultTypeBytes, withResultTypeText } from '../../src/wire/result-type.js';
 
 describe('withResultType', () => {
   test('adds "complete" to a result without one, leaving the input alone', () => {
@@ -106,5 +106,45 @@ describe('withResultTypeText', () => {
 
   test('broken JSON stays broken (the fast path does not validate; the backend\'s text is relayed, not repaired)', () => {
     assert.throws(() => JSON.parse(withResultTypeText('{"jsonrpc":"2.0","id":1,"result":{')));
+  });
+});
+
+describe('withResultTypeBytes', () => {
+  const shaped = (text: string) => withResultTypeBytes(Buffer.from(text)).toString('utf8');
+
+  test('gives the bytes of what the text form gives, for every shape above', () => {
+    for (const text of [
+      '{"result":{"content":[{"type":"text","text":"hi"}]},"jsonrpc":"2.0","id":1}',
+      '{"jsonrpc":"2.0","id":1,"result":{}}',
+      '{"jsonrpc":"2.0","id":1,"result":{ }}',
+      '{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"resultType is new"}]}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"k":"\\u00e9"}}',
+      '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}',
+      'not json "result"',
+    ]) {
+      assert.equal(shaped(text), withResultTypeText(text), text);
+    }
+  });
+
+  test('offsets stay right after multi-byte characters in the id and in the result', () => {
+    const text = '{"jsonrpc":"2.0","id":"é—✓","result":{"content":[{"type":"text","text":"naïve ✓"}]}}';
+    assert.deepEqual(JSON.parse(shaped(text)), parsed(text));
+    assert.equal(shaped(text), withResultTypeText(text));
+  });
+
+  test('the same bytes come back, unchanged and uncopied, when there is nothing to add', () => {
+    const bytes = Buffer.from('{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}');
+    assert.equal(withResultTypeBytes(bytes), bytes);
+  });
+
+  test('an opening past the head it reads, or an empty result whose brace lies past it, takes the parse path', () => {
+    const longId = `{"jsonrpc":"2.0","id":"${'x'.repeat(600)}","result":{"a":1}}`;
+    assert.deepEqual(JSON.parse(shaped(longId)), parsed(longId));
+    // `"result":{` ends just inside the 512-byte head, its closing brace after a run of spaces beyond it.
+    const prefix = '{"jsonrpc":"2.0","id":"';
+    const filler = 'y'.repeat(512 - prefix.length - '","result":{'.length - 4);
+    const emptyAcross = `${prefix}${filler}","result":{${' '.repeat(20)}}}`;
+    assert.deepEqual(JSON.parse(shaped(emptyAcross)), parsed(emptyAcross));
   });
 });
