@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { confirmOnPage, launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -22,6 +23,7 @@ let redis: RedisHandle;
 let backend: ConformanceServer;
 let set: ReplicaSet;
 let client: Client;
+let browser: BrowserHandle;
 const asked: string[] = [];
 const logged: string[] = [];
 let toolChanges = 0;
@@ -29,12 +31,17 @@ let toolChanges = 0;
 const textOf = (result: unknown) => ((result as { content?: Array<{ text?: string }> }).content ?? []).map((c) => c.text).join(' ');
 
 before(async () => {
-  [oauth, redis, backend] = await Promise.all([startOAuthServer(), startRedis(), startConformanceServer({ eras: '2026' })]);
+  [oauth, redis, backend, browser] = await Promise.all([startOAuthServer(), startRedis(), startConformanceServer({ eras: '2026' }), launchBrowser()]);
   set = await startReplicas({ count: 2, redisUrl: redis.url, issuer: oauth.issuer, backends: [{ name: 'modern', url: backend.url }] });
   const token = await oauth.token({ sub: 'session-era-user', aud: set.audience });
-  client = new Client({ name: 'session-era-client', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {} }, roots: {} } });
+  client = new Client({ name: 'session-era-client', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {}, url: {} }, roots: {} } });
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     asked.push(request.params.message);
+    // URL mode: the user opens the backend's page in a real browser and confirms there; the client only says it was opened.
+    if (request.params.mode === 'url') {
+      await confirmOnPage(browser, request.params.url);
+      return { action: 'accept' };
+    }
     const message = request.params.message;
     if (message.includes('name')) return { action: 'accept', content: { name: 'Alice' } };
     if (message.includes('color')) return { action: 'accept', content: { color: 'teal' } };
@@ -60,7 +67,7 @@ before(async () => {
 after(async () => {
   await client?.close().catch(() => {});
   await set?.stop();
-  await Promise.allSettled([backend?.stop(), redis?.stop(), oauth?.stop()]);
+  await Promise.allSettled([backend?.stop(), redis?.stop(), oauth?.stop(), browser?.close()]);
 });
 
 describe('a 2025-11-25 SDK client of a 2026-07-28-only backend, across two replicas', () => {
@@ -84,6 +91,12 @@ describe('a 2025-11-25 SDK client of a 2026-07-28-only backend, across two repli
     const all = textOf(await client.callTool({ name: 'test_input_required_result_multiple_inputs', arguments: {} }));
     assert.equal(all, 'Name: Alice; Greeting: Bonjour; Roots: 1');
     assert.deepEqual([...asked].sort(), ['What is your name?', 'roots', 'sampling']);
+  });
+
+  test('URL-mode elicitation: the backend\'s page reaches the client as a url request, the user confirms it in a real browser, the call completes', async () => {
+    asked.length = 0;
+    assert.equal(textOf(await client.callTool({ name: 'switchboard_url_confirmation', arguments: {} })), 'Confirmed on the page');
+    assert.deepEqual(asked, ['Confirm on the page']);
   });
 
   test('the log level is kept by the gateway and sent as _meta: no logs before setLevel, every one after', async () => {

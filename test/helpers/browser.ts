@@ -109,3 +109,18 @@ export function watchPage(page: Page): { problems: string[] } {
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   return { problems };
 }
+
+/**
+ * A user confirming on a backend's URL-mode elicitation page (test/fixtures/url-confirmations.ts):
+ * the page opened in a fresh profile, its button pressed, the confirmation shown.
+ */
+export async function confirmOnPage(handle: BrowserHandle, url: string): Promise<void> {
+  const page = await handle.newPage();
+  try {
+    await page.goto(url);
+    await page.click('#confirm');
+    await page.waitForSelector('#done');
+  } finally {
+    await page.context().close();
+  }
+}

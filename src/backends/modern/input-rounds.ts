@@ -14,12 +14,25 @@
  * does a backend that keeps asking past {@link MAX_ROUNDS}. The client leaving (its stream
  * closed) ends the round it waits in.
  */
+import { randomUUID } from 'node:crypto';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backend.js';
 import { BackendMessages, parseObject, type BackendMessage } from '../backend-messages.js';
 import { syntheticBody } from '../body.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../../wire/jsonrpc.js';
 import { formatSseEvent } from '../../wire/sse.js';
 import type { InputAnswers } from './input-answers.js';
+
+/**
+ * An input request's params as a 2025-11-25 client must find them: a URL-mode elicitation
+ * carries an `elicitationId` there (client/elicitation §URL Mode, required by the schema),
+ * which the 2026 revision dropped; the gateway names one. No `notifications/elicitation/complete`
+ * follows it: the retry with the client's answer is what the 2026 backend waits for.
+ */
+function asSessionEra(method: unknown, params: unknown): Record<string, unknown> {
+  const given = (params ?? {}) as Record<string, unknown>;
+  if (method !== 'elicitation/create' || given.mode !== 'url' || typeof given.elicitationId === 'string') return given;
+  return { ...given, elicitationId: randomUUID() };
+}
 
 /** A backend asking more often than this for one request is not converging. */
 export const MAX_ROUNDS = 8;
@@ -69,7 +82,7 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
     let responses: Record<string, unknown>;
     try {
       for (const [key, ask] of Object.entries(inputRequests)) {
-        yield formatSseEvent(JSON.stringify({ jsonrpc: '2.0', id: asked.ids.get(key), method: ask.method, params: ask.params ?? {} }));
+        yield formatSseEvent(JSON.stringify({ jsonrpc: '2.0', id: asked.ids.get(key), method: ask.method, params: asSessionEra(ask.method, ask.params) }));
       }
       responses = await untilAborted(asked.answers, ended);
     } catch (err) {
