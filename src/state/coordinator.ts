@@ -42,6 +42,16 @@ export type BridgeMessage =
   | { type: 'stream-request'; ticket: string; from: string; key: string; message: string }
   /** A replica took that request into its call. */
   | { type: 'stream-claimed'; ticket: string }
+  /** A listen on the sender wants the notifications of the session GET stream `key`, from the replica that reads it (stateless/legacy-stream-shares.ts). */
+  | { type: 'stream-listen'; listenId: string; key: string; from: string }
+  /** The reader took that listen. */
+  | { type: 'stream-listening'; listenId: string; from: string }
+  /** A notification the reader heard, for that listen. */
+  | { type: 'stream-notification'; listenId: string; message: string }
+  /** The backend ended the stream (or the reader stopped): the listen is over. */
+  | { type: 'stream-ended'; listenId: string }
+  /** The listen closed: the reader stops passing notifications on. */
+  | { type: 'stream-unlisten'; listenId: string }
   /** A session the gateway keeps for a 2026 backend changed (its log level; sent to every replica): drop the cached copy. */
   | { type: 'adapted-changed'; userKey: string; sessionId: string };
 

@@ -11,6 +11,7 @@
  * back together when it ends: progress notifications of a handed-over attempt arrive late, all
  * at once — the price of not routing the client's connection itself.
  */
+import { isShareMessage } from './legacy-stream-shares.js';
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { BridgeMessage } from '../state/coordinator.js';
@@ -72,7 +73,7 @@ export class BridgeReplicas {
       return;
     }
     if (message.type === 'bridge-resume') void this.#serve(ctx, message).catch(() => {});
-    else if (message.type === 'stream-request' || message.type === 'stream-claimed') ctx.legacyStreams.handle(message);
+    else if (message.type === 'stream-request' || message.type === 'stream-claimed' || isShareMessage(message)) ctx.legacyStreams.handle(message);
   }
 
   async #serve(ctx: StatelessContext, message: Extract<BridgeMessage, { type: 'bridge-resume' }>): Promise<void> {

@@ -20,7 +20,8 @@
  * A server→client request on that stream goes to the call running in the session
  * (legacy-streams.ts), never to a listen. Several listens share the stream; when the last one
  * closes and no call runs, the stream is closed after a while. A stream another replica holds
- * cannot be opened here: that listen gets a -32603 error saying so.
+ * is heard through that replica (legacy-stream-shares.ts); only when no replica can give it
+ * does the listen get a -32603 error saying so.
  */
 import type { FastifyReply } from 'fastify';
 import type { BackendMessage } from '../backends/backend-messages.js';
@@ -62,7 +63,7 @@ export async function listenOnLegacyBackend(f: LegacyForward, session: LegacySes
   const listening = await f.ctx.legacyStreams.listen(stream, heard);
   if (!listening.opened) {
     listening.detach();
-    return sendJsonRpcError(reply, 200, ErrorCode.InternalError, 'subscriptions/listen could not be opened: the backend gave no stream for this session (another gateway replica may hold it)', id);
+    return sendJsonRpcError(reply, 200, ErrorCode.InternalError, 'subscriptions/listen could not be opened: the backend gave no stream for this session, and no gateway replica reads one', id);
   }
   for (const uri of honoured.resourceSubscriptions ?? []) {
     await stream.respond({ jsonrpc: '2.0', id: `listen-${uri}`, method: 'resources/subscribe', params: { uri } }).catch(() => {});

@@ -21,6 +21,7 @@ import type { BackendResponse } from '../backends/backend.js';
 import type { BridgeMessage, Coordinator } from '../state/coordinator.js';
 import { BackendMessages, type BackendMessage } from '../backends/backend-messages.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
+import { isShareMessage, StreamShares, type Listening, type ShareMessage } from './legacy-stream-shares.js';
 
 /** How long an unused stream stays open. */
 export const IDLE_MS = 30_000;
@@ -63,8 +64,12 @@ export class LegacyStreams {
   /** Calls of this replica by session key, whether or not this replica reads the session's stream. */
   readonly #calls = new Map<string, Set<Inbox>>();
   readonly #claims = new Map<string, () => void>();
+  /** Listens sharing a stream another replica reads, and the shares this replica serves. */
+  readonly #shares: StreamShares;
 
-  constructor(private readonly coordinator: Pick<Coordinator, 'replicaId' | 'broadcast' | 'send'>) {}
+  constructor(private readonly coordinator: Pick<Coordinator, 'replicaId' | 'broadcast' | 'send'>) {
+    this.#shares = new StreamShares(coordinator, (key, listener, onEnd) => this.#attach(key, listener, onEnd));
+  }
 
   /**
    * Routes the session's GET-stream requests to the call about to be sent, until it closes.
@@ -104,14 +109,33 @@ export class LegacyStreams {
     };
   }
 
-  /** Feeds the session's GET-stream notifications to `listener`; false when the stream could not be opened. Detach with the returned function. */
-  async listen(session: StreamSession, listener: (message: BackendMessage) => void): Promise<{ opened: boolean; ended: Promise<void>; detach(): void }> {
+  /**
+   * Feeds the session's GET-stream notifications to `listener`: read here, or passed on by the
+   * replica that reads the stream (legacy-stream-shares.ts). `opened` false when neither can
+   * be. Detach with the returned function.
+   */
+  async listen(session: StreamSession, listener: (message: BackendMessage) => void): Promise<Listening> {
     const watch = this.#watch(session);
     watch.listeners.add(listener);
     const detach = () => this.#release(session.key, watch, () => watch.listeners.delete(listener));
     const opened = await watch.opened;
+    if (!opened && !watch.absent) {
+      // Held by another replica (a backend allows one GET stream per session): listen through it.
+      detach();
+      return this.#shares.listen(session.key, listener);
+    }
     const ended = new Promise<void>((resolve) => (watch.messages ? watch.messages.onClose(resolve) : resolve()));
     return { opened, ended, detach };
+  }
+
+  /** A listener of another replica on the stream of `key`, when this replica reads it. */
+  #attach(key: string, listener: (message: BackendMessage) => void, onEnd: () => void): (() => void) | undefined {
+    const watch = this.#watches.get(key);
+    if (!watch?.messages) return undefined;
+    clearTimeout(watch.idle);
+    watch.listeners.add(listener);
+    watch.messages.onClose(onEnd);
+    return () => this.#release(key, watch, () => watch.listeners.delete(listener));
   }
 
   #watch(session: StreamSession): Watch {
@@ -195,7 +219,11 @@ export class LegacyStreams {
   }
 
   /** A request offered by the replica reading the stream, or the news that one took it. */
-  handle(message: Extract<BridgeMessage, { type: 'stream-request' | 'stream-claimed' }>): void {
+  handle(message: Extract<BridgeMessage, { type: 'stream-request' | 'stream-claimed' }> | ShareMessage): void {
+    if (isShareMessage(message)) {
+      this.#shares.handle(message);
+      return;
+    }
     if (message.type === 'stream-claimed') {
       this.#claims.get(message.ticket)?.();
       return;
@@ -210,6 +238,7 @@ export class LegacyStreams {
 
   /** Closes every stream (the gateway is stopping). */
   close(): void {
+    this.#shares.close();
     for (const watch of this.#watches.values()) {
       clearTimeout(watch.idle);
       watch.messages?.close();

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { confirmOnPage, launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -21,10 +22,17 @@ let redis: RedisHandle;
 let modern: ConformanceServer;
 let legacy: ConformanceServer;
 let set: ReplicaSet;
+let browser: BrowserHandle;
 const clients: Client[] = [];
 
 before(async () => {
-  [oauth, redis, modern, legacy] = await Promise.all([startOAuthServer(), startRedis(), startConformanceServer({ eras: '2026' }), startConformanceServer({ eras: '2025' })]);
+  [oauth, redis, modern, legacy, browser] = await Promise.all([
+    startOAuthServer(),
+    startRedis(),
+    startConformanceServer({ eras: '2026' }),
+    startConformanceServer({ eras: '2025' }),
+    launchBrowser(),
+  ]);
   set = await startReplicas({
     count: 2,
     redisUrl: redis.url,
@@ -41,7 +49,7 @@ before(async () => {
 after(async () => {
   await Promise.allSettled(clients.map((c) => c.close()));
   await set?.stop();
-  await Promise.allSettled([modern?.stop(), legacy?.stop(), redis?.stop(), oauth?.stop()]);
+  await Promise.allSettled([modern?.stop(), legacy?.stop(), redis?.stop(), oauth?.stop(), browser?.close()]);
 });
 
 const textOf = (result: unknown) => ((result as { content?: Array<{ text?: string }> }).content ?? []).map((c) => c.text).join(' ');
@@ -51,10 +59,15 @@ async function connect(path: string, asked: string[]): Promise<Client> {
   const token = await oauth.token({ sub: `v2-${path}`, aud: set.audience });
   const client = new Client(
     { name: 'v2-client', version: '1.0.0' },
-    { capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } } },
   );
   client.setRequestHandler('elicitation/create', async (request) => {
     asked.push(request.params.message);
+    // URL mode: the user opens the backend's page in a real browser and confirms there; the client only says it was opened.
+    if (request.params.mode === 'url') {
+      await confirmOnPage(browser, request.params.url);
+      return { action: 'accept' };
+    }
     const content: Record<string, string> = request.params.message.includes('color') ? { color: 'amber' } : { name: 'Alice' };
     return { action: 'accept', content };
   });
@@ -92,6 +105,13 @@ for (const backend of ['modern', 'legacy'] as const) {
       assert.deepEqual([...asked].sort(), ['What is your name?', 'roots', 'sampling']);
     });
 
+    test('URL-mode elicitation: the backend\'s page reaches the client as an input request, the user confirms it in a real browser, the retry completes', async () => {
+      const asked: string[] = [];
+      const client = await connect(`/mcp/${backend}`, asked);
+      assert.equal(textOf(await client.callTool({ name: 'switchboard_url_confirmation', arguments: {} })), 'Confirmed on the page');
+      assert.deepEqual(asked, ['Confirm on the page']);
+    });
+
     test('subscriptions/listen: acknowledged, and a tool list change the user triggers arrives', async () => {
       const client = await connect(`/mcp/${backend}`, []);
       let changes = 0;
@@ -115,5 +135,8 @@ describe('a 2026-07-28 SDK client on /mcp, both backends aggregated', () => {
     assert.equal(textOf(await client.callTool({ name: 'modern__test_simple_text', arguments: {} })), 'This is a simple text response for testing.');
     assert.equal(textOf(await client.callTool({ name: 'legacy__test_input_required_result_elicitation', arguments: {} })), 'Hello, Alice!');
     assert.deepEqual(asked, ['What is your name?']);
+    for (const member of ['modern', 'legacy']) {
+      assert.equal(textOf(await client.callTool({ name: `${member}__switchboard_url_confirmation`, arguments: {} })), 'Confirmed on the page', member);
+    }
   });
 });
