@@ -62,7 +62,7 @@ export const ValueKeys = {
   /** The gateway's own session toward a 2025-era backend for stateless-era clients, per user, backend and capability set (stateless/legacy-sessions.ts). */
   legacyBridgeSession: (userKey: string, backend: string, capabilities: string) => `${userKey}:bridge-session:${backend}:${capabilities}`,
   /** A session the gateway keeps for a 2025-11-25 client of a 2026-07-28 backend, which has none (backends/modern/adapted-sessions.ts). */
-  adaptedSession: (sessionId: string) => `adapted-session:${sessionId}`,
+  adaptedSession: (userKey: string, sessionId: string) => `${userKey}:adapted-session:${sessionId}`,
   /** Broker mode (broker/store-adapter.ts): an oidc-provider record of `model`. */
   brokerRecord: (model: string, id: string) => `${BROKER}${model}:${safeId(id)}`,
   /** A single-use record's "consumed" marker, across replicas. */

@@ -9,9 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { userKeyOf } from '../../src/auth/principal.js';
 import { confirmOnPage, launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -71,6 +73,17 @@ after(async () => {
 });
 
 describe('a 2025-11-25 SDK client of a 2026-07-28-only backend, across two replicas', () => {
+  test('the session the gateway keeps for the client is stored under the user, as all per-user state', async () => {
+    const store = new Redis(redis.url);
+    try {
+      const keys = await store.keys('*adapted-session:*');
+      assert.equal(keys.length, 1, keys.join(', '));
+      assert.ok(keys[0]!.includes(`${userKeyOf(oauth.issuer, 'session-era-user')}:adapted-session:`), keys[0]);
+    } finally {
+      store.disconnect();
+    }
+  });
+
   test('initialize is answered from server/discover: the backend named, 2025-11-25 negotiated, its tools listed and called', async () => {
     assert.equal(client.getServerVersion()?.name, 'switchboard-conformance-fixture');
     assert.ok(client.getServerCapabilities()?.tools, JSON.stringify(client.getServerCapabilities()));

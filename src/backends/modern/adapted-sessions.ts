@@ -7,9 +7,12 @@
  *
  * The id is the gateway's own, minted at `initialize`, given to the 2025 layer as the
  * "backend session id" (so the client's gateway session records it as for any backend), and
- * prefixed so that a call names its adapted session without a lookup. The id never reaches a
- * client (the gateway session that holds it is bound to the user); the record still names its
- * user, and a call made for another user does not find it. It lives in the shared store (a call
+ * prefixed so that a call names its adapted session without a lookup. It carries the user's
+ * key (`sb26-<userKey>.<random>`), so the record lives under the user in the store as all
+ * per-user state does (src/state/README.md) although some paths reach the backend without a
+ * caller (a GET stream joined on another replica, the aggregate's member streams). The id
+ * never reaches a client (the gateway session that holds it is bound to the user); the record
+ * still names its user, and a call made for another user does not find it. It lives in the shared store (a call
  * reaches any replica) and is held in memory for a minute, so a call
  * costs no store round trip; a change (the log level) is announced to every replica, which
  * drops its copy (as gateway sessions are, SPEC §5) before the client can send its next request
@@ -55,14 +58,15 @@ export class AdaptedSessions {
   }
 
   async open(session: AdaptedSession): Promise<string> {
-    const id = ADAPTED_PREFIX + randomBytes(24).toString('base64url');
+    const id = `${ADAPTED_PREFIX}${session.userKey}.${randomBytes(24).toString('base64url')}`;
     await this.#put(id, session);
     return id;
   }
 
   /** The session by its id; undefined when it ended, expired, or `userKey` (when the call names one) is not its user's. */
   async get(id: string, userKey: string | undefined): Promise<AdaptedSession | undefined> {
-    const key = ValueKeys.adaptedSession(id);
+    const key = keyOf(id);
+    if (key === undefined) return undefined;
     let session = this.#near.get(key);
     if (!session) {
       const stored = await this.store.getValue(key);
@@ -79,11 +83,13 @@ export class AdaptedSessions {
 
   /** Another replica changed the session: the next call reads it from the store. */
   forget(id: string): void {
-    this.#near.delete(ValueKeys.adaptedSession(id));
+    const key = keyOf(id);
+    if (key !== undefined) this.#near.delete(key);
   }
 
   async end(id: string, session: AdaptedSession): Promise<boolean> {
-    const key = ValueKeys.adaptedSession(id);
+    const key = keyOf(id);
+    if (key === undefined) return false;
     this.#near.delete(key);
     const ended = await this.store.deleteValue(key);
     await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id });
@@ -91,8 +97,16 @@ export class AdaptedSessions {
   }
 
   async #put(id: string, session: AdaptedSession): Promise<void> {
-    const key = ValueKeys.adaptedSession(id);
+    const key = keyOf(id);
+    if (key === undefined) throw new Error('not an adapted session id');
     await this.store.putValue(key, JSON.stringify(session), TTL_MS);
     this.#near.set(key, session);
   }
+}
+
+/** The store key of an adapted session id, under its user; undefined for an id not of that form. */
+function keyOf(id: string): string | undefined {
+  const dot = id.indexOf('.', ADAPTED_PREFIX.length);
+  if (!id.startsWith(ADAPTED_PREFIX) || dot <= ADAPTED_PREFIX.length || dot === id.length - 1) return undefined;
+  return ValueKeys.adaptedSession(id.slice(ADAPTED_PREFIX.length, dot), id.slice(dot + 1));
 }
