@@ -53,7 +53,8 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
   };
   let session: LegacySession;
   try {
-    session = await legacySession(input);
+    const found = legacySession(input);
+    session = found instanceof Promise ? await found : found;
   } catch (err) {
     if (err instanceof LegacySessionRefused) return 'refused';
     throw err;

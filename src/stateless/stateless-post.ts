@@ -66,7 +66,8 @@ async function servePost(post: StatelessPost, afterDowngrade = false): Promise<F
     authorization = auth.authorization;
   }
   const caller = callerOf(request, undefined, check.request.clientCapabilities);
-  const era = await ctx.eras.eraOf(backend, authorization, caller);
+  // Known (pinned or cached) in the common case: no await, one turn fewer per call (npm run bench).
+  const era = ctx.eras.knownEra(backend) ?? (await ctx.eras.eraOf(backend, authorization, caller));
   if (!era) {
     return sendBackendError(reply, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be reached to learn its protocol revision`), id === undefined ? [] : [id], false);
   }
