@@ -9,6 +9,9 @@
  *                                   a one-event text/event-stream
  *   POST any other request        → empty result
  *   POST with an unknown session  → 404
+ *   POST with `MCP-Protocol-Version: 2026-07-28` → served without a session, as a backend of
+ *                                   that revision (the result carries `resultType`); the bench
+ *                                   reaches it so through a backend entry pinned to 2026-07-28
  *   with `--split`                → every answer's head and body in two writes (`flushHeaders`),
  *                                   as a backend that streams its answer sends them; the
  *                                   gateway then reads twice per answer (bench/wire-shapes.ts)
@@ -67,8 +70,9 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
     };
     return reply(res, 200, JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }), { 'mcp-session-id': id });
   }
+  const stateless = req.headers['mcp-protocol-version'] === '2026-07-28';
   const session = req.headers['mcp-session-id'];
-  if (typeof session !== 'string' || !sessions.has(session)) {
+  if (!stateless && (typeof session !== 'string' || !sessions.has(session))) {
     return reply(res, 404, '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}');
   }
   if (msg.id === undefined || msg.id === null) {
@@ -76,8 +80,8 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
     res.end();
     return;
   }
-  const result =
-    msg.method === 'tools/call' ? { content: [{ type: 'text', text: JSON.stringify(msg.params?.arguments ?? null) }] } : {};
+  const content = msg.method === 'tools/call' ? { content: [{ type: 'text', text: JSON.stringify(msg.params?.arguments ?? null) }] } : {};
+  const result = stateless ? { resultType: 'complete', ...content } : content;
   const body = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result });
   if (sse && msg.method === 'tools/call') {
     const frame = `event: message\ndata: ${body}\n\n`;

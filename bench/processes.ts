@@ -3,6 +3,7 @@
  * minimal backend, the naive pass-through and Switchboard itself. Each returns the child's
  * handle, which the caller stops (the backend and the pass-through also exit when their stdin closes).
  */
+import { NATIVE_BACKEND } from './stateless.js';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,7 +84,11 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     // shares (issue 13) are raised past it, as an operator would for one heavy service account.
     sessions: { maxPerUser: 1_000_000 },
     streams: { maxPerUser: 1_000_000 },
-    backends: opts.backends.map((b) => ({ name: b.name ?? (b.sse ? 'fast-sse' : 'fast'), url: `http://127.0.0.1:${b.port}/mcp` })),
+    // The JSON backend is also reached as a 2026-07-28 one (bench/stateless.ts).
+    backends: opts.backends.flatMap((b) => {
+      const entry = { name: b.name ?? (b.sse ? 'fast-sse' : 'fast'), url: `http://127.0.0.1:${b.port}/mcp` };
+      return b.sse || b.name ? [entry] : [entry, { name: NATIVE_BACKEND, url: entry.url, protocol: '2026-07-28' }];
+    }),
   };
   const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
   // JSON is YAML.

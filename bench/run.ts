@@ -165,7 +165,10 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const paths = { json: await openPaths(run, 'json', headers, silentHeaders), sse: await openPaths(run, 'sse', headers, silentHeaders) };
   const measured = { json: await measureMode(s, 'json', paths.json, pids, run), sse: await measureMode(s, 'sse', paths.sse, pids, run) };
   const stateless = await measureStateless(paths.json.silent, pids.silent!, { rounds: s.throughputRounds, durationMs: s.throughputMs, warmupMs: s.warmupMs, connections: s.connections });
-  log(`2026-07-28 tools/call: ${stateless.statelessCpuUsPerCall.toFixed(0)} µs/call against ${stateless.sessionCpuUsPerCall.toFixed(0)} in a 2025 session (÷ ${stateless.ratio.toFixed(3)})`);
+  log(
+    `2026-07-28 tools/call: ${stateless.statelessCpuUsPerCall.toFixed(0)} µs/call through the bridge, ${stateless.nativeCpuUsPerCall.toFixed(0)} to a 2026 backend, ` +
+      `against ${stateless.sessionCpuUsPerCall.toFixed(0)} in a 2025 session (÷ ${stateless.ratio.toFixed(3)}, ÷ ${stateless.nativeRatio.toFixed(3)})`,
+  );
   const cluster = await measureCluster(s, run, paths);
   await run.silent!.child.stop();
 

@@ -84,6 +84,9 @@ export function targetsOf(r: RunResults, connections: number): Target[] {
     pass: s.opened > 0 ? s.rssAt10kBytes <= mb * 1e6 : null,
   });
   const era = r.stateless;
-  const stateless: Target = { issue: '15', name: 'CPU per call, MCP 2026-07-28 tools/call ÷ 2025-11-25 (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.ratio, 3), pass: era.ratio <= 1.0 };
-  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), memory('7', 500), memory('16', 300), stateless];
+  const stateless: Target[] = [
+    { issue: '15', name: 'CPU per call, MCP 2026-07-28 tools/call ÷ 2025-11-25, through the bridge to a 2025 backend (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.ratio, 3), pass: era.ratio <= 1.0 },
+    { issue: '15', name: 'CPU per call, MCP 2026-07-28 tools/call ÷ 2025-11-25, each era end to end (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.nativeRatio, 3), pass: era.nativeRatio <= 1.0 },
+  ];
+  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), memory('7', 500), memory('16', 300), ...stateless];
 }
