@@ -96,12 +96,17 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
 /** The call's place on the session's GET stream, where SDK servers send the requests they do not relate to a call (legacy-streams.ts). */
 function callInbox(f: LegacyForward, input: LegacySessionInput, session: LegacySession): CallInbox | Promise<CallInbox> | undefined {
   if (f.id === undefined || session.backendSessionId === undefined) return undefined;
-  return f.ctx.legacyStreams.openCall(streamSession(f, input, session));
+  // Described only when needed: a backend with no GET stream costs the call a key and a lookup.
+  return f.ctx.legacyStreams.openCall(streamKey(f, session), () => streamSession(f, input, session));
+}
+
+function streamKey(f: LegacyForward, session: LegacySession): string {
+  return `${f.backend.name}\n${session.backendSessionId ?? ''}`;
 }
 
 function streamSession(f: LegacyForward, input: LegacySessionInput, session: LegacySession): StreamSession {
   const headers = headersFor(f, input, session);
-  return { key: `${f.backend.name}\n${session.backendSessionId ?? ''}`, open: () => f.backend.get(headers), respond: respondIn(f, headers) };
+  return { key: streamKey(f, session), open: () => f.backend.get(headers), respond: respondIn(f, headers) };
 }
 
 /** Sends one message of the gateway's own (an answer to the backend's request) in the session, the answer discarded. */

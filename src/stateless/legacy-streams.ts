@@ -77,10 +77,9 @@ export class LegacyStreams {
    * finds it; at once, without a place, for a backend known to have no such stream (the hot
    * path of a bridged call: `npm run bench`, issue 15).
    */
-  openCall(session: StreamSession): CallInbox | Promise<CallInbox> {
-    const known = this.#watches.get(session.key);
-    if (known?.absent) return NO_PLACE;
-    return this.#placeCall(session);
+  openCall(key: string, describe: () => StreamSession): CallInbox | Promise<CallInbox> {
+    if (this.#watches.get(key)?.absent) return NO_PLACE;
+    return this.#placeCall(describe());
   }
 
   async #placeCall(session: StreamSession): Promise<CallInbox> {

@@ -36,17 +36,15 @@ const RESULT_OPENING = /^\s*\{\s*(?:(?:"jsonrpc"\s*:\s*"2\.0"|"id"\s*:\s*(?:-?\d
  * event's data), without parsing it when it need not. Text with no `"result"` member passes as
  * it is. When the text holds no `resultType` anywhere and no `\u` escape (the one way to
  * spell either key otherwise), and its result opens after only `jsonrpc` and `id`, the member
- * is written in after the result's brace. Any other text — a result that may hold the key,
+ * is written in after the result's brace; when `resultType` is the result's first member, the
+ * text passes as it is. Any other text — a result that may hold the key,
  * members in another order — takes the parse path, where text that is not JSON passes as it
  * is. The fast path does not validate: broken JSON from a backend stays broken, one member longer.
  */
 export function withResultTypeText(text: string): string {
-  const escaped = text.includes('\\u');
-  if (!escaped && !text.includes('"result"')) return text;
-  if (!escaped && !text.includes('resultType')) {
-    const place = memberPlace(text, text.length);
-    if (place) return `${text.slice(0, place.at)}${place.member}${text.slice(place.at)}`;
-  }
+  const verdict = fastVerdict(text, text.length, (needle) => text.includes(needle));
+  if (verdict === 'as-is') return text;
+  if (verdict) return `${text.slice(0, verdict.at)}${verdict.member}${text.slice(verdict.at)}`;
   return parsedWithResultType(text);
 }
 
@@ -59,36 +57,49 @@ export function withResultTypeText(text: string): string {
  * parse path are decoded and shaped as text.
  */
 export function withResultTypeBytes(bytes: Buffer): Buffer {
-  const escaped = bytes.includes(NEEDLES.escape);
-  if (!escaped && !bytes.includes(NEEDLES.result)) return bytes;
-  if (!escaped && !bytes.includes(NEEDLES.resultType)) {
-    const head = bytes.toString('latin1', 0, Math.min(bytes.length, HEAD_BYTES));
-    const place = memberPlace(head, bytes.length);
-    if (place) return Buffer.concat([bytes.subarray(0, place.at), Buffer.from(place.member), bytes.subarray(place.at)]);
-  }
+  const head = bytes.toString('latin1', 0, Math.min(bytes.length, HEAD_BYTES));
+  const verdict = fastVerdict(head, bytes.length, (needle) => bytes.includes(NEEDLES[needle]));
+  if (verdict === 'as-is') return bytes;
+  if (verdict) return Buffer.concat([bytes.subarray(0, verdict.at), Buffer.from(verdict.member), bytes.subarray(verdict.at)]);
   const text = bytes.toString('utf8');
   const shaped = parsedWithResultType(text);
   return shaped === text ? bytes : Buffer.from(shaped);
 }
 
+type Needle = '\\u' | '"result"' | 'resultType';
+
 /** The strings looked for, as bytes once (a string needle is encoded again on every search). */
-const NEEDLES = { escape: Buffer.from('\\u'), result: Buffer.from('"result"'), resultType: Buffer.from('resultType') };
+const NEEDLES: Readonly<Record<Needle, Buffer>> = { '\\u': Buffer.from('\\u'), '"result"': Buffer.from('"result"'), resultType: Buffer.from('resultType') };
 
 /** How much of a body's head is read for the opening of its result: ids past this take the parse path. */
 const HEAD_BYTES = 512;
 
 /**
- * Where the member goes in `head`, the start of a message `total` long: after the result's
- * brace, with a comma unless the result is empty. Undefined when the opening is not found, or
- * when only white space follows it in a head that is cut short (an empty result's closing
- * brace may lie beyond).
+ * What can be told without parsing, from the message's `head` (of a message `total` long) and
+ * searches of the whole (`contains`, done only when needed, cheapest answer first):
+ * - `as-is`: no `"result"` member at all (an error, a notification), or a result whose first
+ *   member is `resultType` (as a 2026 backend writes it: no search of the body at all);
+ * - where to write the member: the text names no `resultType` anywhere and has no `\u` escape
+ *   (the one way to spell either key otherwise), and the result opens after only `jsonrpc` and
+ *   `id` — right after its brace, with a comma unless the result is empty (and not when only
+ *   white space follows the brace in a head cut short: the closing brace may lie beyond);
+ * - undefined: the parse path decides.
  */
-function memberPlace(head: string, total: number): { at: number; member: string } | undefined {
+function fastVerdict(head: string, total: number, contains: (needle: Needle) => boolean): { at: number; member: string } | 'as-is' | undefined {
   const opening = RESULT_OPENING.exec(head);
-  if (!opening || (head.length < total && ONLY_SPACE.test(head.slice(opening[0].length)))) return undefined;
+  if (!opening) return contains('\\u') || contains('"result"') ? undefined : 'as-is';
   const empty = opening[1] !== undefined;
+  if (!empty) {
+    TYPED_FIRST.lastIndex = opening[0].length;
+    if (TYPED_FIRST.test(head)) return 'as-is';
+  }
+  if (contains('\\u') || contains('resultType')) return undefined;
+  if (head.length < total && ONLY_SPACE.test(head.slice(opening[0].length))) return undefined;
   return { at: opening[0].length - (opening[1]?.length ?? 0), member: empty ? '"resultType":"complete"' : '"resultType":"complete",' };
 }
+
+/** `resultType` as the first member of the object whose brace was just read. */
+const TYPED_FIRST = /\s*"resultType"\s*:/y;
 
 const ONLY_SPACE = /^\s*$/;
 

@@ -127,8 +127,12 @@ function methodProblem(method: string): StatelessProblem | undefined {
 }
 
 /** The per-request `_meta` fields (basic/index §`_meta`): required on requests, typed wherever present. */
+/** A -32602 naming the `_meta` field at fault. */
+function invalid(message: string, field?: string): { problem: StatelessProblem } {
+  return { problem: { status: 400, code: ErrorCode.InvalidParams, message: `Invalid params: ${message}`, ...(field ? { data: { field } } : {}) } };
+}
+
 function readMeta(params: unknown, notification: boolean): Fields | { problem: StatelessProblem } {
-  const invalid = (message: string, field?: string) => ({ problem: { status: 400, code: ErrorCode.InvalidParams, message: `Invalid params: ${message}`, ...(field ? { data: { field } } : {}) } });
   if (params !== undefined && !isObject(params)) return invalid('params must be an object');
   const meta = params?._meta;
   if (meta === undefined && notification) return { clientCapabilities: {} };
@@ -196,7 +200,7 @@ const NOT_FIELD_CONTENT = /[^\t\x20-\x7e]/;
  * joined as RFC 9110 §5.3 combines fields, for the backend to judge.
  */
 function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
-  const standard = new Map<string, string[]>();
+  const standard: Partial<Record<keyof typeof STANDARD, string[]>> = {};
   const params: Record<string, string> = {};
   for (const key of Object.keys(headers)) {
     // Every header read here starts with `mcp`: the others (most of them) are passed over on their first letter.
@@ -205,20 +209,29 @@ function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
     if (raw === undefined) continue;
     const lower = key.toLowerCase();
     if (!lower.startsWith('mcp')) continue;
-    const values = typeof raw === 'string' ? [raw] : [...raw];
-    if (Object.hasOwn(STANDARD, lower)) standard.set(lower, [...(standard.get(lower) ?? []), ...values]);
-    else if (lower.startsWith(HEADER.paramPrefix)) params[lower] = params[lower] === undefined ? values.join(', ') : `${params[lower]}, ${values.join(', ')}`;
+    if (Object.hasOwn(STANDARD, lower)) {
+      const seen = (standard[lower as keyof typeof STANDARD] ??= []);
+      if (typeof raw === 'string') seen.push(raw);
+      else seen.push(...raw);
+    } else if (lower.startsWith(HEADER.paramPrefix)) {
+      const joined = typeof raw === 'string' ? raw : raw.join(', ');
+      params[lower] = params[lower] === undefined ? joined : `${params[lower]}, ${joined}`;
+    }
   }
-  const read = (name: keyof typeof STANDARD): HeaderRead => {
-    const values = standard.get(name);
-    if (!values?.length) return {};
-    if (values.length > 1) return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
-    const value = values[0]!.replace(/^[ \t]+|[ \t]+$/g, '');
-    if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${STANDARD[name]} header holds characters a header value may not carry (send them as =?base64?…?=)` };
-    return { value };
-  };
-  return { version: read(HEADER.protocolVersion), method: read(HEADER.method), name: read(HEADER.name), params };
+  return { version: readStandard(standard, HEADER.protocolVersion), method: readStandard(standard, HEADER.method), name: readStandard(standard, HEADER.name), params };
 }
+
+/** One standard header's value, trimmed of the white space around it (RFC 9110 §5.5), or what is wrong with it. */
+function readStandard(standard: Partial<Record<keyof typeof STANDARD, string[]>>, name: keyof typeof STANDARD): HeaderRead {
+  const values = standard[name];
+  if (!values?.length) return {};
+  if (values.length > 1) return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
+  const value = values[0]!.replace(EDGE_SPACE, '');
+  if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${STANDARD[name]} header holds characters a header value may not carry (send them as =?base64?…?=)` };
+  return { value };
+}
+
+const EDGE_SPACE = /^[ \t]+|[ \t]+$/g;
 
 function unsupported(requested: string, supported: readonly string[]): StatelessCheck {
   return fail(400, ErrorCode.UnsupportedProtocolVersion, `Unsupported protocol version: ${requested} (supported: ${supported.join(', ')})`, { supported: [...supported], requested });

@@ -29,11 +29,11 @@ describe('a call\'s place on a GET stream that cannot be read here', () => {
   it('a backend without a GET stream (405) is asked once; later calls get no place, without waiting', async () => {
     const streams = new LegacyStreams(coordinator);
     const session = sessionAnswering(405);
-    const first = streams.openCall(session);
+    const first = streams.openCall(session.key, () => session);
     assert.ok(first instanceof Promise, 'the first call waits for the stream to be tried');
     (await first).release();
     for (let n = 0; n < 3; n++) {
-      const later = streams.openCall(session);
+      const later = streams.openCall(session.key, () => session);
       assert.ok(!(later instanceof Promise), 'a later call is placed at once');
       later.release();
     }
@@ -44,8 +44,8 @@ describe('a call\'s place on a GET stream that cannot be read here', () => {
   it('a stream held elsewhere (409) keeps calls placed, each waiting as the first did', async () => {
     const streams = new LegacyStreams(coordinator);
     const session = sessionAnswering(409);
-    (await streams.openCall(session)).release();
-    const later = streams.openCall(session);
+    (await streams.openCall(session.key, () => session)).release();
+    const later = streams.openCall(session.key, () => session);
     assert.ok(later instanceof Promise);
     (await later).release();
     assert.equal(session.opens, 1, 'the refusal is remembered, not asked again per call');

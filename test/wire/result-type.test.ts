@@ -68,6 +68,8 @@ describe('withResultTypeText', () => {
     withResultTypeText('{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}');
     assert.equal(parse.mock.callCount(), 0);
     withResultTypeText('{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}');
+    assert.equal(parse.mock.callCount(), 0, 'a result typed by its first member passes without a parse');
+    withResultTypeText('{"jsonrpc":"2.0","id":1,"result":{"x":1,"resultType":"complete"}}');
     assert.equal(parse.mock.callCount(), 1);
   });
 
@@ -146,5 +148,27 @@ describe('withResultTypeBytes', () => {
     const filler = 'y'.repeat(512 - prefix.length - '","result":{'.length - 4);
     const emptyAcross = `${prefix}${filler}","result":{${' '.repeat(20)}}}`;
     assert.deepEqual(JSON.parse(shaped(emptyAcross)), parsed(emptyAcross));
+  });
+});
+
+describe('a result whose first member is resultType (as a 2026 backend writes it)', () => {
+  test('passes untouched, without a parse, as text and as bytes', (t) => {
+    const parse = t.mock.method(JSON, 'parse');
+    const text = '{"jsonrpc":"2.0","id":7,"result":{ "resultType" : "complete","content":[{"type":"text","text":"resultType"}]}}';
+    assert.equal(withResultTypeText(text), text);
+    const bytes = Buffer.from(text);
+    assert.equal(withResultTypeBytes(bytes), bytes);
+    assert.equal(parse.mock.callCount(), 0);
+  });
+
+  test('a key named resultType further in, or only nested, still takes the parse path and gets the member', () => {
+    for (const text of [
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}],"resultType":"complete"}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"content":[{"resultType":"input_required"}]}}',
+      '{"jsonrpc":"2.0","id":7,"result":{"_meta":{"resultType":"x"}}}',
+    ]) {
+      assert.deepEqual(JSON.parse(withResultTypeText(text)), parsed(text), text);
+      assert.deepEqual(JSON.parse(withResultTypeBytes(Buffer.from(text)).toString('utf8')), parsed(text), text);
+    }
   });
 });
