@@ -34,8 +34,12 @@ export type BridgeMessage =
    * (stateless/bridge-replicas.ts); `continuation` is that layer's JSON.
    */
   | { type: 'bridge-resume'; ticket: string; replyTo: string; continuation: string }
-  /** The holder's answer to a handed-over retry: `taken` first, then the attempt's messages (none: the call is gone) and, for one message, its HTTP status. */
-  | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number }
+  /**
+   * The holder's answer to a handed-over retry: `taken` first, then the attempt's messages as
+   * they come, numbered by `seq`, `more` on all but the last (none at all: the call is gone);
+   * the HTTP status with an attempt's final message.
+   */
+  | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number; seq?: number; more?: boolean }
   /** A 2025 client's answer to a request the gateway sent for a 2026 backend, to the replica waiting for it (backends/modern/input-answers.ts). */
   | { type: 'input-answer'; message: string }
   /** A request a 2025 backend sent on the session GET stream this replica reads, for a call running on another replica (stateless/legacy-streams.ts). */

@@ -8,59 +8,72 @@
  *
  * The holder acknowledges at once (`taken`), so a retry naming a replica that is gone fails
  * within {@link ACK_TIMEOUT_MS} rather than waiting out the call. The attempt's messages come
- * back together when it ends: progress notifications of a handed-over attempt arrive late, all
- * at once — the price of not routing the client's connection itself.
+ * back one coordinator message each as the backend sends them, numbered (outcome-queue.ts), and
+ * are written to the client's SSE stream as they arrive: progress notifications of a
+ * handed-over attempt reach the client while the call runs. The client leaving does not stop
+ * the call on the holder; the backend's answer is read to its end there.
  */
-import { isShareMessage } from './legacy-stream-shares.js';
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { BridgeMessage } from '../state/coordinator.js';
 import { formatSseEvent, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { gone, resumeForOtherReplica, type Continuation } from './bridge-resume.js';
 import type { StatelessContext } from './context.js';
+import { isShareMessage } from './legacy-stream-shares.js';
 import { PARK_TTL_MS } from './parked-calls.js';
+import { OutcomeQueue, type OutcomePiece } from './outcome-queue.js';
 
 /** How long a handed-over retry waits for the holder to say it has the call. */
 export const ACK_TIMEOUT_MS = 5_000;
 
-interface Outcome {
-  messages?: string[];
-  status?: number;
-}
-
 interface Waiter {
   taken(): void;
-  done(outcome: Outcome): void;
+  piece(piece: OutcomePiece): void;
 }
 
 export class BridgeReplicas {
   readonly #waiting = new Map<string, Waiter>();
 
-  /** Hands the retry to `replicaId` and answers the client with what comes back. */
+  /**
+   * Hands the retry to `replicaId` and answers the client with what comes back: one message as
+   * JSON (with its status), more as an SSE stream written as the pieces arrive, so progress
+   * notifications reach the client while the call runs on the other replica.
+   */
   async resumeElsewhere(ctx: StatelessContext, reply: FastifyReply, replicaId: string, continuation: Continuation): Promise<FastifyReply> {
     const ticket = randomUUID();
+    const queue = new OutcomeQueue();
     let onTaken!: () => void;
-    let onDone!: (outcome: Outcome) => void;
-    const taken = new Promise<'taken'>((resolve) => (onTaken = () => resolve('taken')));
-    const done = new Promise<Outcome>((resolve) => (onDone = resolve));
-    this.#waiting.set(ticket, { taken: onTaken, done: onDone });
-    const timers: NodeJS.Timeout[] = [];
-    const after = <T>(ms: number, value: T) => new Promise<T>((resolve) => timers.push(setTimeout(resolve, ms, value)));
+    const taken = new Promise<void>((resolve) => (onTaken = resolve));
+    this.#waiting.set(ticket, { taken: onTaken, piece: (piece) => (onTaken(), queue.put(piece)) });
+    let streaming = false;
     try {
       await ctx.coordinator.send(replicaId, { type: 'bridge-resume', ticket, replyTo: ctx.coordinator.replicaId, continuation: JSON.stringify(continuation) });
-      const first = await Promise.race([taken, done, after(ACK_TIMEOUT_MS, {} as Outcome)]);
-      const outcome = first === 'taken' ? await Promise.race([done, after(PARK_TTL_MS, {} as Outcome)]) : first;
-      const messages = outcome.messages;
-      if (!messages?.length) return gone(reply, continuation.attempt.id);
+      let timer: NodeJS.Timeout | undefined;
+      const acknowledged = await Promise.race([taken.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ACK_TIMEOUT_MS, false)))]);
+      clearTimeout(timer);
+      const first = acknowledged ? await queue.next(PARK_TTL_MS) : undefined;
+      if (!first?.messages?.length) return gone(reply, continuation.attempt.id);
       reply.request.mcpOutcome = 'answered_by_gateway';
-      if (messages.length === 1) return reply.code(outcome.status ?? 200).type('application/json').send(messages[0]);
-      return reply
-        .code(200)
-        .headers(SSE_RESPONSE_HEADERS)
-        .send(messages.map((data) => formatSseEvent(data)).join(''));
+      if (!first.more && first.messages.length === 1) return reply.code(first.status ?? 200).type('application/json').send(first.messages[0]);
+      streaming = true;
+      const events = this.#events(ticket, queue, first);
+      return reply.code(200).headers(SSE_RESPONSE_HEADERS).send(Readable.from(events, { objectMode: false }));
+    } finally {
+      if (!streaming) this.#waiting.delete(ticket);
+    }
+  }
+
+  /** The SSE events of a handed-over attempt, from its first piece to its last (or until the holder falls silent for the parking time). */
+  async *#events(ticket: string, queue: OutcomeQueue, first: OutcomePiece): AsyncGenerator<string> {
+    try {
+      let piece: OutcomePiece | undefined = first;
+      while (piece) {
+        for (const data of piece.messages ?? []) yield formatSseEvent(data);
+        piece = piece.more ? await queue.next(PARK_TTL_MS) : undefined;
+      }
     } finally {
       this.#waiting.delete(ticket);
-      timers.forEach(clearTimeout);
     }
   }
 
@@ -69,7 +82,7 @@ export class BridgeReplicas {
     if (message.type === 'bridge-outcome') {
       const waiter = this.#waiting.get(message.ticket);
       if (message.taken) waiter?.taken();
-      else waiter?.done({ messages: message.messages, status: message.status });
+      else waiter?.piece({ messages: message.messages, status: message.status, seq: message.seq, more: message.more });
       return;
     }
     if (message.type === 'bridge-resume') void this.#serve(ctx, message).catch(() => {});
@@ -83,11 +96,16 @@ export class BridgeReplicas {
       ctx.coordinator.send(replyTo, { type: 'bridge-outcome', ticket, ...outcome });
     if (!ctx.parkedCalls.has(continuation.parkId)) return reply({});
     await reply({ taken: true });
-    let outcome: { messages: string[]; status: number } | undefined;
+    // Each message goes back as it comes, numbered (the other replica writes them in order).
+    let seq = 0;
+    let ended = false;
     try {
-      outcome = await resumeForOtherReplica(ctx, continuation);
+      for await (const sent of resumeForOtherReplica(ctx, continuation)) {
+        ended = sent.final !== undefined;
+        await reply({ seq: seq++, messages: [sent.data], status: sent.final?.status, more: !ended });
+      }
     } finally {
-      await reply({ ...outcome });
+      if (!ended) await reply({ seq: seq++, more: false });
     }
   }
 }

@@ -17,7 +17,7 @@ import type { FastifyReply } from 'fastify';
 import { principalOf } from '../auth/authenticate.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
-import { attemptMessages, sendAttempt, type Attempt, type BridgedCall, type Park } from './bridged-call.js';
+import { attemptMessages, sendAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
 import type { StatelessContext } from './context.js';
 import { answersFrom, inputRequestsOf } from './input-requests.js';
 import { abandon } from './parked-calls.js';
@@ -68,20 +68,17 @@ export async function resumeHere(ctx: StatelessContext, reply: FastifyReply, con
 }
 
 /**
- * The same, for a retry handed over by another replica: the attempt's messages collected
- * (the client waits on the other replica), or undefined when the call is not held here.
+ * The same, for a retry handed over by another replica: the attempt's messages as they come
+ * (the client waits on the other replica), none when the call is not held here.
  */
-export async function resumeForOtherReplica(ctx: StatelessContext, continuation: Continuation): Promise<{ messages: string[]; status: number } | undefined> {
+export async function* resumeForOtherReplica(ctx: StatelessContext, continuation: Continuation): AsyncGenerator<AttemptMessage> {
   const resumed = await answerParkedCall(ctx, continuation);
-  if (resumed === undefined) return undefined;
-  if ('answer' in resumed) return { messages: [resumed.answer], status: resumed.status };
-  const messages: string[] = [];
-  let status = 200;
-  for await (const message of attemptMessages(resumed.call, continuation.attempt, resumed.park)) {
-    messages.push(message.data);
-    if (message.final) status = message.final.status;
+  if (resumed === undefined) return;
+  if ('answer' in resumed) {
+    yield { data: resumed.answer, final: { status: resumed.status } };
+    return;
   }
-  return { messages, status: messages.length === 1 ? status : 200 };
+  yield* attemptMessages(resumed.call, continuation.attempt, resumed.park);
 }
 
 type Resumed = { answer: string; status: number } | { call: BridgedCall; park: Park };

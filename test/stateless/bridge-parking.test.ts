@@ -13,6 +13,7 @@ import { startConformanceServer, type ConformanceServer } from '../helpers/confo
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { messageOf, SseReader } from '../helpers/sse-client.js';
 
 const CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 const meta = (capabilities: Record<string, unknown> = CAPABILITIES) => ({
@@ -131,6 +132,36 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
     assert.deepEqual([stolen.status, stolen.error?.code], [200, -32602]);
     const owner = await call(1, 32, 'test_input_required_result_list_roots', retry);
     assert.equal(owner.result?.content?.[0]?.text, 'Found 0 root(s)');
+  });
+
+  test('a handed-over attempt streams: progress reaches the client while the call still runs on the other replica', async () => {
+    const first = await call(0, 50, 'switchboard_progress_after_input', { _meta: { ...meta(), progressToken: 'p-50' } });
+    const [key] = Object.keys(first.result!.inputRequests!);
+    const res = await fetch(set.endpoint(1, 'asks'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 51,
+        method: 'tools/call',
+        params: { name: 'switchboard_progress_after_input', arguments: {}, _meta: meta(), inputResponses: { [key!]: accept({ name: 'Ida' }) }, requestState: first.result!.requestState },
+      }),
+    });
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    const events = new SseReader(res);
+    const heard: Array<{ at: number; message: Record<string, unknown> }> = [];
+    for (let n = 0; n < 10; n++) {
+      const event = await events.next();
+      if (!event) break;
+      const message = messageOf(event);
+      if (!message) continue;
+      heard.push({ at: Date.now(), message });
+      if ('result' in message || 'error' in message) break;
+    }
+    assert.deepEqual(heard.map((h) => h.message.method ?? 'answer'), ['notifications/progress', 'notifications/progress', 'answer']);
+    assert.equal((heard.at(-1)!.message.result as { content: Array<{ text: string }> }).content[0]!.text, 'Done for Ida');
+    // The backend waits 300 ms after each notification: the first came well before the answer, not with it.
+    assert.ok(heard.at(-1)!.at - heard[0]!.at >= 400, `progress ${heard.at(-1)!.at - heard[0]!.at} ms before the answer`);
   });
 
   test('a question for a capability the client did not declare: HTTP 400 -32021 with requiredCapabilities', async () => {
