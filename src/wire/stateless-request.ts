@@ -126,12 +126,12 @@ function methodProblem(method: string): StatelessProblem | undefined {
   return { status: 404, code: ErrorCode.MethodNotFound, message: `Method not found: ${method} was removed in MCP 2026-07-28${hint}` };
 }
 
-/** The per-request `_meta` fields (basic/index §`_meta`): required on requests, typed wherever present. */
 /** A -32602 naming the `_meta` field at fault. */
 function invalid(message: string, field?: string): { problem: StatelessProblem } {
   return { problem: { status: 400, code: ErrorCode.InvalidParams, message: `Invalid params: ${message}`, ...(field ? { data: { field } } : {}) } };
 }
 
+/** The per-request `_meta` fields (basic/index §`_meta`): required on requests, typed wherever present. */
 function readMeta(params: unknown, notification: boolean): Fields | { problem: StatelessProblem } {
   if (params !== undefined && !isObject(params)) return invalid('params must be an object');
   const meta = params?._meta;
@@ -208,7 +208,6 @@ function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
     const raw = headers[key];
     if (raw === undefined) continue;
     const lower = key.toLowerCase();
-    if (!lower.startsWith('mcp')) continue;
     if (Object.hasOwn(STANDARD, lower)) {
       const seen = (standard[lower as keyof typeof STANDARD] ??= []);
       if (typeof raw === 'string') seen.push(raw);

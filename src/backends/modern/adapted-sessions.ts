@@ -12,8 +12,8 @@
  * per-user state does (src/state/README.md) although some paths reach the backend without a
  * caller (a GET stream joined on another replica, the aggregate's member streams). The id
  * never reaches a client (the gateway session that holds it is bound to the user); the record
- * still names its user, and a call made for another user does not find it. It lives in the shared store (a call
- * reaches any replica) and is held in memory for a minute, so a call
+ * still names its user, and a call made for another user does not find it. It lives in the
+ * shared store (a call reaches any replica) and is held in memory for a minute, so a call
  * costs no store round trip; a change (the log level) is announced to every replica, which
  * drops its copy (as gateway sessions are, SPEC §5) before the client can send its next request
  * in all but a pathological race.
