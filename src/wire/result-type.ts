@@ -57,10 +57,15 @@ export function withResultTypeText(text: string): string {
  * parse path are decoded and shaped as text.
  */
 export function withResultTypeBytes(bytes: Buffer): Buffer {
-  const head = bytes.toString('latin1', 0, Math.min(bytes.length, HEAD_BYTES));
-  const verdict = fastVerdict(head, bytes.length, (needle) => bytes.includes(NEEDLES[needle]));
+  const whole = bytes.length <= HEAD_BYTES;
+  const head = bytes.toString('latin1', 0, whole ? bytes.length : HEAD_BYTES);
+  // A body read whole as its head is searched there: a string search costs a third of a Buffer's.
+  const verdict = fastVerdict(head, bytes.length, whole ? (needle) => head.includes(needle) : (needle) => bytes.includes(NEEDLES[needle]));
   if (verdict === 'as-is') return bytes;
-  if (verdict) return Buffer.concat([bytes.subarray(0, verdict.at), Buffer.from(verdict.member), bytes.subarray(verdict.at)]);
+  if (verdict) {
+    const member = MEMBER_BYTES[verdict.member];
+    return Buffer.concat([bytes.subarray(0, verdict.at), member, bytes.subarray(verdict.at)], bytes.length + member.length);
+  }
   const text = bytes.toString('utf8');
   const shaped = parsedWithResultType(text);
   return shaped === text ? bytes : Buffer.from(shaped);
@@ -70,6 +75,11 @@ type Needle = '\\u' | '"result"' | 'resultType';
 
 /** The strings looked for, as bytes once (a string needle is encoded again on every search). */
 const NEEDLES: Readonly<Record<Needle, Buffer>> = { '\\u': Buffer.from('\\u'), '"result"': Buffer.from('"result"'), resultType: Buffer.from('resultType') };
+
+/** The members {@link fastVerdict} writes in, as bytes once. */
+const MEMBER_BYTES: Readonly<Record<Member, Buffer>> = { '"resultType":"complete"': Buffer.from('"resultType":"complete"'), '"resultType":"complete",': Buffer.from('"resultType":"complete",') };
+
+type Member = '"resultType":"complete"' | '"resultType":"complete",';
 
 /** How much of a body's head is read for the opening of its result: ids past this take the parse path. */
 const HEAD_BYTES = 512;
@@ -85,7 +95,7 @@ const HEAD_BYTES = 512;
  *   white space follows the brace in a head cut short: the closing brace may lie beyond);
  * - undefined: the parse path decides.
  */
-function fastVerdict(head: string, total: number, contains: (needle: Needle) => boolean): { at: number; member: string } | 'as-is' | undefined {
+function fastVerdict(head: string, total: number, contains: (needle: Needle) => boolean): { at: number; member: Member } | 'as-is' | undefined {
   const opening = RESULT_OPENING.exec(head);
   if (!opening) return contains('\\u') || contains('"result"') ? undefined : 'as-is';
   const empty = opening[1] !== undefined;

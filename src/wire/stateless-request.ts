@@ -200,8 +200,10 @@ const NOT_FIELD_CONTENT = /[^\t\x20-\x7e]/;
  * joined as RFC 9110 §5.3 combines fields, for the backend to judge.
  */
 function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
-  const standard: Partial<Record<keyof typeof STANDARD, string[]>> = {};
-  const params: Record<string, string> = {};
+  // A value per standard header as sent: a string once, an array once repeated (rare, so
+  // the usual request allocates no array — npm run bench, issue 15).
+  const standard: Partial<Record<keyof typeof STANDARD, string | string[]>> = {};
+  let params: Record<string, string> | undefined;
   for (const key of Object.keys(headers)) {
     // Every header read here starts with `mcp`: the others (most of them) are passed over on their first letter.
     if ((key.charCodeAt(0) | 0x20) !== 0x6d) continue;
@@ -209,25 +211,42 @@ function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
     if (raw === undefined) continue;
     const lower = key.toLowerCase();
     if (Object.hasOwn(STANDARD, lower)) {
-      const seen = (standard[lower as keyof typeof STANDARD] ??= []);
-      if (typeof raw === 'string') seen.push(raw);
-      else seen.push(...raw);
+      const name = lower as keyof typeof STANDARD;
+      const seen = standard[name];
+      standard[name] = seen === undefined && typeof raw === 'string' ? raw : [...listOf(seen), ...listOf(raw)];
     } else if (lower.startsWith(HEADER.paramPrefix)) {
       const joined = typeof raw === 'string' ? raw : raw.join(', ');
+      params ??= {};
       params[lower] = params[lower] === undefined ? joined : `${params[lower]}, ${joined}`;
     }
   }
-  return { version: readStandard(standard, HEADER.protocolVersion), method: readStandard(standard, HEADER.method), name: readStandard(standard, HEADER.name), params };
+  return { version: readStandard(standard, HEADER.protocolVersion), method: readStandard(standard, HEADER.method), name: readStandard(standard, HEADER.name), params: params ?? NO_PARAMS };
 }
 
+/** What a request without `Mcp-Param-*` headers carries: shared, so frozen. */
+const NO_PARAMS: Record<string, string> = Object.freeze({});
+const NOTHING_READ: HeaderRead = Object.freeze({});
+
 /** One standard header's value, trimmed of the white space around it (RFC 9110 §5.5), or what is wrong with it. */
-function readStandard(standard: Partial<Record<keyof typeof STANDARD, string[]>>, name: keyof typeof STANDARD): HeaderRead {
-  const values = standard[name];
-  if (!values?.length) return {};
-  if (values.length > 1) return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
-  const value = values[0]!.replace(EDGE_SPACE, '');
+function readStandard(standard: Partial<Record<keyof typeof STANDARD, string | string[]>>, name: keyof typeof STANDARD): HeaderRead {
+  const given = standard[name];
+  if (typeof given !== 'string' && given !== undefined && given.length > 1) return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
+  const sent = typeof given === 'string' ? given : given?.[0];
+  if (sent === undefined) return NOTHING_READ;
+  const value = hasEdgeSpace(sent) ? sent.replace(EDGE_SPACE, '') : sent;
   if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${STANDARD[name]} header holds characters a header value may not carry (send them as =?base64?…?=)` };
   return { value };
+}
+
+function listOf(value: string | readonly string[] | undefined): readonly string[] {
+  return value === undefined ? [] : typeof value === 'string' ? [value] : value;
+}
+
+function hasEdgeSpace(value: string): boolean {
+  if (value.length === 0) return false;
+  const first = value.charCodeAt(0);
+  const last = value.charCodeAt(value.length - 1);
+  return first === 0x20 || first === 0x09 || last === 0x20 || last === 0x09;
 }
 
 const EDGE_SPACE = /^[ \t]+|[ \t]+$/g;

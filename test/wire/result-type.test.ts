@@ -149,6 +149,19 @@ describe('withResultTypeBytes', () => {
     const emptyAcross = `${prefix}${filler}","result":{${' '.repeat(20)}}}`;
     assert.deepEqual(JSON.parse(shaped(emptyAcross)), parsed(emptyAcross));
   });
+
+  test('a body longer than the head it reads is searched whole for resultType and \\u escapes', () => {
+    const long = 'z'.repeat(600);
+    for (const text of [
+      `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"${long}"}],"resultType":"complete"}}`,
+      `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"${long}\\u00e9"}]}}`,
+      `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"${long}"}]}}`,
+    ]) {
+      const out = withResultTypeBytes(Buffer.from(text)).toString('utf8');
+      assert.deepEqual(JSON.parse(out), parsed(text));
+      assert.equal(out.split('"resultType"').length, 2, 'exactly one resultType member');
+    }
+  });
 });
 
 describe('a result whose first member is resultType (as a 2026 backend writes it)', () => {
