@@ -87,7 +87,9 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
       const park = parkHere(ctx, principalOf(request).userKey, stateless.method, f.message.params as Record<string, unknown> | undefined);
       return sendAttempt(reply, bridgedCall(f, input, session, messages), { id, logLevel: stateless.logLevel }, park);
     }
-    return relayStatelessAnswer(reply, res, { backend: backend.name, method: stateless.method, id, shared: sharesAnswersAcrossUsers(backend.config) });
+    // Awaited, not returned: an async function returning a promise adopts it in two more turns
+    // (npm run bench, issue 15), and the call keeps its place until its answer is read.
+    return await relayStatelessAnswer(reply, res, { backend: backend.name, method: stateless.method, id, shared: sharesAnswersAcrossUsers(backend.config) });
   } finally {
     inbox?.release();
   }

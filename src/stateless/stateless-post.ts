@@ -40,64 +40,65 @@ export interface StatelessPost {
   message: JsonRpcMessage;
 }
 
-export async function handleStatelessPost(post: StatelessPost): Promise<FastifyReply | void> {
+/**
+ * Serves the POST; a backend failing is answered as a JSON-RPC error. One async function, its
+ * own catch: each layer of them costs the call a promise and a turn (npm run bench, issue 15).
+ */
+export async function handleStatelessPost(post: StatelessPost, afterDowngrade = false): Promise<FastifyReply | void> {
   try {
-    return await servePost(post);
+    const { ctx, request, reply, backend, message } = post;
+    const id = isRequest(message) ? message.id : undefined;
+    const check = checkStatelessRequest(request.headers, message, STATELESS_REVISIONS);
+    if (!check.ok) return sendJsonRpcError(reply, check.problem.status, check.problem.code, check.problem.message, id ?? null, check.problem.data);
+    const forward = retryToForward(post, check.request, id);
+    if (forward === 'answered') return reply;
+    // Awaited inside the try, like every promise returned below: its BackendError is answered here.
+    if ('resume' in forward) return await resume(post, check.request, forward.resume);
+    let authorization: string | undefined;
+    if (backend.config.upstreamAuth) {
+      const auth = await linkedAuthorization(ctx, request, reply, backend.config, id === undefined ? [] : [id], false);
+      if (!auth) return reply;
+      if (!auth.authorization) return await unlinked(post, check.request, id);
+      authorization = auth.authorization;
+    }
+    const caller = callerOf(request, undefined, check.request.clientCapabilities);
+    // Known (pinned or cached) in the common case: no await, one turn fewer per call (npm run bench).
+    const era = ctx.eras.knownEra(backend) ?? (await ctx.eras.eraOf(backend, authorization, caller));
+    if (!era) {
+      return sendBackendError(reply, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be reached to learn its protocol revision`), id === undefined ? [] : [id], false);
+    }
+    if (era.era !== '2026-07-28') {
+      // Every field named, no `...post`: a spread of the request's objects cost a V8 inline-cache miss per call (npm run bench, issue 15).
+      const bridged = await forwardToLegacyBackend({ ctx, request, reply, backend, message, stateless: check.request, id, body: forward.body, authorization, caller });
+      return bridged === 'refused' ? await tokenRefused(post, check.request, id) : bridged;
+    }
+    let res = await backend.post(forward.body, {
+      protocolVersion: check.request.protocolVersion,
+      protocolHeaders: protocolHeadersOf(check.request),
+      authorization,
+      ...traceHeaders(request),
+      caller,
+    });
+    if (res.status === 400 && res.contentType === 'application/json') {
+      const text = await res.body.text();
+      if (!afterDowngrade && refusedAsLegacy(text)) {
+        // The era known for it is wrong: the backend was downgraded (basic/versioning: re-probe when the cached assumption fails).
+        request.log.info({ backend: backend.name }, 'backend refused a 2026-07-28 request as an older server does; probing its era again');
+        ctx.eras.forget(backend.name);
+        return await handleStatelessPost(post, true);
+      }
+      res = { ...res, body: syntheticBody(text) };
+    }
+    if (res.status === 401 && authorization !== undefined) {
+      await res.body.dump();
+      return await tokenRefused(post, check.request, id);
+    }
+    // Awaited, not returned: an async function returning a promise adopts it in two more turns (npm run bench, issue 15).
+    return await relayStatelessAnswer(reply, res, { backend: backend.name, method: message.method!, id, shared: sharesAnswersAcrossUsers(backend.config) });
   } catch (err) {
     if (!(err instanceof BackendError)) throw err;
-    const { message } = post;
-    return sendBackendError(post.reply, err, isRequest(message) ? [message.id] : [], false);
+    return sendBackendError(post.reply, err, isRequest(post.message) ? [post.message.id] : [], false);
   }
-}
-
-async function servePost(post: StatelessPost, afterDowngrade = false): Promise<FastifyReply | void> {
-  const { ctx, request, reply, backend, message } = post;
-  const id = isRequest(message) ? message.id : undefined;
-  const check = checkStatelessRequest(request.headers, message, STATELESS_REVISIONS);
-  if (!check.ok) return sendJsonRpcError(reply, check.problem.status, check.problem.code, check.problem.message, id ?? null, check.problem.data);
-  const forward = retryToForward(post, check.request, id);
-  if (forward === 'answered') return reply;
-  if ('resume' in forward) return resume(post, check.request, forward.resume);
-  let authorization: string | undefined;
-  if (backend.config.upstreamAuth) {
-    const auth = await linkedAuthorization(ctx, request, reply, backend.config, id === undefined ? [] : [id], false);
-    if (!auth) return reply;
-    if (!auth.authorization) return unlinked(post, check.request, id);
-    authorization = auth.authorization;
-  }
-  const caller = callerOf(request, undefined, check.request.clientCapabilities);
-  // Known (pinned or cached) in the common case: no await, one turn fewer per call (npm run bench).
-  const era = ctx.eras.knownEra(backend) ?? (await ctx.eras.eraOf(backend, authorization, caller));
-  if (!era) {
-    return sendBackendError(reply, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be reached to learn its protocol revision`), id === undefined ? [] : [id], false);
-  }
-  if (era.era !== '2026-07-28') {
-    // Every field named, no `...post`: a spread of the request's objects cost a V8 inline-cache miss per call (npm run bench, issue 15).
-    const bridged = await forwardToLegacyBackend({ ctx, request, reply, backend, message, stateless: check.request, id, body: forward.body, authorization, caller });
-    return bridged === 'refused' ? tokenRefused(post, check.request, id) : bridged;
-  }
-  let res = await backend.post(forward.body, {
-    protocolVersion: check.request.protocolVersion,
-    protocolHeaders: protocolHeadersOf(check.request),
-    authorization,
-    ...traceHeaders(request),
-    caller,
-  });
-  if (res.status === 400 && res.contentType === 'application/json') {
-    const text = await res.body.text();
-    if (!afterDowngrade && refusedAsLegacy(text)) {
-      // The era known for it is wrong: the backend was downgraded (basic/versioning: re-probe when the cached assumption fails).
-      request.log.info({ backend: backend.name }, 'backend refused a 2026-07-28 request as an older server does; probing its era again');
-      ctx.eras.forget(backend.name);
-      return servePost(post, true);
-    }
-    res = { ...res, body: syntheticBody(text) };
-  }
-  if (res.status === 401 && authorization !== undefined) {
-    await res.body.dump();
-    return tokenRefused(post, check.request, id);
-  }
-  return relayStatelessAnswer(reply, res, { backend: backend.name, method: message.method!, id, shared: sharesAnswersAcrossUsers(backend.config) });
 }
 
 /** The standard request headers toward the backend (Transports §Standard Request Headers): the name re-encoded, custom `Mcp-Param-*` as the client sent them. */
