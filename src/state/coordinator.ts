@@ -40,6 +40,8 @@ export type BridgeMessage =
    * the HTTP status with an attempt's final message.
    */
   | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number; seq?: number; more?: boolean }
+  /** The client of a handed-over retry left: the holder stops the attempt, as it would for a client of its own. */
+  | { type: 'bridge-cancel'; ticket: string }
   /** A 2025 client's answer to a request the gateway sent for a 2026 backend, to the replica waiting for it (backends/modern/input-answers.ts). */
   | { type: 'input-answer'; message: string }
   /** A request a 2025 backend sent on the session GET stream this replica reads, for a call running on another replica (stateless/legacy-streams.ts). */

@@ -10,8 +10,9 @@
  * within {@link ACK_TIMEOUT_MS} rather than waiting out the call. The attempt's messages come
  * back one coordinator message each as the backend sends them, numbered (outcome-queue.ts), and
  * are written to the client's SSE stream as they arrive: progress notifications of a
- * handed-over attempt reach the client while the call runs. The client leaving does not stop
- * the call on the holder; the backend's answer is read to its end there.
+ * handed-over attempt reach the client while the call runs. The client leaving is sent on
+ * (`bridge-cancel`): the holder stops the attempt as it would for a client of its own — the
+ * backend's stream closed, unless the call parked again.
  */
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -34,6 +35,8 @@ interface Waiter {
 
 export class BridgeReplicas {
   readonly #waiting = new Map<string, Waiter>();
+  /** The handed-over attempts this replica serves, by ticket: aborted when their client leaves. */
+  readonly #serving = new Map<string, AbortController>();
 
   /**
    * Hands the retry to `replicaId` and answers the client with what comes back: one message as
@@ -46,6 +49,11 @@ export class BridgeReplicas {
     let onTaken!: () => void;
     const taken = new Promise<void>((resolve) => (onTaken = resolve));
     this.#waiting.set(ticket, { taken: onTaken, piece: (piece) => (onTaken(), queue.put(piece)) });
+    // The response's `close` before its end: the client left, while waiting or while streaming.
+    const left = () => {
+      if (!reply.raw.writableFinished) ctx.coordinator.send(replicaId, { type: 'bridge-cancel', ticket }).catch(() => {});
+    };
+    reply.raw.once('close', left);
     let streaming = false;
     try {
       await ctx.coordinator.send(replicaId, { type: 'bridge-resume', ticket, replyTo: ctx.coordinator.replicaId, continuation: JSON.stringify(continuation) });
@@ -85,7 +93,8 @@ export class BridgeReplicas {
       else waiter?.piece({ messages: message.messages, status: message.status, seq: message.seq, more: message.more });
       return;
     }
-    if (message.type === 'bridge-resume') void this.#serve(ctx, message).catch(() => {});
+    if (message.type === 'bridge-cancel') this.#serving.get(message.ticket)?.abort();
+    else if (message.type === 'bridge-resume') void this.#serve(ctx, message).catch(() => {});
     else if (message.type === 'stream-request' || message.type === 'stream-claimed' || isShareMessage(message)) ctx.legacyStreams.handle(message);
   }
 
@@ -95,16 +104,19 @@ export class BridgeReplicas {
     const reply = (outcome: Omit<Extract<BridgeMessage, { type: 'bridge-outcome' }>, 'type' | 'ticket'>) =>
       ctx.coordinator.send(replyTo, { type: 'bridge-outcome', ticket, ...outcome });
     if (!ctx.parkedCalls.has(continuation.parkId)) return reply({});
+    const left = new AbortController();
+    this.#serving.set(ticket, left);
     await reply({ taken: true });
     // Each message goes back as it comes, numbered (the other replica writes them in order).
     let seq = 0;
     let ended = false;
     try {
-      for await (const sent of resumeForOtherReplica(ctx, continuation)) {
+      for await (const sent of resumeForOtherReplica(ctx, continuation, left.signal)) {
         ended = sent.final !== undefined;
         await reply({ seq: seq++, messages: [sent.data], status: sent.final?.status, more: !ended });
       }
     } finally {
+      this.#serving.delete(ticket);
       if (!ended) await reply({ seq: seq++, more: false });
     }
   }

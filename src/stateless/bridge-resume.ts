@@ -69,16 +69,31 @@ export async function resumeHere(ctx: StatelessContext, reply: FastifyReply, con
 
 /**
  * The same, for a retry handed over by another replica: the attempt's messages as they come
- * (the client waits on the other replica), none when the call is not held here.
+ * (the client waits on the other replica), none when the call is not held here. `left` aborts
+ * when that client leaves: the call is stopped (its backend stream closed) unless it parked
+ * again, as sendAttempt does for a client of this replica.
  */
-export async function* resumeForOtherReplica(ctx: StatelessContext, continuation: Continuation): AsyncGenerator<AttemptMessage> {
+export async function* resumeForOtherReplica(ctx: StatelessContext, continuation: Continuation, left: AbortSignal): AsyncGenerator<AttemptMessage> {
   const resumed = await answerParkedCall(ctx, continuation);
   if (resumed === undefined) return;
   if ('answer' in resumed) {
     yield { data: resumed.answer, final: { status: resumed.status } };
     return;
   }
-  yield* attemptMessages(resumed.call, continuation.attempt, resumed.park);
+  let parked = false;
+  const stop = () => {
+    if (!parked) resumed.call.messages.close();
+  };
+  if (left.aborted) stop();
+  else left.addEventListener('abort', stop, { once: true });
+  try {
+    yield* attemptMessages(resumed.call, continuation.attempt, (call, asks) => {
+      parked = true;
+      return resumed.park(call, asks);
+    });
+  } finally {
+    left.removeEventListener('abort', stop);
+  }
 }
 
 type Resumed = { answer: string; status: number } | { call: BridgedCall; park: Park };

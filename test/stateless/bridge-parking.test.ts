@@ -14,6 +14,7 @@ import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { messageOf, SseReader } from '../helpers/sse-client.js';
+import { earlyClosesAt } from '../fixtures/stream-closes.js';
 
 const CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 const meta = (capabilities: Record<string, unknown> = CAPABILITIES) => ({
@@ -162,6 +163,35 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
     assert.equal((heard.at(-1)!.message.result as { content: Array<{ text: string }> }).content[0]!.text, 'Done for Ida');
     // The backend waits 300 ms after each notification: the first came well before the answer, not with it.
     assert.ok(heard.at(-1)!.at - heard[0]!.at >= 400, `progress ${heard.at(-1)!.at - heard[0]!.at} ms before the answer`);
+  });
+
+  test('the client of a handed-over attempt leaving stops the call on the replica that holds it: the backend stream is closed', async () => {
+    const first = await call(0, 60, 'switchboard_progress_after_input', { _meta: { ...meta(), progressToken: 'p-60' } });
+    const [key] = Object.keys(first.result!.inputRequests!);
+    const before = await earlyClosesAt(backend.url);
+    const controller = new AbortController();
+    const res = await fetch(set.endpoint(1, 'asks'), {
+      method: 'POST',
+      signal: controller.signal,
+      headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 61,
+        method: 'tools/call',
+        params: { name: 'switchboard_progress_after_input', arguments: {}, _meta: meta(), inputResponses: { [key!]: accept({ name: 'Ida' }) }, requestState: first.result!.requestState },
+      }),
+    });
+    const events = new SseReader(res);
+    const heard = messageOf((await events.next())!);
+    assert.equal(heard?.method, 'notifications/progress', 'the attempt runs on the holder');
+    controller.abort();
+    // Read to its end (600 ms after the answer), the backend's stream would not count as closed early.
+    let after = before;
+    for (let n = 0; n < 40 && after === before; n++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = await earlyClosesAt(backend.url);
+    }
+    assert.ok(after > before, 'the holder closed the backend stream of the attempt its client left');
   });
 
   test('a question for a capability the client did not declare: HTTP 400 -32021 with requiredCapabilities', async () => {
