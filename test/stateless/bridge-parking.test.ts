@@ -77,6 +77,21 @@ async function call(replica: number, id: number, tool: string, extra: Record<str
 
 const accept = (content: Record<string, unknown>) => ({ action: 'accept', content });
 
+/** The retry of `switchboard_progress_after_input` on replica 1, answering its question (the call is held on replica 0). */
+function progressRetry(id: number, key: string, requestState: string, signal?: AbortSignal): Promise<Response> {
+  return fetch(set.endpoint(1, 'asks'), {
+    method: 'POST',
+    signal,
+    headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'switchboard_progress_after_input', arguments: {}, _meta: meta(), inputResponses: { [key]: accept({ name: 'Ida' }) }, requestState },
+    }),
+  });
+}
+
 describe('a 2025 backend asking during a call, through the bridge', () => {
   test('the question becomes input_required; the retry answers the waiting handler; the state serves once', async () => {
     const first = await call(0, 1, 'test_input_required_result_elicitation');
@@ -138,16 +153,7 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
   test('a handed-over attempt streams: progress reaches the client while the call still runs on the other replica', async () => {
     const first = await call(0, 50, 'switchboard_progress_after_input', { _meta: { ...meta(), progressToken: 'p-50' } });
     const [key] = Object.keys(first.result!.inputRequests!);
-    const res = await fetch(set.endpoint(1, 'asks'), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 51,
-        method: 'tools/call',
-        params: { name: 'switchboard_progress_after_input', arguments: {}, _meta: meta(), inputResponses: { [key!]: accept({ name: 'Ida' }) }, requestState: first.result!.requestState },
-      }),
-    });
+    const res = await progressRetry(51, key!, first.result!.requestState!);
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
     const events = new SseReader(res);
     const heard: Array<{ at: number; message: Record<string, unknown> }> = [];
@@ -170,17 +176,7 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
     const [key] = Object.keys(first.result!.inputRequests!);
     const before = await earlyClosesAt(backend.url);
     const controller = new AbortController();
-    const res = await fetch(set.endpoint(1, 'asks'), {
-      method: 'POST',
-      signal: controller.signal,
-      headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 61,
-        method: 'tools/call',
-        params: { name: 'switchboard_progress_after_input', arguments: {}, _meta: meta(), inputResponses: { [key!]: accept({ name: 'Ida' }) }, requestState: first.result!.requestState },
-      }),
-    });
+    const res = await progressRetry(61, key!, first.result!.requestState!, controller.signal);
     const events = new SseReader(res);
     const heard = messageOf((await events.next())!);
     assert.equal(heard?.method, 'notifications/progress', 'the attempt runs on the holder');
