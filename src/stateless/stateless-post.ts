@@ -48,7 +48,7 @@ export async function handleStatelessPost(post: StatelessPost, afterDowngrade = 
   try {
     const { ctx, request, reply, backend, message } = post;
     const id = isRequest(message) ? message.id : undefined;
-    const check = checkStatelessRequest(request.headers, message, STATELESS_REVISIONS);
+    const check = checkStatelessRequest(request.raw.rawHeaders, message, STATELESS_REVISIONS);
     if (!check.ok) return sendJsonRpcError(reply, check.problem.status, check.problem.code, check.problem.message, id ?? null, check.problem.data);
     const forward = retryToForward(post, check.request, id);
     if (forward === 'answered') return reply;

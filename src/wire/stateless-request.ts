@@ -47,8 +47,11 @@ export interface StatelessProblem {
 
 export type StatelessCheck = { ok: true; request: StatelessRequest } | { ok: false; problem: StatelessProblem };
 
-/** Request headers as Node's `IncomingHttpHeaders` give them, or any record with names in any case. */
-export type RequestHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
+/**
+ * Request headers as Node's `IncomingMessage.rawHeaders` gives them: name and value
+ * alternating, names in the case sent, a header given twice on two lines.
+ */
+export type RawHeaders = readonly string[];
 
 type Fields = Pick<StatelessRequest, 'clientCapabilities' | 'clientInfo' | 'logLevel'> & { claimed?: string };
 
@@ -67,7 +70,7 @@ interface ProtocolHeaders {
 
 const STANDARD = { [HEADER.protocolVersion]: 'MCP-Protocol-Version', [HEADER.method]: 'Mcp-Method', [HEADER.name]: 'Mcp-Name' } as const;
 
-export function checkStatelessRequest(headers: RequestHeaders, message: JsonRpcMessage, supported: readonly string[]): StatelessCheck {
+export function checkStatelessRequest(headers: RawHeaders, message: JsonRpcMessage, supported: readonly string[]): StatelessCheck {
   const method = message.method;
   if (typeof method !== 'string') {
     return fail(400, ErrorCode.InvalidRequest, 'Invalid Request: MCP 2026-07-28 clients post requests and notifications only, never a JSON-RPC response');
@@ -194,52 +197,58 @@ const NOT_FIELD_CONTENT = /[^\t\x20-\x7e]/;
 
 /**
  * The standard headers, found under any capitalization (RFC 9110 §5.1: names are
- * case-insensitive; Node lower-cases them, other callers may not), and the `Mcp-Param-*`
- * ones. A standard header given more than once is refused — a router reading the first and a
- * server the last is the confusion validation prevents; a repeated parameter header is
- * joined as RFC 9110 §5.3 combines fields, for the backend to judge.
+ * case-insensitive), and the `Mcp-Param-*` ones, read from the header lines as sent (Node's
+ * `rawHeaders`: each line once, in order — the parsed record joins repeats with a comma and
+ * hides them). A standard header given more than once is refused — a router reading the first
+ * and a server the last is the confusion validation prevents; a repeated parameter header is
+ * joined as RFC 9110 §5.3 combines fields, for the backend to judge. A walk over a flat list,
+ * without a key list or an array per header: `npm run bench`, issue 15.
  */
-function readProtocolHeaders(headers: RequestHeaders): ProtocolHeaders {
-  // A value per standard header as sent: a string once, an array once repeated (rare, so
-  // the usual request allocates no array — npm run bench, issue 15).
-  const standard: Partial<Record<keyof typeof STANDARD, string | string[]>> = {};
+function readProtocolHeaders(lines: RawHeaders): ProtocolHeaders {
+  const sent: SentStandard = { version: undefined, method: undefined, name: undefined };
   let params: Record<string, string> | undefined;
-  for (const key of Object.keys(headers)) {
+  for (let i = 0; i + 1 < lines.length; i += 2) {
+    const key = lines[i]!;
     // Every header read here starts with `mcp`: the others (most of them) are passed over on their first letter.
     if ((key.charCodeAt(0) | 0x20) !== 0x6d) continue;
-    const raw = headers[key];
-    if (raw === undefined) continue;
+    const value = lines[i + 1]!;
     const lower = key.toLowerCase();
-    if (Object.hasOwn(STANDARD, lower)) {
-      const name = lower as keyof typeof STANDARD;
-      const seen = standard[name];
-      standard[name] = seen === undefined && typeof raw === 'string' ? raw : [...listOf(seen), ...listOf(raw)];
+    const field = STANDARD_FIELD[lower];
+    if (field !== undefined) {
+      const seen = sent[field];
+      sent[field] = seen === undefined ? value : [...(typeof seen === 'string' ? [seen] : seen), value];
     } else if (lower.startsWith(HEADER.paramPrefix)) {
-      const joined = typeof raw === 'string' ? raw : raw.join(', ');
       params ??= {};
-      params[lower] = params[lower] === undefined ? joined : `${params[lower]}, ${joined}`;
+      params[lower] = params[lower] === undefined ? value : `${params[lower]}, ${value}`;
     }
   }
-  return { version: readStandard(standard, HEADER.protocolVersion), method: readStandard(standard, HEADER.method), name: readStandard(standard, HEADER.name), params: params ?? NO_PARAMS };
+  return { version: readStandard(sent.version, HEADER.protocolVersion), method: readStandard(sent.method, HEADER.method), name: readStandard(sent.name, HEADER.name), params: params ?? NO_PARAMS };
 }
+
+/** Each standard header as sent: once, or every time it was repeated. */
+interface SentStandard {
+  version: string | string[] | undefined;
+  method: string | string[] | undefined;
+  name: string | string[] | undefined;
+}
+
+const STANDARD_FIELD: Readonly<Record<string, keyof SentStandard | undefined>> = Object.assign(Object.create(null) as Record<string, keyof SentStandard>, {
+  [HEADER.protocolVersion]: 'version',
+  [HEADER.method]: 'method',
+  [HEADER.name]: 'name',
+});
 
 /** What a request without `Mcp-Param-*` headers carries: shared, so frozen. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 const NOTHING_READ: HeaderRead = Object.freeze({});
 
 /** One standard header's value, trimmed of the white space around it (RFC 9110 §5.5), or what is wrong with it. */
-function readStandard(standard: Partial<Record<keyof typeof STANDARD, string | string[]>>, name: keyof typeof STANDARD): HeaderRead {
-  const given = standard[name];
-  if (typeof given !== 'string' && given !== undefined && given.length > 1) return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
-  const sent = typeof given === 'string' ? given : given?.[0];
-  if (sent === undefined) return NOTHING_READ;
-  const value = hasEdgeSpace(sent) ? sent.replace(EDGE_SPACE, '') : sent;
+function readStandard(given: string | string[] | undefined, name: keyof typeof STANDARD): HeaderRead {
+  if (given === undefined) return NOTHING_READ;
+  if (typeof given !== 'string') return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
+  const value = hasEdgeSpace(given) ? given.replace(EDGE_SPACE, '') : given;
   if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${STANDARD[name]} header holds characters a header value may not carry (send them as =?base64?…?=)` };
   return { value };
-}
-
-function listOf(value: string | readonly string[] | undefined): readonly string[] {
-  return value === undefined ? [] : typeof value === 'string' ? [value] : value;
 }
 
 function hasEdgeSpace(value: string): boolean {

@@ -87,6 +87,33 @@ describe('the checks of the revision, on the wire', () => {
     assert.deepEqual([ping.status, ping.body.error?.code, ping.body.id], [404, -32601, 4]);
   });
 
+  test('a standard header on two lines, even with one value, is -32020 (the header lines are read as sent, not as Node joins them)', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'era', arguments: {}, _meta: META } });
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(gateway.endpoint('legacy'), {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': ['era', 'era'],
+        },
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    const parsed = JSON.parse(answer.text) as Answer['body'] & { error?: { message?: string } };
+    assert.deepEqual([answer.status, parsed.error?.code, parsed.id], [400, -32020, 6]);
+    assert.match(parsed.error?.message ?? '', /more than once/);
+  });
+
   test('an Mcp-Name in the Base64 sentinel form that matches is served', async () => {
     const answer = await callEra(5, { 'mcp-name': `=?base64?${Buffer.from('era').toString('base64')}?=` });
     assert.equal(answer.status, 200, JSON.stringify(answer.body));

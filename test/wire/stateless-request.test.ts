@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ErrorCode, type JsonRpcMessage } from '../../src/wire/jsonrpc.js';
 import { META } from '../../src/wire/revision-2026.js';
-import { checkStatelessRequest, missingCapabilities, type RequestHeaders, type StatelessProblem, type StatelessRequest } from '../../src/wire/stateless-request.js';
+import { checkStatelessRequest, missingCapabilities, type RawHeaders, type StatelessProblem, type StatelessRequest } from '../../src/wire/stateless-request.js';
 
 const SUPPORTED = ['2026-07-28'];
 const meta = (extra: Record<string, unknown> = {}) => ({ [META.protocolVersion]: '2026-07-28', [META.clientCapabilities]: {}, ...extra });
@@ -19,18 +19,26 @@ function request(method: string, params: Record<string, unknown> = {}, id: numbe
   return message;
 }
 
+/** Headers by name; a list is one header given on several lines. */
+type RequestHeaders = Readonly<Record<string, string | readonly string[]>>;
+
 function headersFor(method: string, extra: RequestHeaders = {}): RequestHeaders {
   return { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...extra };
 }
 
+/** The header lines as Node's rawHeaders gives them: name, value, name, value… */
+function linesOf(headers: RequestHeaders): RawHeaders {
+  return Object.entries(headers).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value]] : value.map((v) => [name, v])).flat());
+}
+
 function passes(headers: RequestHeaders, message: JsonRpcMessage): StatelessRequest {
-  const check = checkStatelessRequest(headers, message, SUPPORTED);
+  const check = checkStatelessRequest(linesOf(headers), message, SUPPORTED);
   assert.ok(check.ok, `expected a pass, got ${JSON.stringify(!check.ok && check.problem)}`);
   return check.request;
 }
 
 function refused(headers: RequestHeaders, message: JsonRpcMessage, status: number, code: number, text?: RegExp): StatelessProblem {
-  const check = checkStatelessRequest(headers, message, SUPPORTED);
+  const check = checkStatelessRequest(linesOf(headers), message, SUPPORTED);
   assert.ok(!check.ok, 'expected a refusal');
   assert.equal(check.problem.code, code, check.problem.message);
   assert.equal(check.problem.status, status);
