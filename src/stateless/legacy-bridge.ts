@@ -42,7 +42,7 @@ export interface LegacyForward extends StatelessPost {
 /** The backend's answer, or 'refused' when it refused the user's token (the caller asks for a new link). */
 export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyReply | void | 'refused'> {
   const { ctx, request, reply, backend, stateless, id } = f;
-  const input: LegacySessionInput = {
+  let input: LegacySessionInput = {
     ctx,
     backend,
     caller: f.caller,
@@ -64,6 +64,11 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id: id ?? null, result: discoverFromInitialize(session.initialize) });
   }
   if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, streamSession(f, input, session));
+  if (id !== undefined && session.backendSessionId !== undefined && ctx.legacyStreams.busy(streamKey(f, session))) {
+    const lane = await freeLane(f, input);
+    if (lane === 'refused') return lane;
+    ({ input, session } = lane);
+  }
   const placed = callInbox(f, input, session);
   let inbox = placed instanceof Promise ? await placed : placed;
   try {
@@ -93,6 +98,33 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
   } finally {
     inbox?.release();
   }
+}
+
+/** How many sessions one user, backend and capability set may take for calls running at once (legacy-sessions.ts, lanes). */
+export const MAX_LANES = 8;
+
+/**
+ * The first of the user's other sessions with the backend (lanes 1, 2, …) in which no call of
+ * this replica is, so that the backend's requests on its GET stream are this call's alone;
+ * the last lane when every one is busy (then such a request is refused, as before). No await
+ * comes between the last test and the caller placing its call.
+ */
+async function freeLane(f: LegacyForward, first: LegacySessionInput): Promise<{ input: LegacySessionInput; session: LegacySession } | 'refused'> {
+  let input = first;
+  let session: LegacySession;
+  let lane = 0;
+  try {
+    do {
+      lane += 1;
+      input = { ...first, lane };
+      const found = legacySession(input);
+      session = found instanceof Promise ? await found : found;
+    } while (lane < MAX_LANES && session.backendSessionId !== undefined && f.ctx.legacyStreams.busy(streamKey(f, session)));
+  } catch (err) {
+    if (err instanceof LegacySessionRefused) return 'refused';
+    throw err;
+  }
+  return { input, session };
 }
 
 /** The call's place on the session's GET stream, where SDK servers send the requests they do not relate to a call (legacy-streams.ts). */

@@ -8,6 +8,11 @@
  * backend forgot it: 404) is opened again silently by the caller.
  *
  * Two replicas opening the same one at once keep the first stored; the other ends its own.
+ *
+ * Lanes: calls running at once in one backend session could not tell whose a request on the
+ * session's GET stream is (SDK servers send one there when they name no call), so a call that
+ * finds its session busy on this replica takes another session of the same user, backend and
+ * capability set — lane 1, 2, … (legacy-bridge.ts) — stored and reused like the first.
  */
 import { createHash } from 'node:crypto';
 import type { BackendCaller, McpBackend } from '../backends/backend.js';
@@ -33,6 +38,8 @@ export interface LegacySessionInput {
   clientInfo?: unknown;
   authorization?: string;
   trace: { traceparent?: string; tracestate?: string };
+  /** Which of the sessions of this user, backend and capability set: 0 (or none) the first. */
+  lane?: number;
 }
 
 const GATEWAY_CLIENT_INFO = { name: 'switchboard', version: '0.1.0' };
@@ -45,7 +52,7 @@ const GATEWAY_CLIENT_INFO = { name: 'switchboard', version: '0.1.0' };
 export function legacySession(input: LegacySessionInput, fresh = false): LegacySession | Promise<LegacySession> {
   const capabilities = JSON.stringify(input.clientCapabilities);
   // The in-process key needs no digest: the store's key (a SHA-256 per call) is made only on a miss.
-  const nearKey = `${input.caller.principal.userKey}\n${input.backend.name}\n${capabilities}`;
+  const nearKey = `${input.caller.principal.userKey}\n${input.backend.name}\n${capabilities}${input.lane ? `\n${input.lane}` : ''}`;
   const held = fresh ? undefined : nearSessions(input.ctx.store).get(nearKey);
   return held ?? sessionFromStore(input, fresh, nearKey, capabilities);
 }
@@ -94,7 +101,7 @@ async function openAndShare(input: LegacySessionInput, key: string): Promise<Leg
 }
 
 function storeKey(input: LegacySessionInput, capabilities: string): string {
-  const digest = createHash('sha256').update(capabilities).digest('base64url').slice(0, 22);
+  const digest = createHash('sha256').update(input.lane ? `${capabilities}\n${input.lane}` : capabilities).digest('base64url').slice(0, 22);
   return ValueKeys.legacyBridgeSession(input.caller.principal.userKey, input.backend.name, digest);
 }
 

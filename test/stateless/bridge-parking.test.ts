@@ -190,6 +190,25 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
     assert.ok(after > before, 'the holder closed the backend stream of the attempt its client left');
   });
 
+  test('calls running at once in one session each get the requests the backend sends on its GET stream: a call alone in a backend session of its own', async () => {
+    // Sampling comes on the session's standalone GET stream, naming no call: two calls sharing one backend session could not tell whose it is.
+    const cy = await oauth.token({ sub: 'cy', aud: set.audience });
+    const tool = 'test_input_required_result_sampling';
+    const firsts = await Promise.all([70, 71, 72].map((id) => call(0, id, tool, {}, { bearer: cy })));
+    for (const first of firsts) assert.equal(first.result?.resultType, 'input_required', JSON.stringify(first));
+    const sampled = (text: string) => ({ role: 'assistant', content: { type: 'text', text }, model: 'm', stopReason: 'endTurn' });
+    const dones = await Promise.all(
+      firsts.map((first, n) => {
+        const [key] = Object.keys(first.result!.inputRequests!);
+        return call(0, 80 + n, tool, { inputResponses: { [key!]: sampled(`answer ${n}`) }, requestState: first.result!.requestState }, { bearer: cy });
+      }),
+    );
+    assert.deepEqual(
+      dones.map((done) => done.result?.content?.[0]?.text),
+      [0, 1, 2].map((n) => `Sampling result: answer ${n}`),
+    );
+  });
+
   test('a question for a capability the client did not declare: HTTP 400 -32021 with requiredCapabilities', async () => {
     const refused = await call(0, 40, 'test_missing_capability', {}, { capabilities: { elicitation: {} } });
     assert.deepEqual([refused.status, refused.id, refused.error?.code], [400, 40, -32021]);
