@@ -58,6 +58,10 @@ export type BridgeMessage =
   | { type: 'stream-ended'; listenId: string }
   /** The listen closed: the reader stops passing notifications on. */
   | { type: 'stream-unlisten'; listenId: string }
+  /** The listener asks whether the reader still serves the listen (it answers `stream-still`, or `stream-ended`). */
+  | { type: 'stream-check'; listenId: string; from: string }
+  /** The reader still serves the listen. */
+  | { type: 'stream-still'; listenId: string }
   /** A session the gateway keeps for a 2026 backend changed (its log level; sent to every replica): drop the cached copy. */
   | { type: 'adapted-changed'; userKey: string; sessionId: string };
 

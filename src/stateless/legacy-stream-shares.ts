@@ -13,8 +13,11 @@
  *   a listener of the stream there, so the stream stays open while it lasts.
  *
  * A reader that cannot deliver a notification (the listening replica is gone) drops the share.
- * A listening replica whose reader goes away without `stream-ended` hears nothing more until
- * its client listens again: a known limit.
+ * A reader that goes away without `stream-ended` (killed) is found out: the listener asks
+ * `stream-check` every {@link SharesOptions.checkEveryMs} (the SSE keep-alive interval,
+ * `streams.keepAlive`) and the reader answers `stream-still`, or `stream-ended` for a share it
+ * no longer serves; two intervals without a word from the reader end the listen, and the
+ * client listens again (on a stream this replica may now read itself).
  */
 import { randomUUID } from 'node:crypto';
 import type { BackendMessage } from '../backends/backend-messages.js';
@@ -23,9 +26,14 @@ import type { BridgeMessage, Coordinator } from '../state/coordinator.js';
 /** How long a listening replica waits for the reader to take its share. */
 export const SHARE_TIMEOUT_MS = 2_000;
 
-export type ShareMessage = Extract<BridgeMessage, { type: 'stream-listen' | 'stream-listening' | 'stream-notification' | 'stream-ended' | 'stream-unlisten' }>;
+export type ShareMessage = Extract<BridgeMessage, { type: 'stream-listen' | 'stream-listening' | 'stream-notification' | 'stream-ended' | 'stream-unlisten' | 'stream-check' | 'stream-still' }>;
 
-const SHARE_TYPES: ReadonlySet<string> = new Set(['stream-listen', 'stream-listening', 'stream-notification', 'stream-ended', 'stream-unlisten']);
+const SHARE_TYPES: ReadonlySet<string> = new Set(['stream-listen', 'stream-listening', 'stream-notification', 'stream-ended', 'stream-unlisten', 'stream-check', 'stream-still']);
+
+export interface SharesOptions {
+  /** How often a listener asks whether the reader still serves its share. */
+  checkEveryMs: number;
+}
 
 export function isShareMessage(message: BridgeMessage): message is ShareMessage {
   return SHARE_TYPES.has(message.type);
@@ -45,6 +53,8 @@ interface Remote {
   listener: (message: BackendMessage) => void;
   ended: () => void;
   taken: (holder: string) => void;
+  /** When the reader was last heard from (a notification or `stream-still`). */
+  heardAt: number;
 }
 
 export class StreamShares {
@@ -56,6 +66,7 @@ export class StreamShares {
   constructor(
     private readonly coordinator: Pick<Coordinator, 'replicaId' | 'broadcast' | 'send'>,
     private readonly attach: AttachToStream,
+    private readonly options: SharesOptions,
   ) {}
 
   /** Listens to the stream of `key` through whichever replica reads it. */
@@ -64,11 +75,13 @@ export class StreamShares {
     let resolveEnded!: () => void;
     const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
     let holder: string | undefined;
+    let checks: NodeJS.Timeout | undefined;
     const taken = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), SHARE_TIMEOUT_MS);
       this.#remote.set(listenId, {
         listener,
         ended: () => {
+          clearInterval(checks);
           this.#remote.delete(listenId);
           resolveEnded();
         },
@@ -77,16 +90,32 @@ export class StreamShares {
           holder ??= from;
           resolve(true);
         },
+        heardAt: Date.now(),
       });
     });
     await this.coordinator.broadcast({ type: 'stream-listen', listenId, key, from: this.coordinator.replicaId }).catch(() => {});
     const opened = await taken;
     const detach = () => {
+      clearInterval(checks);
       if (!this.#remote.delete(listenId)) return;
       if (holder !== undefined) void this.coordinator.send(holder, { type: 'stream-unlisten', listenId }).catch(() => {});
     };
     if (!opened) detach();
+    else checks = this.#checkReader(listenId, holder!);
     return { opened, ended, detach };
+  }
+
+  /** Asks the reader, every interval, whether it still serves the share; ends the listen when it has been silent for two. */
+  #checkReader(listenId: string, holder: string): NodeJS.Timeout {
+    const every = this.options.checkEveryMs;
+    const checks = setInterval(() => {
+      const remote = this.#remote.get(listenId);
+      if (!remote) return clearInterval(checks);
+      if (Date.now() - remote.heardAt > 2 * every) return remote.ended();
+      void this.coordinator.send(holder, { type: 'stream-check', listenId, from: this.coordinator.replicaId }).catch(() => {});
+    }, every);
+    checks.unref();
+    return checks;
   }
 
   handle(message: ShareMessage): void {
@@ -96,12 +125,25 @@ export class StreamShares {
       case 'stream-listening':
         return this.#remote.get(message.listenId)?.taken(message.from);
       case 'stream-notification':
-        return this.#remote.get(message.listenId)?.listener(JSON.parse(message.message) as BackendMessage);
+        return this.#heard(message.listenId)?.listener(JSON.parse(message.message) as BackendMessage);
+      case 'stream-still':
+        return void this.#heard(message.listenId);
       case 'stream-ended':
         return this.#remote.get(message.listenId)?.ended();
       case 'stream-unlisten':
         return this.#served.get(message.listenId)?.(false);
+      case 'stream-check': {
+        const answer: ShareMessage = this.#served.has(message.listenId) ? { type: 'stream-still', listenId: message.listenId } : { type: 'stream-ended', listenId: message.listenId };
+        return void this.coordinator.send(message.from, answer).catch(() => {});
+      }
     }
+  }
+
+  /** The listen the reader just spoke for, marked as heard from. */
+  #heard(listenId: string): Remote | undefined {
+    const remote = this.#remote.get(listenId);
+    if (remote) remote.heardAt = Date.now();
+    return remote;
   }
 
   /** Ends every share this replica serves (the gateway is stopping): their listeners hear the end. */

@@ -21,7 +21,7 @@ import type { BackendResponse } from '../backends/backend.js';
 import type { BridgeMessage, Coordinator } from '../state/coordinator.js';
 import { BackendMessages, type BackendMessage } from '../backends/backend-messages.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
-import { isShareMessage, StreamShares, type Listening, type ShareMessage } from './legacy-stream-shares.js';
+import { isShareMessage, StreamShares, type Listening, type ShareMessage, type SharesOptions } from './legacy-stream-shares.js';
 
 /** How long an unused stream stays open. */
 export const IDLE_MS = 30_000;
@@ -67,8 +67,12 @@ export class LegacyStreams {
   /** Listens sharing a stream another replica reads, and the shares this replica serves. */
   readonly #shares: StreamShares;
 
-  constructor(private readonly coordinator: Pick<Coordinator, 'replicaId' | 'broadcast' | 'send'>) {
-    this.#shares = new StreamShares(coordinator, (key, listener, onEnd) => this.#attach(key, listener, onEnd));
+  /** `checkEveryMs`: how often a listen heard through another replica checks that replica still serves it (legacy-stream-shares.ts). */
+  constructor(
+    private readonly coordinator: Pick<Coordinator, 'replicaId' | 'broadcast' | 'send'>,
+    options: SharesOptions,
+  ) {
+    this.#shares = new StreamShares(coordinator, (key, listener, onEnd) => this.#attach(key, listener, onEnd), options);
   }
 
   /**

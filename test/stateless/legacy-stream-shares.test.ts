@@ -10,18 +10,27 @@ import type { BackendMessage } from '../../src/backends/backend-messages.js';
 import type { BridgeMessage } from '../../src/state/coordinator.js';
 import { isShareMessage, SHARE_TIMEOUT_MS, StreamShares } from '../../src/stateless/legacy-stream-shares.js';
 
-/** Two replicas: `reader` reads the stream of `key` (listeners in `readers`), `other` listens through it. */
-function pair(key: string, reads = true) {
+/**
+ * Two replicas: `reader` reads the stream of `key` (listeners in `readers`), `other` listens
+ * through it. `faults.readerDead` drops every message to and from the reader (killed);
+ * `faults.failReaderSends` makes the reader's sends fail (the listener unreachable for it).
+ */
+function pair(key: string, reads = true, checkEveryMs = 60_000) {
   const readers = new Set<(m: BackendMessage) => void>();
   const ends = new Set<() => void>();
   const replicas = new Map<string, StreamShares>();
-  const deliver = (to: string, message: BridgeMessage) => {
+  const faults = { readerDead: false, failReaderSends: false };
+  const deliver = (from: string, to: string, message: BridgeMessage) => {
+    if (faults.readerDead && (from === 'reader' || to === 'reader')) return;
     if (isShareMessage(message)) setImmediate(() => replicas.get(to)?.handle(message));
   };
   const coordinatorOf = (replicaId: string) => ({
     replicaId,
-    broadcast: async (message: BridgeMessage) => [...replicas.keys()].forEach((id) => deliver(id, message)),
-    send: async (to: string, message: BridgeMessage) => deliver(to, message),
+    broadcast: async (message: BridgeMessage) => [...replicas.keys()].forEach((id) => deliver(replicaId, id, message)),
+    send: async (to: string, message: BridgeMessage) => {
+      if (replicaId === 'reader' && faults.failReaderSends) throw new Error('unreachable');
+      deliver(replicaId, to, message);
+    },
   });
   const attach = (asked: string, listener: (m: BackendMessage) => void, onEnd: () => void) => {
     if (!reads || asked !== key) return undefined;
@@ -29,12 +38,14 @@ function pair(key: string, reads = true) {
     ends.add(onEnd);
     return () => void readers.delete(listener);
   };
-  replicas.set('reader', new StreamShares(coordinatorOf('reader'), attach));
-  replicas.set('other', new StreamShares(coordinatorOf('other'), () => undefined));
+  replicas.set('reader', new StreamShares(coordinatorOf('reader'), attach, { checkEveryMs }));
+  replicas.set('other', new StreamShares(coordinatorOf('other'), () => undefined, { checkEveryMs }));
   const hear = (message: BackendMessage) => [...readers].forEach((listener) => listener(message));
   const endStream = () => [...ends].forEach((end) => end());
-  return { other: replicas.get('other')!, readers, hear, endStream };
+  return { other: replicas.get('other')!, readers, hear, endStream, faults };
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 const change = { jsonrpc: '2.0', method: 'notifications/tools/list_changed' } as BackendMessage;
@@ -73,5 +84,43 @@ describe('listening through the replica that reads the stream', () => {
     const listening = await other.listen('s3', () => {});
     assert.equal(listening.opened, false);
     assert.ok(Date.now() - started >= SHARE_TIMEOUT_MS - 50);
+  });
+
+  it('a reader that answers the checks keeps the listen open', async () => {
+    const { other } = pair('s4', true, 30);
+    const listening = await other.listen('s4', () => {});
+    let ended = false;
+    void listening.ended.then(() => (ended = true));
+    await sleep(300);
+    assert.equal(ended, false, 'ten intervals answered, the listen goes on');
+    listening.detach();
+  });
+
+  it('a reader killed without a word is found out: two silent intervals end the listen', async () => {
+    const { other, faults } = pair('s5', true, 30);
+    const listening = await other.listen('s5', () => {});
+    let endedAt: number | undefined;
+    void listening.ended.then(() => (endedAt = Date.now()));
+    const killedAt = Date.now();
+    faults.readerDead = true;
+    for (let n = 0; n < 40 && endedAt === undefined; n++) await sleep(10);
+    assert.ok(endedAt !== undefined, 'the listen ended');
+    assert.ok(endedAt - killedAt >= 50, `not before two intervals (${endedAt - killedAt} ms)`);
+  });
+
+  it('a reader that dropped the share says so when checked, and the listen ends', async () => {
+    // Checked every 100 ms: the first check ends it; silence alone would take three intervals.
+    const { other, hear, faults } = pair('s6', true, 100);
+    const listening = await other.listen('s6', () => {});
+    let ended = false;
+    void listening.ended.then(() => (ended = true));
+    // A notification the reader cannot pass on: it drops the share (the listener seems gone).
+    faults.failReaderSends = true;
+    hear(change);
+    await settle();
+    faults.failReaderSends = false;
+    const dropped = Date.now();
+    for (let n = 0; n < 25 && !ended; n++) await sleep(10);
+    assert.equal(ended, true, `the check was answered stream-ended (${Date.now() - dropped} ms)`);
   });
 });

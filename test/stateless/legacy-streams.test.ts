@@ -27,7 +27,7 @@ function sessionAnswering(status: number): StreamSession & { opens: number } {
 
 describe('a call\'s place on a GET stream that cannot be read here', () => {
   it('a backend without a GET stream (405) is asked once; later calls get no place, without waiting', async () => {
-    const streams = new LegacyStreams(coordinator);
+    const streams = new LegacyStreams(coordinator, { checkEveryMs: 60_000 });
     const session = sessionAnswering(405);
     const first = streams.openCall(session.key, () => session);
     assert.ok(first instanceof Promise, 'the first call waits for the stream to be tried');
@@ -42,7 +42,7 @@ describe('a call\'s place on a GET stream that cannot be read here', () => {
   });
 
   it('a stream held elsewhere (409) keeps calls placed, each waiting as the first did', async () => {
-    const streams = new LegacyStreams(coordinator);
+    const streams = new LegacyStreams(coordinator, { checkEveryMs: 60_000 });
     const session = sessionAnswering(409);
     (await streams.openCall(session.key, () => session)).release();
     const later = streams.openCall(session.key, () => session);
