@@ -111,7 +111,12 @@ export class StreamShares {
     const checks = setInterval(() => {
       const remote = this.#remote.get(listenId);
       if (!remote) return clearInterval(checks);
-      if (Date.now() - remote.heardAt > 2 * every) return remote.ended();
+      if (Date.now() - remote.heardAt > 2 * every) {
+        // A reader only slow, not gone, must not go on serving a listen nobody hears.
+        remote.ended();
+        void this.coordinator.send(holder, { type: 'stream-unlisten', listenId }).catch(() => {});
+        return;
+      }
       void this.coordinator.send(holder, { type: 'stream-check', listenId, from: this.coordinator.replicaId }).catch(() => {});
     }, every);
     checks.unref();

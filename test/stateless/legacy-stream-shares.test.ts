@@ -12,16 +12,18 @@ import { isShareMessage, SHARE_TIMEOUT_MS, StreamShares } from '../../src/statel
 
 /**
  * Two replicas: `reader` reads the stream of `key` (listeners in `readers`), `other` listens
- * through it. `faults.readerDead` drops every message to and from the reader (killed);
+ * through it. `faults.readerDead` drops every message to and from the reader (killed),
+ * `faults.readerMute` only those from it (alive, but its answers lost);
  * `faults.failReaderSends` makes the reader's sends fail (the listener unreachable for it).
  */
 function pair(key: string, reads = true, checkEveryMs = 60_000) {
   const readers = new Set<(m: BackendMessage) => void>();
   const ends = new Set<() => void>();
   const replicas = new Map<string, StreamShares>();
-  const faults = { readerDead: false, failReaderSends: false };
+  const faults = { readerDead: false, readerMute: false, failReaderSends: false };
   const deliver = (from: string, to: string, message: BridgeMessage) => {
     if (faults.readerDead && (from === 'reader' || to === 'reader')) return;
+    if (faults.readerMute && from === 'reader') return;
     if (isShareMessage(message)) setImmediate(() => replicas.get(to)?.handle(message));
   };
   const coordinatorOf = (replicaId: string) => ({
@@ -122,5 +124,17 @@ describe('listening through the replica that reads the stream', () => {
     const dropped = Date.now();
     for (let n = 0; n < 25 && !ended; n++) await sleep(10);
     assert.equal(ended, true, `the check was answered stream-ended (${Date.now() - dropped} ms)`);
+  });
+
+  it('a listen ended for silence tells the reader, which stops serving it (it may only have been slow)', async () => {
+    const { other, readers, faults } = pair('s7', true, 30);
+    const listening = await other.listen('s7', () => {});
+    assert.equal(readers.size, 1);
+    let ended = false;
+    void listening.ended.then(() => (ended = true));
+    faults.readerMute = true;
+    for (let n = 0; n < 40 && !(ended && readers.size === 0); n++) await sleep(10);
+    assert.equal(ended, true, 'the listen ended');
+    assert.equal(readers.size, 0, 'the reader dropped the share');
   });
 });
