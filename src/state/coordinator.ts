@@ -31,9 +31,11 @@ export type SessionMessage =
 export type BridgeMessage =
   /**
    * A client's retry of a bridged call, handed to the replica that holds the call
-   * (stateless/bridge-replicas.ts); `continuation` is that layer's JSON.
+   * (stateless/bridge-replicas.ts); `continuation` is that layer's JSON. `pieces`: the sender
+   * reads the outcome in numbered pieces (a replica of an earlier release, which does not say
+   * so, gets it whole, in one message).
    */
-  | { type: 'bridge-resume'; ticket: string; replyTo: string; continuation: string }
+  | { type: 'bridge-resume'; ticket: string; replyTo: string; continuation: string; pieces?: boolean }
   /**
    * The holder's answer to a handed-over retry: `taken` first, then the attempt's messages as
    * they come, numbered by `seq`, `more` on all but the last (none at all: the call is gone);

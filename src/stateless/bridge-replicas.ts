@@ -20,6 +20,7 @@ import type { FastifyReply } from 'fastify';
 import type { BridgeMessage } from '../state/coordinator.js';
 import { formatSseEvent, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { gone, resumeForOtherReplica, type Continuation } from './bridge-resume.js';
+import type { AttemptMessage } from './bridged-call.js';
 import type { StatelessContext } from './context.js';
 import { isShareMessage } from './legacy-stream-shares.js';
 import { PARK_TTL_MS } from './parked-calls.js';
@@ -56,7 +57,7 @@ export class BridgeReplicas {
     reply.raw.once('close', left);
     let streaming = false;
     try {
-      await ctx.coordinator.send(replicaId, { type: 'bridge-resume', ticket, replyTo: ctx.coordinator.replicaId, continuation: JSON.stringify(continuation) });
+      await ctx.coordinator.send(replicaId, { type: 'bridge-resume', ticket, replyTo: ctx.coordinator.replicaId, continuation: JSON.stringify(continuation), pieces: true });
       let timer: NodeJS.Timeout | undefined;
       const acknowledged = await Promise.race([taken.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ACK_TIMEOUT_MS, false)))]);
       clearTimeout(timer);
@@ -101,23 +102,51 @@ export class BridgeReplicas {
   async #serve(ctx: StatelessContext, message: Extract<BridgeMessage, { type: 'bridge-resume' }>): Promise<void> {
     const { ticket, replyTo } = message;
     const continuation = JSON.parse(message.continuation) as Continuation;
-    const reply = (outcome: Omit<Extract<BridgeMessage, { type: 'bridge-outcome' }>, 'type' | 'ticket'>) =>
-      ctx.coordinator.send(replyTo, { type: 'bridge-outcome', ticket, ...outcome });
+    const reply = (outcome: OutcomeFields) => ctx.coordinator.send(replyTo, { type: 'bridge-outcome', ticket, ...outcome });
     if (!ctx.parkedCalls.has(continuation.parkId)) return reply({});
     const left = new AbortController();
     this.#serving.set(ticket, left);
     await reply({ taken: true });
-    // Each message goes back as it comes, numbered (the other replica writes them in order).
-    let seq = 0;
-    let ended = false;
     try {
-      for await (const sent of resumeForOtherReplica(ctx, continuation, left.signal)) {
-        ended = sent.final !== undefined;
-        await reply({ seq: seq++, messages: [sent.data], status: sent.final?.status, more: !ended });
-      }
+      if (message.pieces) await sendPieces(resumeForOtherReplica(ctx, continuation, left.signal), reply);
+      else await sendWhole(resumeForOtherReplica(ctx, continuation, left.signal), reply);
     } finally {
       this.#serving.delete(ticket);
-      if (!ended) await reply({ seq: seq++, more: false });
     }
+  }
+}
+
+export type OutcomeFields = Omit<Extract<BridgeMessage, { type: 'bridge-outcome' }>, 'type' | 'ticket'>;
+
+/** Each message goes back as it comes, numbered (the other replica writes them in order). */
+export async function sendPieces(attempt: AsyncGenerator<AttemptMessage>, reply: (outcome: OutcomeFields) => Promise<void>): Promise<void> {
+  let seq = 0;
+  let ended = false;
+  try {
+    for await (const sent of attempt) {
+      ended = sent.final !== undefined;
+      await reply({ seq: seq++, messages: [sent.data], status: sent.final?.status, more: !ended });
+    }
+  } finally {
+    if (!ended) await reply({ seq: seq++, more: false });
+  }
+}
+
+/**
+ * The whole attempt in one message, as a replica of an earlier release reads it (a rolling
+ * upgrade): no progress until the end, but nothing taken for the whole that is not; an attempt
+ * that fails before its final message sends nothing, as that release did.
+ */
+export async function sendWhole(attempt: AsyncGenerator<AttemptMessage>, reply: (outcome: OutcomeFields) => Promise<void>): Promise<void> {
+  const messages: string[] = [];
+  let status: number | undefined;
+  try {
+    for await (const sent of attempt) {
+      messages.push(sent.data);
+      status = sent.final?.status ?? status;
+    }
+  } finally {
+    // Without its final message the attempt is no answer: the other replica says the call is gone.
+    await reply(status === undefined ? {} : { messages, status });
   }
 }
