@@ -52,8 +52,8 @@ export type BridgeMessage =
   | { type: 'stream-claimed'; ticket: string }
   /** A listen on the sender wants the notifications of the session GET stream `key`, from the replica that reads it (stateless/legacy-stream-shares.ts). */
   | { type: 'stream-listen'; listenId: string; key: string; from: string }
-  /** The reader took that listen. */
-  | { type: 'stream-listening'; listenId: string; from: string }
+  /** The reader took that listen; `checks`: it answers `stream-check` (a reader of an earlier release does not say so, and is not checked). */
+  | { type: 'stream-listening'; listenId: string; from: string; checks?: boolean }
   /** A notification the reader heard, for that listen. */
   | { type: 'stream-notification'; listenId: string; message: string }
   /** The backend ended the stream (or the reader stopped): the listen is over. */

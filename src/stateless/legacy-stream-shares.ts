@@ -17,7 +17,9 @@
  * `stream-check` every {@link SharesOptions.checkEveryMs} (the SSE keep-alive interval,
  * `streams.keepAlive`) and the reader answers `stream-still`, or `stream-ended` for a share it
  * no longer serves; two intervals without a word from the reader end the listen, and the
- * client listens again (on a stream this replica may now read itself).
+ * client listens again (on a stream this replica may now read itself). Only a reader that
+ * says it answers checks (`stream-listening` with `checks`) is checked: one of an earlier
+ * release, during a rolling upgrade, would otherwise have its shares ended every two intervals.
  */
 import { randomUUID } from 'node:crypto';
 import type { BackendMessage } from '../backends/backend-messages.js';
@@ -52,7 +54,7 @@ export type AttachToStream = (key: string, listener: (message: BackendMessage) =
 interface Remote {
   listener: (message: BackendMessage) => void;
   ended: () => void;
-  taken: (holder: string) => void;
+  taken: (holder: string, checks: boolean) => void;
   /** When the reader was last heard from (a notification or `stream-still`). */
   heardAt: number;
 }
@@ -75,6 +77,7 @@ export class StreamShares {
     let resolveEnded!: () => void;
     const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
     let holder: string | undefined;
+    let answersChecks = false;
     let checks: NodeJS.Timeout | undefined;
     const taken = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), SHARE_TIMEOUT_MS);
@@ -85,9 +88,9 @@ export class StreamShares {
           this.#remote.delete(listenId);
           resolveEnded();
         },
-        taken: (from) => {
+        taken: (from, answers) => {
           clearTimeout(timer);
-          holder ??= from;
+          if (holder === undefined) [holder, answersChecks] = [from, answers];
           resolve(true);
         },
         heardAt: Date.now(),
@@ -101,7 +104,7 @@ export class StreamShares {
       if (holder !== undefined) void this.coordinator.send(holder, { type: 'stream-unlisten', listenId }).catch(() => {});
     };
     if (!opened) detach();
-    else checks = this.#checkReader(listenId, holder!);
+    else if (answersChecks) checks = this.#checkReader(listenId, holder!);
     return { opened, ended, detach };
   }
 
@@ -128,7 +131,7 @@ export class StreamShares {
       case 'stream-listen':
         return this.#serve(message);
       case 'stream-listening':
-        return this.#remote.get(message.listenId)?.taken(message.from);
+        return this.#remote.get(message.listenId)?.taken(message.from, message.checks === true);
       case 'stream-notification':
         return this.#heard(message.listenId)?.listener(JSON.parse(message.message) as BackendMessage);
       case 'stream-still':
@@ -173,6 +176,6 @@ export class StreamShares {
     );
     if (!stop) return;
     this.#served.set(listenId, end);
-    void tell({ type: 'stream-listening', listenId, from: this.coordinator.replicaId }).catch(() => end(false));
+    void tell({ type: 'stream-listening', listenId, from: this.coordinator.replicaId, checks: true }).catch(() => end(false));
   }
 }

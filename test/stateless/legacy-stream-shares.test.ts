@@ -13,18 +13,22 @@ import { isShareMessage, SHARE_TIMEOUT_MS, StreamShares } from '../../src/statel
 /**
  * Two replicas: `reader` reads the stream of `key` (listeners in `readers`), `other` listens
  * through it. `faults.readerDead` drops every message to and from the reader (killed),
- * `faults.readerMute` only those from it (alive, but its answers lost);
+ * `faults.readerMute` only those from it (alive, but its answers lost), `faults.readerOld`
+ * makes it a reader of an earlier release (no `checks` in `stream-listening`, checks unanswered);
  * `faults.failReaderSends` makes the reader's sends fail (the listener unreachable for it).
  */
 function pair(key: string, reads = true, checkEveryMs = 60_000) {
   const readers = new Set<(m: BackendMessage) => void>();
   const ends = new Set<() => void>();
   const replicas = new Map<string, StreamShares>();
-  const faults = { readerDead: false, readerMute: false, failReaderSends: false };
+  const faults = { readerDead: false, readerMute: false, failReaderSends: false, readerOld: false };
   const deliver = (from: string, to: string, message: BridgeMessage) => {
     if (faults.readerDead && (from === 'reader' || to === 'reader')) return;
     if (faults.readerMute && from === 'reader') return;
-    if (isShareMessage(message)) setImmediate(() => replicas.get(to)?.handle(message));
+    if (faults.readerOld && to === 'reader' && message.type === 'stream-check') return;
+    if (faults.readerOld && message.type === 'stream-listening') message = { type: message.type, listenId: message.listenId, from: message.from };
+    const carried = message;
+    if (isShareMessage(carried)) setImmediate(() => replicas.get(to)?.handle(carried));
   };
   const coordinatorOf = (replicaId: string) => ({
     replicaId,
@@ -137,5 +141,16 @@ describe('listening through the replica that reads the stream', () => {
     for (let n = 0; n < 40 && !(ended && shares() === 0); n++) await sleep(10);
     assert.equal(ended, true, 'the listen ended');
     assert.equal(shares(), 0, 'the reader dropped the share');
+  });
+
+  it('a reader of an earlier release, which answers no checks, is not checked: its listen stays open', async () => {
+    const { other, faults } = pair('s8', true, 30);
+    faults.readerOld = true;
+    const listening = await other.listen('s8', () => {});
+    let ended = false;
+    void listening.ended.then(() => (ended = true));
+    await sleep(300);
+    assert.equal(ended, false);
+    listening.detach();
   });
 });
