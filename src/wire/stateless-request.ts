@@ -68,8 +68,6 @@ interface ProtocolHeaders {
   params: Record<string, string>;
 }
 
-const STANDARD = { [HEADER.protocolVersion]: 'MCP-Protocol-Version', [HEADER.method]: 'Mcp-Method', [HEADER.name]: 'Mcp-Name' } as const;
-
 export function checkStatelessRequest(headers: RawHeaders, message: JsonRpcMessage, supported: readonly string[]): StatelessCheck {
   const method = message.method;
   if (typeof method !== 'string') {
@@ -215,21 +213,28 @@ function readProtocolHeaders(lines: RawHeaders): ProtocolHeaders {
     const lower = key.toLowerCase();
     const field = STANDARD_FIELD[lower];
     if (field !== undefined) {
-      const seen = sent[field];
-      sent[field] = seen === undefined ? value : [...(typeof seen === 'string' ? [seen] : seen), value];
+      sent[field] = sent[field] === undefined ? value : REPEATED;
     } else if (lower.startsWith(HEADER.paramPrefix)) {
       params ??= {};
       params[lower] = params[lower] === undefined ? value : `${params[lower]}, ${value}`;
     }
   }
-  return { version: readStandard(sent.version, HEADER.protocolVersion), method: readStandard(sent.method, HEADER.method), name: readStandard(sent.name, HEADER.name), params: params ?? NO_PARAMS };
+  return {
+    version: readStandard(sent.version, 'MCP-Protocol-Version'),
+    method: readStandard(sent.method, 'Mcp-Method'),
+    name: readStandard(sent.name, 'Mcp-Name'),
+    params: params ?? NO_PARAMS,
+  };
 }
 
-/** Each standard header as sent: once, or every time it was repeated. */
+/** A standard header sent on more than one line: which value was meant does not matter, it is refused. */
+const REPEATED = Symbol('repeated');
+
+/** Each standard header as sent: its value, or {@link REPEATED}. */
 interface SentStandard {
-  version: string | string[] | undefined;
-  method: string | string[] | undefined;
-  name: string | string[] | undefined;
+  version: string | typeof REPEATED | undefined;
+  method: string | typeof REPEATED | undefined;
+  name: string | typeof REPEATED | undefined;
 }
 
 const STANDARD_FIELD: Readonly<Record<string, keyof SentStandard | undefined>> = Object.assign(Object.create(null) as Record<string, keyof SentStandard>, {
@@ -242,12 +247,12 @@ const STANDARD_FIELD: Readonly<Record<string, keyof SentStandard | undefined>> =
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 const NOTHING_READ: HeaderRead = Object.freeze({});
 
-/** One standard header's value, trimmed of the white space around it (RFC 9110 §5.5), or what is wrong with it. */
-function readStandard(given: string | string[] | undefined, name: keyof typeof STANDARD): HeaderRead {
+/** One standard header's value, trimmed of the white space around it (RFC 9110 §5.5), or what is wrong with it; `header` names it in the problem. */
+function readStandard(given: string | typeof REPEATED | undefined, header: string): HeaderRead {
   if (given === undefined) return NOTHING_READ;
-  if (typeof given !== 'string') return { problem: `Header mismatch: the ${STANDARD[name]} header is given more than once` };
+  if (given === REPEATED) return { problem: `Header mismatch: the ${header} header is given more than once` };
   const value = hasEdgeSpace(given) ? given.replace(EDGE_SPACE, '') : given;
-  if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${STANDARD[name]} header holds characters a header value may not carry (send them as =?base64?…?=)` };
+  if (NOT_FIELD_CONTENT.test(value)) return { problem: `Header mismatch: the ${header} header holds characters a header value may not carry (send them as =?base64?…?=)` };
   return { value };
 }
 
