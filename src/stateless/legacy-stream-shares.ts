@@ -104,22 +104,18 @@ export class StreamShares {
       if (holder !== undefined) void this.coordinator.send(holder, { type: 'stream-unlisten', listenId }).catch(() => {});
     };
     if (!opened) detach();
-    else if (answersChecks) checks = this.#checkReader(listenId, holder!);
+    // Silent too long: detached (a reader only slow, not gone, must not go on serving a listen nobody hears), and over.
+    else if (answersChecks) checks = this.#checkReader(listenId, holder!, () => (detach(), resolveEnded()));
     return { opened, ended, detach };
   }
 
-  /** Asks the reader, every interval, whether it still serves the share; ends the listen when it has been silent for two. */
-  #checkReader(listenId: string, holder: string): NodeJS.Timeout {
+  /** Asks the reader, every interval, whether it still serves the share; `silent` when it has said nothing for two. */
+  #checkReader(listenId: string, holder: string, silent: () => void): NodeJS.Timeout {
     const every = this.options.checkEveryMs;
     const checks = setInterval(() => {
       const remote = this.#remote.get(listenId);
       if (!remote) return clearInterval(checks);
-      if (Date.now() - remote.heardAt > 2 * every) {
-        // A reader only slow, not gone, must not go on serving a listen nobody hears.
-        remote.ended();
-        void this.coordinator.send(holder, { type: 'stream-unlisten', listenId }).catch(() => {});
-        return;
-      }
+      if (Date.now() - remote.heardAt > 2 * every) return silent();
       void this.coordinator.send(holder, { type: 'stream-check', listenId, from: this.coordinator.replicaId }).catch(() => {});
     }, every);
     checks.unref();
