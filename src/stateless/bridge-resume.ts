@@ -17,7 +17,7 @@ import type { FastifyReply } from 'fastify';
 import { principalOf } from '../auth/authenticate.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
-import { attemptMessages, sendAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
+import { sendAttempt, stoppableAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
 import type { StatelessContext } from './context.js';
 import { answersFrom, inputRequestsOf } from './input-requests.js';
 import { abandon } from './parked-calls.js';
@@ -80,17 +80,11 @@ export async function* resumeForOtherReplica(ctx: StatelessContext, continuation
     yield { data: resumed.answer, final: { status: resumed.status } };
     return;
   }
-  let parked = false;
-  const stop = () => {
-    if (!parked) resumed.call.messages.close();
-  };
+  const { messages, stop } = stoppableAttempt(resumed.call, continuation.attempt, resumed.park);
   if (left.aborted) stop();
   else left.addEventListener('abort', stop, { once: true });
   try {
-    yield* attemptMessages(resumed.call, continuation.attempt, (call, asks) => {
-      parked = true;
-      return resumed.park(call, asks);
-    });
+    yield* messages;
   } finally {
     left.removeEventListener('abort', stop);
   }

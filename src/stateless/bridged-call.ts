@@ -63,7 +63,7 @@ const OK = { status: 200 };
 const CAPABILITY_MISSING = { status: 400 };
 
 /** The attempt as JSON-RPC messages, the last being the attempt's answer. */
-export async function* attemptMessages(call: BridgedCall, attempt: Attempt, park: Park): AsyncGenerator<AttemptMessage> {
+async function* attemptMessages(call: BridgedCall, attempt: Attempt, park: Park): AsyncGenerator<AttemptMessage> {
   let parked = false;
   try {
     for (;;) {
@@ -136,19 +136,33 @@ function keepNotification(message: BackendMessage, attempt: Attempt): boolean {
 }
 
 /**
+ * The attempt's messages, and how to stop the call when its client leaves: the backend's
+ * stream closed — unless the call parked, for then it waits for the client's retry.
+ */
+export function stoppableAttempt(call: BridgedCall, attempt: Attempt, park: Park): { messages: AsyncGenerator<AttemptMessage>; stop(): void } {
+  let parked = false;
+  const messages = attemptMessages(call, attempt, (parking, asks) => {
+    parked = true;
+    return park(parking, asks);
+  });
+  return {
+    messages,
+    stop: () => {
+      if (!parked) call.messages.close();
+    },
+  };
+}
+
+/**
  * Sends the attempt to the client: as JSON when its first message is its answer (so -32021
  * keeps its HTTP 400), else as an SSE stream that starts with that message. The client leaving
  * cancels the call, unless it was parked: the response's `close`, since a generator waiting on
  * a silent backend would only see its end at the backend's next message.
  */
 export async function sendAttempt(reply: FastifyReply, call: BridgedCall, attempt: Attempt, park: Park): Promise<FastifyReply> {
-  let parked = false;
-  const messages = attemptMessages(call, attempt, (parking, asks) => {
-    parked = true;
-    return park(parking, asks);
-  });
+  const { messages, stop } = stoppableAttempt(call, attempt, park);
   const cancel = () => {
-    if (!parked && !reply.raw.writableFinished) call.messages.close();
+    if (!reply.raw.writableFinished) stop();
   };
   reply.raw.once('close', cancel);
   const first = await messages.next();

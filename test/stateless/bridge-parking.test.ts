@@ -77,9 +77,9 @@ async function call(replica: number, id: number, tool: string, extra: Record<str
 
 const accept = (content: Record<string, unknown>) => ({ action: 'accept', content });
 
-/** The retry of `switchboard_progress_after_input` on replica 1, answering its question (the call is held on replica 0). */
-function progressRetry(id: number, key: string, requestState: string, signal?: AbortSignal): Promise<Response> {
-  return fetch(set.endpoint(1, 'asks'), {
+/** The retry of `switchboard_progress_after_input` on `replica`, answering its question (the call is held on replica 0). */
+function progressRetry(replica: number, id: number, key: string, requestState: string, signal?: AbortSignal): Promise<Response> {
+  return fetch(set.endpoint(replica, 'asks'), {
     method: 'POST',
     signal,
     headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
@@ -153,7 +153,7 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
   test('a handed-over attempt streams: progress reaches the client while the call still runs on the other replica', async () => {
     const first = await call(0, 50, 'switchboard_progress_after_input', { _meta: { ...meta(), progressToken: 'p-50' } });
     const [key] = Object.keys(first.result!.inputRequests!);
-    const res = await progressRetry(51, key!, first.result!.requestState!);
+    const res = await progressRetry(1, 51, key!, first.result!.requestState!);
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
     const events = new SseReader(res);
     const heard: Array<{ at: number; message: Record<string, unknown> }> = [];
@@ -171,24 +171,29 @@ describe('a 2025 backend asking during a call, through the bridge', () => {
     assert.ok(heard.at(-1)!.at - heard[0]!.at >= 400, `progress ${heard.at(-1)!.at - heard[0]!.at} ms before the answer`);
   });
 
-  test('the client of a handed-over attempt leaving stops the call on the replica that holds it: the backend stream is closed', async () => {
-    const first = await call(0, 60, 'switchboard_progress_after_input', { _meta: { ...meta(), progressToken: 'p-60' } });
-    const [key] = Object.keys(first.result!.inputRequests!);
-    const before = await earlyClosesAt(backend.url);
-    const controller = new AbortController();
-    const res = await progressRetry(61, key!, first.result!.requestState!, controller.signal);
-    const events = new SseReader(res);
-    const heard = messageOf((await events.next())!);
-    assert.equal(heard?.method, 'notifications/progress', 'the attempt runs on the holder');
-    controller.abort();
-    // Read to its end (600 ms after the answer), the backend's stream would not count as closed early.
-    let after = before;
-    for (let n = 0; n < 40 && after === before; n++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      after = await earlyClosesAt(backend.url);
-    }
-    assert.ok(after > before, 'the holder closed the backend stream of the attempt its client left');
-  });
+  for (const [replica, where] of [
+    [1, 'a handed-over attempt leaving stops the call on the replica that holds it'],
+    [0, 'an attempt leaving on the replica that holds the call stops it'],
+  ] as const) {
+    test(`the client of ${where}: the backend stream is closed`, async () => {
+      const first = await call(0, 60 + 2 * replica, 'switchboard_progress_after_input', { _meta: { ...meta(), progressToken: `p-6${replica}` } });
+      const [key] = Object.keys(first.result!.inputRequests!);
+      const before = await earlyClosesAt(backend.url);
+      const controller = new AbortController();
+      const res = await progressRetry(replica, 61 + 2 * replica, key!, first.result!.requestState!, controller.signal);
+      const events = new SseReader(res);
+      const heard = messageOf((await events.next())!);
+      assert.equal(heard?.method, 'notifications/progress', 'the attempt runs on the holder');
+      controller.abort();
+      // Read to its end (600 ms after the answer), the backend's stream would not count as closed early.
+      let after = before;
+      for (let n = 0; n < 40 && after === before; n++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        after = await earlyClosesAt(backend.url);
+      }
+      assert.ok(after > before, 'the holder closed the backend stream of the attempt its client left');
+    });
+  }
 
   test('calls running at once in one session each get the requests the backend sends on its GET stream: a call alone in a backend session of its own', async () => {
     // Sampling comes on the session's standalone GET stream, naming no call: two calls sharing one backend session could not tell whose it is.
