@@ -51,21 +51,17 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     authorization: f.authorization,
     trace: traceHeaders(request),
   };
-  let session: LegacySession;
-  try {
-    const found = legacySession(input);
-    session = found instanceof Promise ? await found : found;
-  } catch (err) {
-    if (err instanceof LegacySessionRefused) return 'refused';
-    throw err;
-  }
+  const found = legacySession(input);
+  const opened = found instanceof Promise ? await orRefused(found) : found;
+  if (opened === 'refused') return opened;
+  let session = opened;
   if (stateless.method === 'server/discover') {
     request.mcpOutcome = 'answered_by_gateway';
     return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id: id ?? null, result: discoverFromInitialize(session.initialize) });
   }
   if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, streamSession(f, input, session));
   if (id !== undefined && session.backendSessionId !== undefined && ctx.legacyStreams.busy(streamKey(f, session))) {
-    const lane = await freeLane(f, input);
+    const lane = await orRefused(freeLane(f, input));
     if (lane === 'refused') return lane;
     ({ input, session } = lane);
   }
@@ -109,22 +105,25 @@ export const MAX_LANES = 8;
  * the last lane when every one is busy (then such a request is refused, as before). No await
  * comes between the last test and the caller placing its call.
  */
-async function freeLane(f: LegacyForward, first: LegacySessionInput): Promise<{ input: LegacySessionInput; session: LegacySession } | 'refused'> {
+async function freeLane(f: LegacyForward, first: LegacySessionInput): Promise<{ input: LegacySessionInput; session: LegacySession }> {
   let input = first;
   let session: LegacySession;
   let lane = 0;
-  try {
-    do {
-      lane += 1;
-      input = { ...first, lane };
-      const found = legacySession(input);
-      session = found instanceof Promise ? await found : found;
-    } while (lane < MAX_LANES && session.backendSessionId !== undefined && f.ctx.legacyStreams.busy(streamKey(f, session)));
-  } catch (err) {
-    if (err instanceof LegacySessionRefused) return 'refused';
-    throw err;
-  }
+  do {
+    lane += 1;
+    input = { ...first, lane };
+    const found = legacySession(input);
+    session = found instanceof Promise ? await found : found;
+  } while (lane < MAX_LANES && session.backendSessionId !== undefined && f.ctx.legacyStreams.busy(streamKey(f, session)));
   return { input, session };
+}
+
+/** What `work` gives, or 'refused' when the backend refused the user's token while a session was opened for it. */
+function orRefused<T>(work: Promise<T>): Promise<T | 'refused'> {
+  return work.catch((err: unknown) => {
+    if (err instanceof LegacySessionRefused) return 'refused' as const;
+    throw err;
+  });
 }
 
 /** The call's place on the session's GET stream, where SDK servers send the requests they do not relate to a call (legacy-streams.ts). */
