@@ -26,7 +26,7 @@ export interface BackendEraInfo {
   discover?: Record<string, unknown>;
 }
 
-export type ProbeOutcome = { decided: BackendEraInfo; why: string } | { decided?: undefined; why: string };
+export type ProbeOutcome = { decided: BackendEraInfo; why: string } | { decided?: undefined; why: string; /** 401/403: the authorization sent (or its absence) was refused. */ refused?: boolean };
 
 export interface ProbeOptions {
   /** Sent as the backend's `Authorization` (a backend behind the user's OAuth answers 401 without it). */
@@ -68,7 +68,7 @@ export async function probeEra(backend: McpBackend, options: ProbeOptions): Prom
  * refuses it) can be read by the same rules.
  */
 export function eraOfAnswer(status: number, answer: JsonRpcMessage | undefined): ProbeOutcome {
-  if (status === 401 || status === 403) return { why: `HTTP ${status}: the backend wants authorization before it says anything` };
+  if (status === 401 || status === 403) return { why: `HTTP ${status}: the backend wants authorization before it says anything`, refused: true };
   if (status === 408 || status === 429 || status >= 500) return { why: `HTTP ${status}: try again later` };
   const modern = modernAnswer(answer);
   if (modern) return modern;

@@ -44,8 +44,24 @@ interface Known {
   expiresAt: number;
 }
 
+/**
+ * What asking for a backend's era gives: the era; {@link EraRefused} when the backend refused the
+ * caller's own authorization (401/403 to a probe that carried it: the token, not the backend, is
+ * at fault); undefined when nothing was decided.
+ */
+export type EraAnswer = BackendEraInfo | EraRefused | undefined;
+
+/** The answer when the backend refused the caller's authorization: no era, `refused`. */
+export interface EraRefused {
+  era?: undefined;
+  discover?: undefined;
+  refused: true;
+}
+
+const REFUSED: EraRefused = Object.freeze({ refused: true as const });
+
 interface Probe {
-  promise: Promise<BackendEraInfo | undefined>;
+  promise: Promise<EraAnswer>;
   authorization?: string;
 }
 
@@ -77,13 +93,14 @@ export class BackendEras {
 
   /**
    * The backend's era: pinned by its config, known on this replica, known in the shared store,
-   * or probed now. Undefined when the probe decided nothing (401/403 without a usable
-   * `authorization`, an outage): nothing is remembered, ask again later. `authorization` is the
+   * or probed now. Refused ({@link EraRefused}) when the backend answered 401/403 to the
+   * caller's `authorization`; undefined when the probe decided nothing (401/403 without one, an
+   * outage). Neither is remembered: ask again later. `authorization` is the
    * user's token for a backend behind its users' OAuth; the era found with it holds for all.
    * `caller` goes with the probe to decorators that need it (token exchange exchanges the
    * caller's token for the backend's).
    */
-  async eraOf(backend: McpBackend, authorization?: string, caller?: BackendCaller): Promise<BackendEraInfo | undefined> {
+  async eraOf(backend: McpBackend, authorization?: string, caller?: BackendCaller): Promise<EraAnswer> {
     const pinned = pinnedEra(backend.config);
     if (pinned) return { era: pinned };
     const known = this.#known.get(backend.name);
@@ -91,8 +108,8 @@ export class BackendEras {
     const running = this.#probes.get(backend.name);
     if (running) {
       const info = await running.promise;
-      // A shared probe that was refused without this caller's credentials says nothing about them.
-      if (info || running.authorization === authorization) return info;
+      // A shared probe that was refused with other credentials (or none) says nothing about this caller's.
+      if (info?.era || running.authorization === authorization) return info;
     }
     return this.#start(backend, authorization, caller);
   }
@@ -115,7 +132,7 @@ export class BackendEras {
     });
   }
 
-  #start(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined): Promise<BackendEraInfo | undefined> {
+  #start(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined): Promise<EraAnswer> {
     const probe: Probe = { promise: this.#find(backend, authorization, caller, this.#generations.get(backend.name) ?? 0), authorization };
     this.#probes.set(backend.name, probe);
     const done = () => {
@@ -125,7 +142,7 @@ export class BackendEras {
     return probe.promise;
   }
 
-  async #find(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined, generation: number): Promise<BackendEraInfo | undefined> {
+  async #find(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined, generation: number): Promise<EraAnswer> {
     const { name } = backend;
     const shared = await this.#readShared(name);
     if (shared) {
@@ -140,7 +157,7 @@ export class BackendEras {
     });
     if (!outcome.decided) {
       this.#log.debug({ backend: name, why: outcome.why }, 'backend era not known yet; asking again on the next call');
-      return undefined;
+      return outcome.refused && authorization !== undefined ? REFUSED : undefined;
     }
     this.#log.info({ backend: name, era: outcome.decided.era, why: outcome.why }, 'backend era found');
     const stored: Stored = { ...outcome.decided, probedAt: this.#now() };

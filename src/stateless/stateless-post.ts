@@ -64,7 +64,9 @@ export async function handleStatelessPost(post: StatelessPost, afterDowngrade = 
     const caller = callerOf(request, undefined, check.request.clientCapabilities);
     // Known (pinned or cached) in the common case: no await, one turn fewer per call (npm run bench).
     const era = ctx.eras.knownEra(backend) ?? (await ctx.eras.eraOf(backend, authorization, caller));
-    if (!era) {
+    // The backend refused the user's linked token before it would say which era it speaks: as for any call it refuses.
+    if (era && 'refused' in era && authorization !== undefined) return await tokenRefused(post, check.request, id);
+    if (!era?.era) {
       return sendBackendError(reply, new BackendError(backend.name, 'unreachable', `backend "${backend.name}" could not be reached to learn its protocol revision`), id === undefined ? [] : [id], false);
     }
     if (era.era !== '2026-07-28') {

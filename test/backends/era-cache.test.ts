@@ -107,6 +107,15 @@ function eraCacheSuite(label: string, open: () => Promise<SharedStore>): void {
       assert.equal((await eras(1).eraOf(sameBackend(backend)))?.era, '2026-07-28', 'found with one user\'s token, it holds for all');
     });
 
+    test('401 to the caller\'s own token is a refusal of that token, not of the backend; another token at the same time still gets the era', async () => {
+      const server = await start('dual', { token: 'tok' });
+      const backend = backendFor(server);
+      const replica = eras();
+      const [wrong, right] = await Promise.all([replica.eraOf(backend, 'Bearer wrong'), replica.eraOf(backend, 'Bearer tok')]);
+      assert.deepEqual(wrong, { refused: true });
+      assert.equal(right?.era, '2026-07-28');
+    });
+
     test('forget: the backend was downgraded; the next call probes again and every replica then sees it', async () => {
       const modern = await start('modern');
       const backend = backendFor(modern);

@@ -126,6 +126,16 @@ describe('linking an account in the 2026-07-28 era', () => {
     assert.ok((await backend.seenAuthorizations()).includes(`Bearer ${providerToken}`));
   });
 
+  test('a linked token the backend refuses, initialize included, is forgotten and the link asked for again', async () => {
+    // The bridge opens its own session with the token: the strict backend answers that initialize 401.
+    const eve = await userToken('eve');
+    await vault.store.ready();
+    await vault.vault.put(userKeyOf(idp.issuer, 'eve'), 'acme', { accessToken: 'not-a-token-acme-issued', tokenType: 'Bearer' });
+    const answer = await call(eve, 9, { name: 'whoami', arguments: {}, _meta: META(URL_MODE) });
+    assert.equal(answer.body.result?.resultType, 'input_required', JSON.stringify(answer.body));
+    assert.equal(await vault.vault.get(userKeyOf(idp.issuer, 'eve'), 'acme'), undefined, 'the refused token was forgotten');
+  });
+
   test('a client without elicitation.url gets the link as text; the unlinked lists come from the catalog, private', async () => {
     const tom = await userToken('tom');
     const answer = await call(tom, 9, { name: 'whoami', arguments: {}, _meta: META({ elicitation: {} }) });
