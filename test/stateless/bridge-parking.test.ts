@@ -14,6 +14,7 @@ import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { messageOf, SseReader } from '../helpers/sse-client.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 import { earlyClosesAt } from '../fixtures/stream-closes.js';
 
 const CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
@@ -58,14 +59,7 @@ interface Answer {
 async function call(replica: number, id: number, tool: string, extra: Record<string, unknown> = {}, options: { bearer?: string; capabilities?: Record<string, unknown> } = {}): Promise<Answer> {
   const res = await fetch(set.endpoint(replica, 'asks'), {
     method: 'POST',
-    headers: {
-      authorization: `Bearer ${options.bearer ?? ada}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': tool,
-    },
+    headers: statelessHeaders(options.bearer ?? ada, 'tools/call', tool),
     body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: {}, _meta: meta(options.capabilities), ...extra } }),
   });
   const text = await res.text();
@@ -82,7 +76,7 @@ function progressRetry(replica: number, id: number, key: string, requestState: s
   return fetch(set.endpoint(replica, 'asks'), {
     method: 'POST',
     signal,
-    headers: { authorization: `Bearer ${ada}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'switchboard_progress_after_input' },
+    headers: statelessHeaders(ada, 'tools/call', 'switchboard_progress_after_input'),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id,

@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { startEraBackend } from '../fixtures/era-backends.js';
 import { startGateway } from '../helpers/gateway.js';
 import { startOAuthServer } from '../helpers/oauth.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
@@ -23,14 +24,7 @@ test('a 2026 backend replaced by a 2025 one: the next call is bridged, the era p
     const callEra = async (id: number) => {
       const res = await fetch(gateway.endpoint('era'), {
         method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': 'tools/call',
-          'mcp-name': 'era',
-        },
+        headers: statelessHeaders(token, 'tools/call', 'era'),
         body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'era', arguments: {}, _meta: META } }),
       });
       const text = await res.text();

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { startEraBackend, type EraBackend } from '../fixtures/era-backends.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 
@@ -92,14 +93,7 @@ describe('the checks of the revision, on the wire', () => {
     const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = http.request(gateway.endpoint('legacy'), {
         method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': 'tools/call',
-          'mcp-name': ['era', 'era'],
-        },
+        headers: { ...statelessHeaders(token, 'tools/call'), 'mcp-name': ['era', 'era'] },
       });
       req.on('response', (res) => {
         let text = '';
