@@ -147,6 +147,10 @@ describe('refusals, with the revision\'s codes and statuses', () => {
   test('a malformed Mcp-Name sentinel, a raw non-ASCII value, or a header given twice: 400 -32020', () => {
     refused(headersFor('tools/call', { 'mcp-name': '=?base64?SGVsbG8?=' }), request('tools/call', { name: 'Hello' }), 400, ErrorCode.HeaderMismatch, /malformed/);
     refused(headersFor('tools/call', { 'mcp-name': 'caf\u00c3\u00a9' }), request('tools/call', { name: 'café' }), 400, ErrorCode.HeaderMismatch, /characters/);
+    // The edges of RFC 9110 §5.5's field content: DEL and a control character are out, HTAB in.
+    refused(headersFor('tools/call', { 'mcp-name': 'ec\u007fho' }), request('tools/call', { name: 'ec\u007fho' }), 400, ErrorCode.HeaderMismatch, /characters/);
+    refused(headersFor('tools/call', { 'mcp-name': 'ec\u0001ho' }), request('tools/call', { name: 'ec\u0001ho' }), 400, ErrorCode.HeaderMismatch, /characters/);
+    passes(headersFor('tools/call', { 'mcp-name': 'ec\tho' }), request('tools/call', { name: 'ec\tho' }));
     refused(headersFor('tools/call', { 'mcp-name': ['echo', 'other'] }), request('tools/call', { name: 'echo' }), 400, ErrorCode.HeaderMismatch, /more than once/);
     refused({ 'mcp-protocol-version': '2026-07-28', 'Mcp-Method': 'tools/list', 'MCP-METHOD': 'tools/list' }, request('tools/list'), 400, ErrorCode.HeaderMismatch, /more than once/);
   });
