@@ -48,6 +48,16 @@ export async function startNaiveProxy(backend: Backend): Promise<{ child: ChildH
   return { child, port: (JSON.parse(child.readyLine!) as { port: number }).port };
 }
 
+/**
+ * The gateway as built (`dist/cli.js`, what the image runs) under another program — valgrind
+ * for bench/instructions.ts — with extra Node flags. Starting takes minutes then.
+ */
+export interface GatewayWrap {
+  /** The program and its arguments, before `node`. */
+  command: string[];
+  nodeArgs?: string[];
+}
+
 export interface Gateway {
   child: ChildHandle;
   port: number;
@@ -64,7 +74,7 @@ export interface Gateway {
  * `default` for the shipped one (no `log` block), unset for `silent`; the child's stdout is
  * read by this process into a bounded log (test/helpers/child.ts), as a log collector would.
  */
-export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string }): Promise<Gateway> {
+export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -95,11 +105,13 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
   writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
   // The inspector is only switched on (SIGUSR1) for the memory measurement, at the end.
   const inspectPort = await freePort();
-  const nodeArgs = [`--inspect-port=127.0.0.1:${inspectPort}`, ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : [])];
+  const nodeArgs = [`--inspect-port=127.0.0.1:${inspectPort}`, ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []), ...(opts.wrap?.nodeArgs ?? [])];
+  const entry = opts.wrap ? [join(root, 'dist', 'cli.js')] : ['--import', 'tsx', join(root, 'src', 'cli.ts')];
+  const command = opts.wrap ? [...opts.wrap.command, process.execPath] : [process.execPath];
   const child = await spawnChild({
     name: 'switchboard',
-    command: process.execPath,
-    args: [...nodeArgs, '--import', 'tsx', join(root, 'src', 'cli.ts'), '--config', configFile],
+    command: command[0]!,
+    args: [...command.slice(1), ...nodeArgs, ...entry, '--config', configFile],
     cwd: root,
     // A graceful exit is what writes the CPU profile.
     stopGraceMs: 30_000,
@@ -111,7 +123,7 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
       await res.arrayBuffer();
       return res.status === 200 ? true : undefined;
     },
-    { what: `switchboard /readyz on ${url}`, timeoutMs: 30_000, intervalMs: 100, details: () => child.logs() },
+    { what: `switchboard /readyz on ${url}`, timeoutMs: opts.wrap ? 300_000 : 30_000, intervalMs: 100, details: () => child.logs() },
   );
   return { child, port, url, audience, configFile, inspectPort };
 }

@@ -167,7 +167,8 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const stateless = await measureStateless(paths.json.silent, pids.silent!, { rounds: s.throughputRounds, durationMs: s.throughputMs, warmupMs: s.warmupMs, connections: s.connections });
   log(
     `2026-07-28 tools/call: ${stateless.statelessCpuUsPerCall.toFixed(0)} µs/call through the bridge, ${stateless.nativeCpuUsPerCall.toFixed(0)} to a 2026 backend, ` +
-      `against ${stateless.sessionCpuUsPerCall.toFixed(0)} in a 2025 session (÷ ${stateless.ratio.toFixed(3)}, ÷ ${stateless.nativeRatio.toFixed(3)})`,
+      `against ${stateless.sessionCpuUsPerCall.toFixed(0)} in a 2025 session (÷ ${stateless.ratio.toFixed(3)}, ÷ ${stateless.nativeRatio.toFixed(3)}); ` +
+      `${stateless.sizedCpuUsPerCall.toFixed(0)} for a 2025 request of the 2026 size (native ÷ it ${stateless.sameSizeRatio.toFixed(3)})`,
   );
   const cluster = await measureCluster(s, run, paths);
   await run.silent!.child.stop();

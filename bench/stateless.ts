@@ -9,7 +9,11 @@
  *   whose answer it gives `resultType` (src/stateless/legacy-bridge.ts);
  * - `native`: the same 2026 request to the backend as a 2026-07-28 one (`/mcp/fast-2026`, the
  *   same process reached through an entry pinned to that revision, which it then serves
- *   without a session): each era end to end.
+ *   without a session): each era end to end;
+ * - `sized`: the 2025 session call carrying as many bytes as the 2026 request — its `_meta`
+ *   under names the gateway passes on unread, and `Mcp-Method` and `Mcp-Name` — so that
+ *   native ÷ sized is the gateway's handling of each era for requests of one size, and
+ *   sized ÷ session what the revision's bigger request costs by itself (bench/README.md).
  *
  * Closed-loop rounds, the order rotating every round; the ratios are per round, median.
  */
@@ -26,6 +30,10 @@ export interface StatelessResult extends ErrorSink {
   nativeCpuUsPerCall: number;
   /** Median over rounds of native ÷ session CPU per call. */
   nativeRatio: number;
+  /** The 2025 session call with a request the size of the 2026 one. */
+  sizedCpuUsPerCall: number;
+  /** Median over rounds of native ÷ sized CPU per call: the eras' handling for requests of one size. */
+  sameSizeRatio: number;
   sessionCallsPerSec: number;
   statelessCallsPerSec: number;
   nativeCallsPerSec: number;
@@ -49,19 +57,31 @@ export function statelessPath(session: Path, path = session.path): Path {
   };
 }
 
-type Which = 'session' | 'bridged' | 'native';
+/** The 2025 session call with the 2026 request's size: its `_meta` bytes under names the gateway does not read, and `Mcp-Method` and `Mcp-Name`. */
+export function sizedSessionPath(session: Path): Path {
+  const body = statelessPath(session).body!;
+  return {
+    ...session,
+    label: `${session.path} (2025-11-25, 2026-sized)`,
+    headers: { ...session.headers, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
+    body: (id) => body(id).replaceAll('io.modelcontextprotocol/', 'io.modelcontextprotocoX/'),
+  };
+}
+
+type Which = 'session' | 'sized' | 'bridged' | 'native';
 const ORDERS: ReadonlyArray<readonly Which[]> = [
-  ['session', 'bridged', 'native'],
-  ['bridged', 'native', 'session'],
-  ['native', 'session', 'bridged'],
+  ['session', 'bridged', 'native', 'sized'],
+  ['bridged', 'native', 'sized', 'session'],
+  ['native', 'sized', 'session', 'bridged'],
+  ['sized', 'session', 'bridged', 'native'],
 ];
 
 export async function measureStateless(session: Path, pid: number, opts: { rounds: number; durationMs: number; warmupMs: number; connections: number }): Promise<StatelessResult> {
-  const paths: Record<Which, Path> = { session, bridged: statelessPath(session), native: statelessPath(session, `/mcp/${NATIVE_BACKEND}`) };
+  const paths: Record<Which, Path> = { session, sized: sizedSessionPath(session), bridged: statelessPath(session), native: statelessPath(session, `/mcp/${NATIVE_BACKEND}`) };
   for (const p of Object.values(paths)) await closedLoop(p, opts.connections, { durationMs: opts.warmupMs });
-  const cpu: Record<Which, number[]> = { session: [], bridged: [], native: [] };
-  const rate: Record<Which, number[]> = { session: [], bridged: [], native: [] };
-  const ratios = { bridged: [] as number[], native: [] as number[] };
+  const cpu: Record<Which, number[]> = { session: [], sized: [], bridged: [], native: [] };
+  const rate: Record<Which, number[]> = { session: [], sized: [], bridged: [], native: [] };
+  const ratios = { bridged: [] as number[], native: [] as number[], sameSize: [] as number[] };
   const sink: ErrorSink = { errors: 0 };
   for (let r = 0; r < opts.rounds; r++) {
     for (const which of ORDERS[r % ORDERS.length]!) {
@@ -75,9 +95,11 @@ export async function measureStateless(session: Path, pid: number, opts: { round
     }
     ratios.bridged.push(cpu.bridged.at(-1)! / cpu.session.at(-1)!);
     ratios.native.push(cpu.native.at(-1)! / cpu.session.at(-1)!);
+    ratios.sameSize.push(cpu.native.at(-1)! / cpu.sized.at(-1)!);
     log(
       `2026-07-28 tools/call round ${r + 1}/${opts.rounds}: session ${cpu.session.at(-1)!.toFixed(0)} µs/call, ` +
-        `bridged ${cpu.bridged.at(-1)!.toFixed(0)} (÷ ${ratios.bridged.at(-1)!.toFixed(3)}), native ${cpu.native.at(-1)!.toFixed(0)} (÷ ${ratios.native.at(-1)!.toFixed(3)})`,
+        `bridged ${cpu.bridged.at(-1)!.toFixed(0)} (÷ ${ratios.bridged.at(-1)!.toFixed(3)}), native ${cpu.native.at(-1)!.toFixed(0)} (÷ ${ratios.native.at(-1)!.toFixed(3)}), ` +
+        `2025 at the 2026 size ${cpu.sized.at(-1)!.toFixed(0)} (native ÷ it ${ratios.sameSize.at(-1)!.toFixed(3)})`,
     );
   }
   return {
@@ -87,6 +109,8 @@ export async function measureStateless(session: Path, pid: number, opts: { round
     ratio: median(ratios.bridged),
     nativeCpuUsPerCall: median(cpu.native),
     nativeRatio: median(ratios.native),
+    sizedCpuUsPerCall: median(cpu.sized),
+    sameSizeRatio: median(ratios.sameSize),
     sessionCallsPerSec: median(rate.session),
     statelessCallsPerSec: median(rate.bridged),
     nativeCallsPerSec: median(rate.native),
