@@ -17,9 +17,9 @@
  * compiler (when it runs depends on timing, not on the call). Garbage collection stays in:
  * what a call allocates, it pays for.
  *
- * Paths (bench/stateless.ts): `session` and `bridged` and `native` as there, and `sized`: the
- * 2025 session call carrying the 2026 request's `_meta` bytes (under other names, which the
- * gateway passes on unread) and its two extra headers — what the bigger request alone costs.
+ * Paths (bench/stateless.ts): `session`, `sized`, `native` and `bridged` as there; `sized` is
+ * the 2025 session call as big as the 2026 request (its `_meta` bytes under names the gateway
+ * passes on unread, as many header lines), so sized ÷ session is what the bigger request costs.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

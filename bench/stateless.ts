@@ -10,8 +10,9 @@
  * - `native`: the same 2026 request to the backend as a 2026-07-28 one (`/mcp/fast-2026`, the
  *   same process reached through an entry pinned to that revision, which it then serves
  *   without a session): each era end to end;
- * - `sized`: the 2025 session call carrying as many bytes as the 2026 request — its `_meta`
- *   under names the gateway passes on unread, and `Mcp-Method` and `Mcp-Name` — so that
+ * - `sized`: the 2025 session call as big as the 2026 request — its `_meta` under names the
+ *   gateway passes on unread, and `Mcp-Method`, so that it has as many header lines (the
+ *   2025 one carries `Mcp-Session-Id`, the 2026 one `Mcp-Method` and `Mcp-Name`) — so that
  *   native ÷ sized is the gateway's handling of each era for requests of one size, and
  *   sized ÷ session what the revision's bigger request costs by itself (bench/README.md).
  *
@@ -57,13 +58,13 @@ export function statelessPath(session: Path, path = session.path): Path {
   };
 }
 
-/** The 2025 session call with the 2026 request's size: its `_meta` bytes under names the gateway does not read, and `Mcp-Method` and `Mcp-Name`. */
+/** The 2025 session call with the 2026 request's size: its `_meta` bytes under names the gateway does not read, and as many header lines. */
 export function sizedSessionPath(session: Path): Path {
   const body = statelessPath(session).body!;
   return {
     ...session,
     label: `${session.path} (2025-11-25, 2026-sized)`,
-    headers: { ...session.headers, 'mcp-method': 'tools/call', 'mcp-name': 'echo' },
+    headers: { ...session.headers, 'mcp-method': 'tools/call' },
     body: (id) => body(id).replaceAll('io.modelcontextprotocol/', 'io.modelcontextprotocoX/'),
   };
 }
