@@ -6,23 +6,23 @@
  *
  * ```sh
  * apt-get install -y valgrind
- * npm run bench:instructions        # about six minutes: the gateway runs ~50× slower
+ * npm run bench:instructions        # about ten minutes: the gateway runs ~50× slower
  * ```
  *
  * The gateway is the one the image runs (`dist/`, built first), with `--single-threaded` (V8
  * compiles and collects on the main thread, where callgrind counts it in order) and
- * `--perf-basic-prof` (the map that names JIT-compiled functions). Each path is warmed until
- * V8 has compiled it, then counted in rounds of N calls between `callgrind_control`'s
- * instrumentation on and off; the figure is the median round, without V8's optimizing
- * compiler (when it runs depends on timing, not on the call). Garbage collection stays in:
- * what a call allocates, it pays for.
+ * `--perf-basic-prof` (the map that names JIT-compiled functions). Each path is warmed, then
+ * counted in rounds of N calls between `callgrind_control`'s instrumentation on and off. The
+ * figure is each path's round with the least compiling, without V8's optimizing compiler and
+ * garbage collector (printed apart): when either runs depends on timing and on the rounds
+ * before, not on the call (bench/README.md, "Instructions per call").
  *
  * Paths (bench/stateless.ts): `session`, `sized`, `native` and `bridged` as there; `sized` is
  * the 2025 session call as big as the 2026 request (its `_meta` bytes under names the gateway
  * passes on unread, as many header lines), so sized ÷ session is what the bigger request costs.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOAuthServer } from '../test/helpers/oauth.js';
@@ -89,7 +89,7 @@ try {
       const label = `${name}-${r}`;
       callgrindControl(`--dump=${label}`);
       // Read again each round: V8 reuses the addresses of code it dropped, the newest entry names what ran.
-      const counts = byFunction(dumpFile(label), res.calls, readJitNames(`/tmp/perf-${pid}.map`));
+      const counts = byFunction(await dumpFile(label), res.calls, readJitNames(`/tmp/perf-${pid}.map`));
       (perCall[name] ??= []).push(counts);
       console.log(`round ${r + 1}/${ROUNDS} ${name.padEnd(8)} ${(ownInstructions(counts) / 1000).toFixed(1)} k instructions per call (compiler ${((counts.get(COMPILING) ?? 0) / 1000).toFixed(1)} k)`);
     }
@@ -107,16 +107,26 @@ function callgrindControl(...args: string[]): void {
   execFileSync('callgrind_control', [...args, pid], { stdio: 'ignore' });
 }
 
-/** The dump `callgrind_control --dump=label` wrote (its header names the trigger). */
-function dumpFile(label: string): string {
+/** The dump `callgrind_control --dump=label` wrote (its header names the trigger; only heads are read, a dump is megabytes). */
+async function dumpFile(label: string): Promise<string> {
   for (let tries = 0; tries < 50; tries++) {
-    for (const f of readdirSync(dumps)) {
-      const file = join(dumps, f);
-      if (readFileSync(file, 'utf8').slice(0, 2000).includes(`Trigger: dump ${label}\n`)) return file;
-    }
-    execFileSync('sleep', ['0.1']);
+    const found = readdirSync(dumps)
+      .map((f) => join(dumps, f))
+      .find((file) => headOf(file).includes(`Trigger: dump ${label}\n`));
+    if (found) return found;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`no callgrind dump for ${label} in ${dumps}`);
+}
+
+function headOf(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(2000);
+    return head.toString('utf8', 0, readSync(fd, head, 0, head.length, 0));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Instructions per call by function, JIT code named from V8's perf map. */
