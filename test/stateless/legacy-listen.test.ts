@@ -11,6 +11,7 @@ import { startConformanceServer, type ConformanceServer } from '../helpers/confo
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { messageOf, SseReader } from '../helpers/sse-client.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
@@ -32,7 +33,7 @@ after(async () => {
 function post(token: string, message: Record<string, unknown>, headers: Record<string, string>): Promise<Response> {
   return fetch(gateway.endpoint('legacy'), {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', ...headers },
+    headers: { ...statelessHeaders(token, String(message.method)), ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', ...message }),
   });
 }

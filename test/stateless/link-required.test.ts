@@ -17,6 +17,7 @@ import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 import { openSharedVault, type SharedVault } from '../helpers/vault.js';
 
 const TOKEN_KEY = 'link-2026-token-key-0123456789abcdef0123456789';
@@ -56,8 +57,7 @@ interface Answer {
 }
 
 async function call(token: string, id: number, params: Record<string, unknown>, method = 'tools/call'): Promise<Answer> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method };
-  if (typeof params.name === 'string') headers['mcp-name'] = params.name;
+  const headers = statelessHeaders(token, method, typeof params.name === 'string' ? params.name : undefined);
   const res = await fetch(gateway.endpoint('protected'), { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }) });
   const text = await res.text();
   const data = res.headers.get('content-type')?.startsWith('text/event-stream') ? text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).at(-1)! : text;

@@ -13,6 +13,7 @@ import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { messageOf, SseReader } from '../helpers/sse-client.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 
 const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
@@ -35,7 +36,7 @@ after(async () => {
 function post(replica: number, token: string, message: Record<string, unknown>, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> {
   return fetch(`${set.replicas[replica]!.url}/mcp/legacy`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', ...headers },
+    headers: { ...statelessHeaders(token, String(message.method)), ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', ...message }),
     signal,
   });
