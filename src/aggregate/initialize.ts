@@ -89,7 +89,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
     const version = String(result.protocolVersion);
     if (!isSupportedVersion(version)) throw new Error(`negotiated unsupported protocol version ${version}`);
     const capabilities = result.capabilities ?? {};
-    if (backend.config.upstreamAuth) await members.catalog.rememberInitialize(backend.name, result);
+    if (backend.config.upstreamAuth) await members.catalog.rememberInitialize(backend.config, result, authorization ? 'user' : 'anonymous');
     return {
       name: backend.name,
       session: { sessionId: headerValue(sessionId), protocolVersion: version, capabilities: Object.keys(capabilities) },
@@ -110,7 +110,7 @@ export async function joinMember(members: Members, call: AggregateCall, backend:
 async function waitingMember(members: Members, call: AggregateCall, backend: McpBackend, message: JsonRpcMessage, sentToken: boolean): Promise<Joined> {
   if (sentToken) await members.forgetToken(call, backend);
   const requested = (message.params as { protocolVersion?: unknown } | undefined)?.protocolVersion;
-  const result = provisionalInitializeResult(backend.config, await members.catalog.initialize(backend.name), requested);
+  const result = provisionalInitializeResult(backend.config, await members.catalog.initialize(backend.config), requested);
   const capabilities = result.capabilities as Record<string, unknown>;
   return {
     name: backend.name,

@@ -91,7 +91,7 @@ async function fetchPage(members: Members, linker: MemberLinker, call: Aggregate
     }
     const response = (await collectMessages(res)).messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
     if (!response?.result) throw new Error(response?.error ? `refused ${message.method}: ${response.error.message}` : `did not answer ${message.method}`);
-    if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog.rememberList(at.backend, message.method, response.result);
+    if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog.rememberList(member.backend.config, message.method, response.result, authorization ? 'user' : 'anonymous');
     // A member with a tool policy answered through it already (policy/tool-policy-backend.ts).
     return pageOf(at.backend, message.method, response.result);
   } catch (err) {

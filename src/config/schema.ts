@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
 import { brokerModeIssues, brokerSchema } from './broker-schema.js';
 import { parseDuration } from './duration.js';
+import { declaredCatalogSchema, shareCatalogSchema } from './linking-schema.js';
 
 const duration = (fallback: string) =>
   z
@@ -64,6 +65,9 @@ const upstreamAuthSchema = z
     revocationUrl: httpUrl.optional(),
     /** RFC 8707 resource indicator sent with authorization and token requests (optional). */
     resource: z.string().url().optional(),
+    /** What users who have not linked may be shown (linking-schema.ts; issue 28). */
+    shareCatalog: shareCatalogSchema,
+    catalog: declaredCatalogSchema,
   })
   .strict()
   .superRefine((u, ctx) => {

@@ -15,12 +15,10 @@ import { BackendError } from '../backends/errors.js';
 import { initializeBackend } from '../backends/initialize-backend.js';
 import type { SessionContext } from '../sessions/context.js';
 import type { SessionRecord } from '../state/store.js';
-import type { BackendCatalog } from './catalog.js';
 import { ValueKeys } from '../state/value-keys.js';
 
 export interface LinkedSessionInput {
   ctx: SessionContext;
-  catalog: BackendCatalog;
   backend: McpBackend;
   caller: BackendCaller & { sessionId: string };
   record: SessionRecord;
@@ -61,7 +59,7 @@ async function initializeNow(input: LinkedSessionInput): Promise<SessionRecord |
     return undefined;
   }
   const { backendSessionId } = opened;
-  await input.catalog.rememberInitialize(backend.name, opened.result);
+  // Opened with the user's token: nothing of its answer goes into the catalog (linking/catalog.ts).
   const { link: _done, ...rest } = record;
   const updated: SessionRecord = { ...rest, backendSessionId };
   if (!(await ctx.sessions.update(caller.principal, caller.sessionId, updated))) {

@@ -3,12 +3,14 @@
  * issue 12): the backend refuses everything without the user's token, so the gateway
  * speaks for it from its catalog (catalog.ts) until the link exists.
  *
- * - `initialize`: the backend's last known result, with `listChanged` announced on its
- *   lists (they change once the account is linked); without one, a minimal result that
- *   offers tools.
- * - lists: the last first page seen, filtered by the backend's tool policy; with no tools
- *   list known, one gateway tool, `connect`, whose description tells the model that calling
- *   it links the account. Prompts and resources with nothing known are empty.
+ * - `initialize`: what the backend answered without a token, if it ever did, with
+ *   `listChanged` announced on its lists (they change once the account is linked);
+ *   otherwise a minimal result that offers tools (and prompts, where the catalog has some).
+ *   Never what it answered another user (catalog.ts, issue 28).
+ * - lists: the first page the catalog may show (the operator's, the backend's tokenless one,
+ *   or an opted-in shared one), filtered by the backend's tool policy; with no tools list,
+ *   one gateway tool, `connect`, whose description tells the model that calling it links the
+ *   account. Other lists with nothing known are empty.
  * - `ping` and `logging/setLevel`: answered here.
  * - anything else (`tools/call`, `prompts/get`, `resources/read`, …): the elicitation that
  *   leads to the link (SPEC §4 step 2).
@@ -19,7 +21,7 @@ import { elicitationRequiredMessages } from '../connect/elicitation-replies.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { isSupportedVersion, LATEST_PROTOCOL_VERSION } from '../wire/protocol.js';
 import { filterToolsResult } from '../policy/tool-policy.js';
-import { CATALOG_LISTS, type BackendCatalog, type InitializeSnapshot } from './catalog.js';
+import { CATALOG_LISTS, shares, type BackendCatalog, type InitializeSnapshot } from './catalog.js';
 
 /** The gateway's own tool on a backend whose tools are not known yet (`{backend}__connect` on `/mcp`). */
 export const CONNECT_TOOL = 'connect';
@@ -42,12 +44,13 @@ export function connectTool(backend: BackendConfig): Record<string, unknown> {
 
 /**
  * The `initialize` result for a client whose account at this backend is not linked: the
- * backend's last known result, or a minimal one. The revision is the client's when the
+ * backend's tokenless result, or a minimal one. The revision is the client's when the
  * gateway supports it (the backend will be asked for that same one once it can be reached).
  */
 export function provisionalInitializeResult(backend: BackendConfig, snapshot: InitializeSnapshot | undefined, requestedVersion: unknown): Record<string, unknown> {
   const capabilities: Record<string, unknown> = { ...(snapshot?.capabilities ?? {}) };
   capabilities.tools ??= {};
+  if (backend.upstreamAuth?.catalog?.prompts || shares(backend, 'prompts/list')) capabilities.prompts ??= {};
   for (const list of LIST_CAPABILITIES) {
     const value = capabilities[list];
     if (value && typeof value === 'object') capabilities[list] = { ...(value as object), listChanged: true };
@@ -69,10 +72,10 @@ export function announcedLists(result: Record<string, unknown>): string[] {
   return LIST_CAPABILITIES.filter((list) => capabilities[list] !== undefined);
 }
 
-/** A list result while unlinked: the catalog's page (policy-filtered, without its cursor) or the gateway's own. */
+/** A list result while unlinked: the page the catalog may show this user (policy-filtered, without its cursor) or the gateway's own. */
 export async function provisionalList(backend: BackendConfig, catalog: BackendCatalog, method: string): Promise<Record<string, unknown>> {
   const key = CATALOG_LISTS[method]!;
-  const cached = await catalog.list(backend.name, method);
+  const cached = await catalog.list(backend, method);
   if (cached) {
     // A later page cannot be fetched without the account: the first page is all there is.
     const { nextCursor: _dropped, ...page } = cached;

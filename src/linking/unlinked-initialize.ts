@@ -24,7 +24,7 @@ export async function initializeUnlinked(ctx: LinkingContext, request: FastifyRe
   const principal = principalOf(request);
   const params = (message.params ?? {}) as { protocolVersion?: unknown; capabilities?: Record<string, unknown>; clientInfo?: unknown };
   const { linking } = ctx;
-  const result = provisionalInitializeResult(backend.config, await linking.catalog.initialize(backend.name), params.protocolVersion);
+  const result = provisionalInitializeResult(backend.config, await linking.catalog.initialize(backend.config), params.protocolVersion);
   const announced = announcedLists(result);
   const sessionId = newSessionId();
   try {

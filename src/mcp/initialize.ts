@@ -63,7 +63,7 @@ export async function handleInitialize(ctx: McpContext, request: FastifyRequest,
     if (!isSupportedVersion(version)) {
       return sendJsonRpcError(reply, 200, ErrorCode.InternalError, `backend "${backend.name}" negotiated protocol version ${version}, which the gateway does not support`, message.id);
     }
-    if (Boolean(backend.config.upstreamAuth)) await ctx.linking.catalog.rememberInitialize(backend.name, result);
+    if (Boolean(backend.config.upstreamAuth)) await ctx.linking.catalog.rememberInitialize(backend.config, result, upstream.authorization ? 'user' : 'anonymous');
     const sessionId = newSessionId();
     try {
       await ctx.sessions.create(principalOf(request), sessionId, {

@@ -19,6 +19,7 @@ import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnava
 import { StateUnavailableError } from '../state/errors.js';
 import { backendRefused, passUpstreamGate } from './upstream-gate.js';
 import { firstPageList, relayRememberingList } from './remembered-lists.js';
+import { keepsList } from '../linking/catalog.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
 import { parseEventId } from '../streams/stream-relay.js';
 import { openStandaloneEarly } from './standalone-early.js';
@@ -126,7 +127,8 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
     return backendRefused(t, messages, batch, authorization !== undefined);
   }
   const listMethod = linkable && res.status === 200 ? firstPageList(messages) : undefined;
-  if (listMethod) return relayRememberingList(t, res, listMethod, requestIds);
+  const provenance = authorization ? 'user' : 'anonymous';
+  if (listMethod && keepsList(backend.config, listMethod, provenance)) return relayRememberingList(t, res, listMethod, requestIds, provenance);
 
   if (res.status === 202) {
     await res.body.dump();

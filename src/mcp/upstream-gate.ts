@@ -82,7 +82,6 @@ async function openWaitingSession(t: StreamTarget, authorization: string, reques
   try {
     const record = await openBackendSession({
       ctx: t.ctx,
-      catalog: t.ctx.linking.catalog,
       backend: t.backend,
       caller: { ...callerOf(t.request, t.sessionId, t.session.clientCapabilities), sessionId: t.sessionId },
       record: t.session,

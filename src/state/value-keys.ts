@@ -37,10 +37,14 @@ export const ValueKeys = {
   refreshLock: (userKey: string, provider: string) => `lock:refresh:${userKey}:${provider}`,
   /** An elicitation waiting for the user's answer (connect/elicitations.ts). */
   elicitation: (id: string) => `elicitation:${id}`,
-  /** A backend's initialize result, kept for sessions that cannot reach it yet (linking/catalog.ts). */
-  catalogInitialize: (backend: string) => `catalog:${backend}:initialize`,
-  /** A backend's list result (`tools/list`…), same purpose. */
-  catalogList: (backend: string, method: string) => `catalog:${backend}:${method}`,
+  /**
+   * A backend's answer to a request without a token (`initialize` or a list method), kept for
+   * users who have not linked (linking/catalog.ts). Not `catalog:…`: that name held, before
+   * issue 28, whatever answer came last, whoever's token produced it, and is never read.
+   */
+  catalogAnonymous: (backend: string, what: string) => `catalog-public:${backend}:${what}`,
+  /** A tools or prompts list seen with some user's token, kept only where `upstreamAuth.shareCatalog` shares it. */
+  catalogShared: (backend: string, method: string) => `catalog-shared:${backend}:${method}`,
   /** Which MCP era a backend speaks, as its probe found it, so replicas probe it once (backends/era.ts). */
   backendEra: (backend: string) => `era:${backend}`,
   /** Sessions waiting for a user to link a provider (linking/waiters.ts). */

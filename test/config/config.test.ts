@@ -128,6 +128,7 @@ describe('parseConfig: the SPEC §3 example', () => {
       clientId: 'gh-client-id',
       clientSecret: 'gh-client-secret',
       scopes: ['repo'],
+      shareCatalog: [],
     });
   });
 
@@ -530,6 +531,20 @@ describe('parseConfig: account linking needs sign-in and shared secrets', () => 
     assertConfigError(() => parseConfig(withUpstream({ provider: 'acme', clientId: 'x' })), 'backends[0].upstreamAuth.authorizationUrl', /preset/);
     assertConfigError(() => parseConfig(withUpstream({ provider: 'gitlab', preset: 'gitlab', clientId: 'x' })), 'backends[0].upstreamAuth.preset', /github/);
     assertConfigError(() => parseConfig(withUpstream({ provider: 'github', preset: 'github', discover: true })), 'backends[0].upstreamAuth.preset', /discover/);
+  });
+
+  test('shareCatalog takes tools and prompts only: resources, templates and instructions are users\' data; catalog declares tools and prompts', () => {
+    const shared = parseConfig(withUpstream({ ...upstream, shareCatalog: ['tools', 'prompts'] })).backends[0]!.upstreamAuth!;
+    assert.deepEqual(shared.shareCatalog, ['tools', 'prompts']);
+    assert.deepEqual(parseConfig(withUpstream(upstream)).backends[0]!.upstreamAuth!.shareCatalog, [], 'nothing is shared unless the operator says so');
+    assertConfigError(() => parseConfig(withUpstream({ ...upstream, shareCatalog: ['tools', 'resources'] })), 'backends[0].upstreamAuth.shareCatalog[1]', /never shared/);
+    assertConfigError(() => parseConfig(withUpstream({ ...upstream, shareCatalog: ['instructions'] })), 'backends[0].upstreamAuth.shareCatalog[0]', /never shared/);
+    assertConfigError(() => parseConfig(withUpstream({ ...upstream, shareCatalog: ['tool'] })), 'backends[0].upstreamAuth.shareCatalog[0]', /tools, prompts/);
+    const declared = parseConfig(withUpstream({ ...upstream, catalog: { tools: [{ name: 'search', description: 'Searches' }], prompts: [{ name: 'summary' }] } })).backends[0]!.upstreamAuth!.catalog!;
+    assert.deepEqual(declared.tools, [{ name: 'search', description: 'Searches', inputSchema: { type: 'object' } }], 'an inputSchema is always there, as tools/list must give one');
+    assert.deepEqual(declared.prompts, [{ name: 'summary' }]);
+    assertConfigError(() => parseConfig(withUpstream({ ...upstream, catalog: { resources: [] } })), 'backends[0].upstreamAuth.catalog', /resources/);
+    assertConfigError(() => parseConfig(withUpstream({ ...upstream, catalog: { tools: [{ description: 'no name' }] } })), 'backends[0].upstreamAuth.catalog.tools[0].name', /Required/);
   });
 
   test('microsoft: tenant only there and only a path segment; resource refused; an API scope required', () => {

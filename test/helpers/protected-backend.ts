@@ -1,6 +1,7 @@
 /**
  * Starts test/fixtures/protected-backend.ts: an MCP server that takes only one provider's
- * tokens — on every request, like hosted servers, or with `openListing` only for tool calls.
+ * tokens — on every request, like hosted servers, or with `openListing` only for tool calls —
+ * and serves each user their own lists, knowing the caller from each request's token.
  */
 import { fileURLToPath } from 'node:url';
 import { spawnChild } from './child.js';
@@ -14,6 +15,8 @@ export interface ProtectedBackend {
   seenAuthorizations(): Promise<string[]>;
   /** How many MCP sessions it has opened (initialize accepted). */
   sessionsOpened(): Promise<number>;
+  /** How many requests carried another user's token on a session (refused 403 by the fixture). */
+  foreignSessionUses(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -30,6 +33,7 @@ export async function startProtectedBackend(providerIssuer: string, options: { o
     url,
     seenAuthorizations: async () => (await fetch(new URL('/seen-authorizations', url))).json() as Promise<string[]>,
     sessionsOpened: async () => (await fetch(new URL('/sessions-opened', url))).json() as Promise<number>,
+    foreignSessionUses: async () => (await fetch(new URL('/foreign-session-uses', url))).json() as Promise<number>,
     stop: () => child.stop(),
   };
 }

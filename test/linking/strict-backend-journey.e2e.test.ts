@@ -8,8 +8,9 @@
  * Journey on `/mcp/{backend}` and on `/mcp`: connect → list (the gateway's `connect` tool
  * while nothing is known) → call → -32042 → sign in → consent → provider → complete →
  * `tools/list_changed` → the real list → the retry reaches the backend with the user's own
- * third-party identity. A second user who has not linked sees the tools the gateway last
- * saw, and is asked to link on a call.
+ * third-party identity. A second user who has not linked sees none of the first user's lists
+ * (issue 28: the backend's lists are per user), only the gateway's `connect` tool, and is
+ * asked to link on a call.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -39,7 +40,7 @@ before(async () => {
     count: 2,
     redisUrl: redis.url,
     issuer: idp.issuer,
-    // Two names for one server: each has a catalog of its own, so /mcp meets a backend the gateway knows nothing of yet.
+    // Two names for one server, each a member of /mcp.
     backends: [
       { name: 'protected', url: backend.url, upstreamAuth },
       { name: 'crm', url: backend.url, upstreamAuth },
@@ -145,12 +146,14 @@ test('/mcp/{backend}: connect and list before linking, link through the browser,
     await alice.client.close();
   }
 
-  // Bob has not linked: he sees what the gateway last saw of the backend, and a call asks for the link.
+  // Bob has not linked: nothing Alice's token brought is his (issue 28), and a call asks for the link.
   const bob = await connect('/mcp/protected', 'bob');
   try {
-    assert.equal(bob.client.getServerVersion()?.name, 'protected-backend');
-    assert.deepEqual(await toolNames(bob.client), ['ask', 'whoami']);
-    assert.deepEqual((await bob.client.listPrompts()).prompts.map((p) => p.name), ['greeting']);
+    assert.equal(bob.client.getServerVersion()?.name, 'protected', 'the gateway speaks for the backend');
+    assert.doesNotMatch(bob.client.getInstructions() ?? '', /alice/);
+    assert.deepEqual(await toolNames(bob.client), ['connect']);
+    assert.deepEqual((await bob.client.listPrompts()).prompts, []);
+    assert.deepEqual((await bob.client.listResources()).resources, []);
     await linkRequired(bob.client, 'whoami');
   } finally {
     await bob.client.close();
@@ -163,10 +166,10 @@ test('/mcp: the backend stays a member waiting for the link; {backend}__connect 
   const carol = await connect('/mcp', 'carol');
   try {
     const before = await toolNames(carol.client);
-    // `crm` was never seen: its gateway tool; `protected` was: its last known tools.
-    assert.deepEqual(before, ['crm__connect', 'protected__ask', 'protected__whoami']);
+    // Neither member shows Carol what Alice's token brought: the gateway's tool for each.
+    assert.deepEqual(before, ['crm__connect', 'protected__connect']);
     const link = await linkRequired(carol.client, 'crm__connect');
-    await linkRequired(carol.client, 'protected__whoami');
+    await linkRequired(carol.client, 'protected__connect');
 
     await linkInBrowser(link.url, 'carol', 'carol-at-acme');
     await eventually('notifications/elicitation/complete', () => carol.completed.includes(link.elicitationId));
