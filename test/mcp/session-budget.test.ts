@@ -2,8 +2,8 @@
  * One user must not fill the store for everyone (issue 13 §2), through the real gateway on a
  * real Redis, with a real SDK backend (test/fixtures/paging-backend.ts):
  *
- * - sessions: at most `sessions.maxPerUser` per user, the oldest ended as if deleted (its
- *   standalone stream stops, its backend session is DELETEd, its id gets 404), another user
+ * - sessions: at most `sessions.maxPerUser` per user, the least recently used ended as if
+ *   deleted (its standalone stream stops, its backend session is DELETEd, its id gets 404), another user
  *   untouched; a 3 MiB `capabilities` object is not stored, while what the gateway reads of it
  *   (URL-mode elicitation) is;
  * - replay logs: 20 tool answers stay within `streams.replayBytesPerUser`.
@@ -111,28 +111,35 @@ describe('/mcp keeps little of the client', () => {
 });
 
 describe('sessions.maxPerUser', () => {
-  test("a user's sessions beyond the cap end oldest first, as if deleted; another user keeps theirs", { timeout: 90_000 }, async () => {
+  test("a user's sessions beyond the cap end as if deleted, streams stopped — in use, least recently used first; another user keeps theirs", { timeout: 90_000 }, async () => {
     const alice = await oauth.token({ sub: `alice-${Date.now()}`, aud: gateway.audience });
     const bob = await oauth.token({ sub: `bob-${Date.now()}`, aud: gateway.audience });
     const bobs = await initialize(bob);
     const before = backend.sessions();
 
-    const first = await initialize(alice);
-    const get = await fetch(gateway.endpoint('paging'), {
-      headers: { authorization: `Bearer ${alice}`, accept: 'text/event-stream', 'mcp-session-id': first, 'mcp-protocol-version': VERSION },
-      signal: AbortSignal.timeout(30_000),
-    });
-    assert.equal(get.status, 200);
-    const stream = new SseReader(get);
-    const sessions = [first];
-    for (let n = 1; n < MAX_PER_USER + 2; n++) sessions.push(await initialize(alice));
+    // Every session holds its standalone stream: all are in use, so the least recently used of
+    // them go (with an idle one, that one would: test/mcp/session-eviction.test.ts).
+    const sessions: string[] = [];
+    const streams: SseReader[] = [];
+    for (let n = 0; n < MAX_PER_USER + 2; n++) {
+      const id = await initialize(alice);
+      const get = await fetch(gateway.endpoint('paging'), {
+        headers: { authorization: `Bearer ${alice}`, accept: 'text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': VERSION },
+        signal: AbortSignal.timeout(30_000),
+      });
+      assert.equal(get.status, 200);
+      sessions.push(id);
+      streams.push(new SseReader(get));
+    }
 
     const [evicted1, evicted2, ...kept] = sessions;
-    await stream.until(() => false, 10_000);
+    // until() returns when the stream ends; it throws if it is still open after 10 s.
+    for (const stream of streams.slice(0, 2)) await stream.until(() => false, 10_000);
     for (const id of [evicted1!, evicted2!]) assert.equal(await pingStatus(alice, id), 404, 'an evicted session is gone');
-    for (const id of kept) assert.equal(await pingStatus(alice, id), 200, 'the newest sessions work');
+    for (const id of kept) assert.equal(await pingStatus(alice, id), 200, 'the most recently used sessions work');
     assert.equal(await pingStatus(bob, bobs), 200, "bob's session is not alice's to lose");
     await waitUntil(async () => (backend.sessions() === before + MAX_PER_USER ? true : undefined), { what: 'the evicted backend sessions to be deleted', timeoutMs: 10_000, intervalMs: 50 });
+    for (const stream of streams.slice(2)) await stream.cancel();
   });
 
   test('3 MiB of client capabilities are not stored; URL-mode elicitation is still known', { timeout: 90_000 }, async () => {
