@@ -10,69 +10,40 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { parseConfig } from '../../src/config/load.js';
 import { supportsUrlElicitation } from '../../src/connect/elicitation-replies.js';
 import type { SessionRecord } from '../../src/state/store.js';
-import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
+import type { PagingBackend } from '../fixtures/paging-backend.js';
 import { waitUntil } from '../helpers/child.js';
-import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
-import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
-import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import type { GatewayHandle } from '../helpers/gateway.js';
+import type { OAuthHandle } from '../helpers/oauth.js';
+import { startPagingGateway, type PagingGateway } from '../helpers/paging-gateway.js';
 import { SseReader } from '../helpers/sse-client.js';
+import { SESSION_VERSION as VERSION, sessionClient } from '../helpers/session-client.js';
 
-const VERSION = '2025-11-25';
 const MAX_PER_USER = 3;
 
+let stack: PagingGateway | undefined;
 let oauth: OAuthHandle;
-let redis: RedisHandle;
 let backend: PagingBackend;
 let gateway: GatewayHandle;
 let client: Redis;
 
 before(async () => {
-  [oauth, redis, backend] = await Promise.all([startOAuthServer(), startRedis(), startPagingBackend({ tools: 2, resources: 1, pageSize: 10 })]);
-  gateway = await startGateway({
-    issuer: oauth.issuer,
-    redisUrl: redis.url,
-    backends: [{ name: 'paging', url: backend.url }],
-    overrides: {
-      sessions: { maxPerUser: MAX_PER_USER },
-      streams: { replayBytes: 64 * 1024, replayBytesPerUser: 256 * 1024 },
-      limits: { maxBodyBytes: 4 * 1024 * 1024, rateLimit: { enabled: false } },
-    },
+  stack = await startPagingGateway({
+    sessions: { maxPerUser: MAX_PER_USER },
+    streams: { replayBytes: 64 * 1024, replayBytesPerUser: 256 * 1024 },
+    limits: { maxBodyBytes: 4 * 1024 * 1024, rateLimit: { enabled: false } },
   });
-  client = new Redis(redis.url);
+  ({ oauth, backend, gateway, client } = stack);
 });
 
 after(async () => {
-  client?.disconnect();
-  await gateway?.close();
-  await Promise.all([backend?.stop(), redis?.stop(), oauth?.stop()]);
+  await stack?.stop();
 });
 
-function post(token: string, body: unknown, sessionId?: string): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  if (sessionId) Object.assign(headers, { 'mcp-session-id': sessionId, 'mcp-protocol-version': VERSION });
-  return fetch(gateway.endpoint('paging'), { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
-}
-
-async function initialize(token: string, capabilities: Record<string, unknown> = {}): Promise<string> {
-  const res = await post(token, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities, clientInfo: { name: 'budget-test', version: '1' } } });
-  assert.equal(res.status, 200, await res.clone().text());
-  await res.text();
-  const sessionId = res.headers.get('mcp-session-id')!;
-  const initialized = await post(token, { jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId);
-  assert.equal(initialized.status, 202);
-  await initialized.text();
-  return sessionId;
-}
-
-async function pingStatus(token: string, sessionId: string): Promise<number> {
-  const res = await post(token, { jsonrpc: '2.0', id: 'p', method: 'ping' }, sessionId);
-  await res.text();
-  return res.status;
-}
+const { post, initialize, pingStatus } = sessionClient(() => gateway.endpoint('paging'), 'budget-test');
 
 /** The gateway's keys of one kind (`s`, `e`, …) in Redis, with the bytes of their values. */
 async function storedBytes(kind: 's' | 'e'): Promise<{ keys: string[]; bytes: number }> {
