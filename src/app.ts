@@ -135,6 +135,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await streams.drain(config.shutdown.drainTimeout);
   });
   app.addHook('onClose', async () => {
+    sessions.close();
     ctx.parkedCalls.close();
     ctx.legacyStreams.close();
     await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);

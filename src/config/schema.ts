@@ -232,8 +232,10 @@ export const configSchema = z
       .object({
         idleTtl: duration('24h'),
         /**
-         * Live MCP sessions one user may hold; a further `initialize` ends that user's oldest
-         * session (as a DELETE would), so one user cannot fill the store (issue 13).
+         * Live MCP sessions one user may hold; a further `initialize` ends one of that user's
+         * sessions (as a DELETE would), so one user cannot fill the store (issue 13): the least
+         * recently used idle one; one with an open stream or a call in flight only when none is
+         * idle (SPEC §8 "Budgets", issue 28 §7).
          */
         maxPerUser: wholeNumber().pipe(z.number().min(1, 'must be at least 1')).default(100),
       })

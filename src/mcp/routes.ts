@@ -101,6 +101,18 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
 
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
+  // A call in flight keeps its session from eviction under sessions.maxPerUser (issue 28 §7).
+  const done = ctx.sessions.inUse(principalOf(request).userKey, target.sessionId, 'call');
+  try {
+    return await forwardToSession(target, messages, body);
+  } finally {
+    done();
+  }
+}
+
+/** Forwards messages of an existing session to its backend and relays the answer. */
+async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[], body: string) {
+  const { ctx, request, reply, backend } = target;
   const requestIds = messages.filter(isRequest).map((m) => m.id);
   const batch = isBatchText(body);
   if (batch && !allowsBatch(target.protocolVersion)) {
@@ -166,6 +178,7 @@ async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyRep
   }
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
+  keepInUseWhileOpen(target);
   const lastEventId = headerValue(request.headers[HEADER.lastEventId]);
   if (lastEventId) {
     const position = parseEventId(lastEventId);
@@ -173,6 +186,16 @@ async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyRep
     return guardState(reply, () => resumeStream(target, position.streamId, position.seq));
   }
   return guardState(reply, () => openStandaloneStream(target));
+}
+
+/**
+ * A client's open stream keeps its session from eviction under `sessions.maxPerUser` until
+ * its connection closes (SPEC §8 "Budgets", issue 28 §7), whichever replica evicts.
+ */
+function keepInUseWhileOpen(t: StreamTarget): void {
+  const done = t.ctx.sessions.inUse(principalOf(t.request).userKey, t.sessionId, 'stream');
+  if (t.reply.raw.closed) done();
+  else t.reply.raw.once('close', done);
 }
 
 async function handleDelete(ctx: McpContext, request: McpRequest, reply: FastifyReply) {

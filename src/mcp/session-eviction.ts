@@ -1,5 +1,6 @@
 /**
- * Ends sessions evicted under `sessions.maxPerUser` (issue 13) as a DELETE would (MCP
+ * Ends sessions evicted under `sessions.maxPerUser` (issue 13; least recently used and idle
+ * first, issue 28 §7: the store decides, state/redis-scripts.ts CREATE_SESSION) as a DELETE would (MCP
  * 2025-11-25 "Transports" §"Session Management"), once the store has already removed their
  * records (session-service.ts): their streams stop — here, and the standalone stream on
  * whichever replica holds it — and the backend session is ended, best effort. The client of
@@ -14,7 +15,7 @@ import type { McpContext } from './context.js';
 /** Ends each evicted session in the background; failures are logged, never thrown. */
 export function endEvictedSessions(ctx: McpContext, principal: Principal, evicted: readonly EvictedSession[], log: FastifyBaseLogger): void {
   for (const { sessionId, record } of evicted) {
-    log.info({ backend: record.backend, maxPerUser: ctx.config.sessions.maxPerUser }, 'session ended: its user opened more than sessions.maxPerUser sessions (the oldest goes)');
+    log.info({ backend: record.backend, maxPerUser: ctx.config.sessions.maxPerUser }, 'session ended: its user opened more than sessions.maxPerUser sessions (the least recently used idle one goes; one in use only when none is idle)');
     ctx.metrics.sessionsEnded.inc({ backend: record.backend, reason: 'evicted' });
     void endEvicted(ctx, principal, sessionId, record, log).catch((err: Error) => log.warn({ backend: record.backend, err: err.message }, 'could not end everything of an evicted session'));
   }

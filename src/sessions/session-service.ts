@@ -5,8 +5,10 @@
  * same as an unknown or expired id, so that nothing reveals another user's session.
  *
  * One user holds at most `sessions.maxPerUser` sessions (issue 13): creating one more ends
- * their oldest, in the store's same atomic step, and `onEvicted` ends what hangs off it
- * (streams, the backend session: session-eviction.ts). Records keep only a bounded copy of
+ * the least recently used of their idle sessions, or when none is idle the least recently
+ * used of those in use (issue 28 §7; in use: `inUse`, session-activity.ts), in the store's
+ * same atomic step, and `onEvicted` ends what hangs off it (streams, the backend session:
+ * session-eviction.ts). Records keep only a bounded copy of
  * the client's capabilities (client-capabilities.ts).
  */
 import { randomBytes } from 'node:crypto';
@@ -15,6 +17,7 @@ import { StateUnavailableError } from '../state/errors.js';
 import type { EvictedSession, SessionRecord, StateStore } from '../state/store.js';
 import { storedClientCapabilities } from './client-capabilities.js';
 import { DEFAULT_SESSION_CACHE_LIMITS, SessionCache, type SessionCacheLimits } from './session-cache.js';
+import { SessionActivity, type SessionActivityOptions, type SessionUse } from './session-activity.js';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -31,11 +34,14 @@ export interface SessionServiceOptions {
   /** Ends what hangs off sessions evicted under the cap (streams, backend sessions); must not throw. */
   onEvicted?: (principal: Principal, evicted: EvictedSession[]) => void;
   cacheLimits?: SessionCacheLimits;
+  /** The in-use marks' lease and renewal (tests shorten them). */
+  inUse?: Omit<SessionActivityOptions, 'onError'>;
 }
 
 export class SessionService {
   readonly #cache: SessionCache;
   readonly #options: SessionServiceOptions;
+  readonly #activity: SessionActivity;
 
   constructor(
     readonly store: StateStore,
@@ -48,9 +54,10 @@ export class SessionService {
   ) {
     this.#options = options;
     this.#cache = new SessionCache(SESSION_CACHE_MAX_AGE_MS, options.cacheLimits ?? DEFAULT_SESSION_CACHE_LIMITS);
+    this.#activity = new SessionActivity(store, { ...options.inUse, onError: () => onStoreError('markSessionsInUse') });
   }
 
-  /** Stores a new session; the user's oldest sessions beyond `maxPerUser` end. */
+  /** Stores a new session; the user's sessions beyond `maxPerUser` end, least recently used and idle first. */
   async create(principal: Principal, sessionId: string, record: SessionRecord): Promise<void> {
     const stored = bounded(record);
     const evicted = await this.#guard('createSession', () => this.store.createSession(principal.userKey, sessionId, stored, this.idleTtlMs, this.#options.maxPerUser));
@@ -91,6 +98,19 @@ export class SessionService {
     this.#cache.set(principal.userKey, sessionId, stored);
     await this.announce('changed', principal.userKey, sessionId).catch(() => {});
     return true;
+  }
+
+  /**
+   * The session is in use — a client stream open here, or a call in flight — until the
+   * returned function is called: eviction takes it last (session-activity.ts).
+   */
+  inUse(userKey: string, sessionId: string, use: SessionUse): () => void {
+    return this.#activity.begin(userKey, sessionId, use);
+  }
+
+  /** Stops renewing in-use marks (the app closes; the marks lapse by themselves). */
+  close(): void {
+    this.#activity.close();
   }
 
   /** Another replica ended this session. */

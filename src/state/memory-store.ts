@@ -3,6 +3,7 @@
  * and unit tests. One replica only: nothing here is shared between processes.
  */
 import { MemoryReplayLogs } from './memory-replay-logs.js';
+import { SessionUses } from './memory-session-uses.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
 interface Entry<T> {
@@ -13,8 +14,8 @@ interface Entry<T> {
 export class MemoryStore implements StateStore {
   readonly kind = 'memory' as const;
   readonly #sessions = new Map<string, Entry<SessionRecord>>();
-  /** Each user's session ids, oldest first (Map order): the index `sessions.maxPerUser` counts. */
-  readonly #userSessions = new Map<string, Map<string, true>>();
+  /** Each user's sessions by last use and in-use marks: the index `sessions.maxPerUser` counts. */
+  readonly #userSessions = new Map<string, SessionUses>();
   readonly #streams: MemoryReplayLogs;
   readonly #values = new Map<string, Entry<string>>();
   readonly #sweeper: NodeJS.Timeout;
@@ -27,21 +28,36 @@ export class MemoryStore implements StateStore {
 
   async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
     this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
-    const index = this.#userSessions.get(userKey) ?? new Map<string, true>();
-    this.#userSessions.set(userKey, index);
-    index.delete(sessionId);
-    index.set(sessionId, true);
-    if (maxPerUser === undefined || index.size <= maxPerUser) return [];
-    for (const id of index.keys()) if (!live(this.#sessions, sessionKey(userKey, id))) index.delete(id);
+    const uses = this.#usesOf(userKey);
+    uses.used(sessionId);
+    if (maxPerUser === undefined || uses.size <= maxPerUser) return [];
+    for (const id of uses.ids()) if (!live(this.#sessions, sessionKey(userKey, id))) uses.remove(id);
     const evicted: EvictedSession[] = [];
-    for (const id of index.keys()) {
-      if (index.size <= maxPerUser || id === sessionId) break;
+    for (const id of uses.evictionOrder(Date.now())) {
+      if (uses.size <= maxPerUser) break;
+      if (id === sessionId) continue;
       const key = sessionKey(userKey, id);
       evicted.push({ sessionId: id, record: this.#sessions.get(key)!.value });
       this.#sessions.delete(key);
-      index.delete(id);
+      uses.remove(id);
     }
     return evicted;
+  }
+
+  async markSessionsInUse(userKey: string, sessionIds: readonly string[], leaseMs: number): Promise<void> {
+    const uses = this.#userSessions.get(userKey);
+    const until = Date.now() + leaseMs;
+    for (const id of sessionIds) if (live(this.#sessions, sessionKey(userKey, id))) uses?.markInUse(id, until);
+  }
+
+  async releaseSessionInUse(userKey: string, sessionId: string): Promise<void> {
+    this.#userSessions.get(userKey)?.release(sessionId);
+  }
+
+  #usesOf(userKey: string): SessionUses {
+    let uses = this.#userSessions.get(userKey);
+    if (!uses) this.#userSessions.set(userKey, (uses = new SessionUses()));
+    return uses;
   }
 
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
@@ -54,11 +70,12 @@ export class MemoryStore implements StateStore {
     const entry = live(this.#sessions, sessionKey(userKey, sessionId));
     if (!entry) return undefined;
     entry.expiresAt = Date.now() + ttlMs;
+    this.#usesOf(userKey).used(sessionId);
     return structuredClone(entry.value);
   }
 
   async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
-    this.#userSessions.get(userKey)?.delete(sessionId);
+    this.#userSessions.get(userKey)?.remove(sessionId);
     return this.#sessions.delete(sessionKey(userKey, sessionId));
   }
 
@@ -120,9 +137,9 @@ export class MemoryStore implements StateStore {
     for (const map of [this.#sessions, this.#values] as Map<string, Entry<unknown>>[]) {
       for (const [k, e] of map) if (e.expiresAt <= now) map.delete(k);
     }
-    for (const [userKey, index] of this.#userSessions) {
-      for (const id of index.keys()) if (!this.#sessions.has(sessionKey(userKey, id))) index.delete(id);
-      if (index.size === 0) this.#userSessions.delete(userKey);
+    for (const [userKey, uses] of this.#userSessions) {
+      for (const id of uses.ids()) if (!this.#sessions.has(sessionKey(userKey, id))) uses.remove(id);
+      if (uses.size === 0) this.#userSessions.delete(userKey);
     }
     this.#streams.sweep(now);
   }

@@ -4,8 +4,8 @@
  *
  * A Lua script, a MULTI and SPUBLISH from a script may touch only keys of ONE hash slot in a
  * cluster (CROSSSLOT otherwise). Every operation that touches several keys touches the keys
- * of one user: a session and the user's session index (CREATE_SESSION, TOUCH_SESSION), a
- * replay log, the user's log sizes and log order and the stream's channel (APPEND_EVENTS),
+ * of one user: a session, the user's session index and in-use marks (CREATE_SESSION,
+ * TOUCH_SESSION, DELETE_SESSION, the in-use marks), a replay log, the user's log sizes and log order and the stream's channel (APPEND_EVENTS),
  * the standalone holder and the session's mailbox (coordinator CLAIM). So in cluster mode
  * the user part of every key is a hash tag, `{<userKey>}` (Redis hashes only what is between
  * the first `{` and the next `}`), and all of one user's keys live in one slot; different
@@ -42,9 +42,17 @@ export class RedisKeys {
     return `s:${this.user(userKey)}:${sessionId}`;
   }
 
-  /** The user's sessions by creation (a sorted set; issue 13 `sessions.maxPerUser`). */
+  /**
+   * The user's sessions by last use (a sorted set, score: microseconds; issue 13
+   * `sessions.maxPerUser`, issue 28 §7 the eviction order).
+   */
   sessionIndex(userKey: string): string {
     return `si:${this.user(userKey)}`;
+  }
+
+  /** The user's sessions marked in use, until when (a sorted set, score: microseconds). */
+  sessionsInUse(userKey: string): string {
+    return `su:${this.user(userKey)}`;
   }
 
   stream(k: StreamKey): string {

@@ -12,18 +12,45 @@
  */
 
 /**
- * Creates a session and indexes it in the user's sorted set (score: creation order), then,
- * with a cap (ARGV[4] > 0), forgets index entries whose session expired and deletes the
- * oldest live sessions beyond the cap (issue 13, `sessions.maxPerUser`).
- * KEYS: session, index. ARGV: record, ttl ms, session id, cap.
+ * What the session scripts share: the clock and the use stamp. The user's session index
+ * (`si:`) is ordered by last use, and `sessions.maxPerUser` evicts from its low end (SPEC §8
+ * "Budgets", issue 28 §7). A stamp is Redis' own clock in microseconds — one clock for every
+ * replica — or one more than the newest stamp when that is later, so that uses in the same
+ * microsecond keep their order. Scores are written with `%.0f`: Lua would print a 16-digit
+ * number with 14 significant digits. The in-use marks (`su:`) hold, per session, the stamp
+ * until which a replica said it is in use (a client stream open, a call in flight).
+ */
+const SESSION_CLOCK = `
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function score(n) return string.format('%.0f', n) end
+local function stamp(index, now)
+  local top = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  local after = (tonumber(top[2]) or 0) + 1
+  if after > now then return score(after) end
+  return score(now)
+end
+local function keepFor(key, ttl)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end`;
+
+/**
+ * Creates a session and indexes it as just used, then, with a cap (ARGV[4] > 0), forgets
+ * index entries whose session expired and deletes sessions beyond the cap (issue 13,
+ * `sessions.maxPerUser`): first those not in use, least recently used first, then those in
+ * use (issue 28 §7), never the one being created. The sessions a user abandons without a
+ * DELETE (a client's probe, one per CLI command) go before the one they are using.
+ * KEYS: session, index, in-use marks. ARGV: record, ttl ms, session id, cap.
  * Returns the evicted sessions as [id, record, id, record, …].
  */
-export const CREATE_SESSION = `
+export const CREATE_SESSION = `${SESSION_CLOCK}
 local ttl = tonumber(ARGV[2])
+local now = clock()
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-redis.call('ZADD', KEYS[2], (tonumber(top[2]) or 0) + 1, ARGV[3])
-if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+redis.call('ZADD', KEYS[2], stamp(KEYS[2], now), ARGV[3])
+keepFor(KEYS[2], ttl)
 local cap = tonumber(ARGV[4])
 local evicted = {}
 if cap < 1 or redis.call('ZCARD', KEYS[2]) <= cap then return evicted end
@@ -33,34 +60,68 @@ local live = #ids
 for _, id in ipairs(ids) do
   if redis.call('EXISTS', prefix .. id) == 0 then
     redis.call('ZREM', KEYS[2], id)
+    redis.call('ZREM', KEYS[3], id)
     live = live - 1
   end
 end
-for _, id in ipairs(ids) do
-  if live <= cap or id == ARGV[3] then break end
-  local record = redis.call('GET', prefix .. id)
-  if record then
-    redis.call('DEL', prefix .. id)
-    redis.call('ZREM', KEYS[2], id)
-    evicted[#evicted + 1] = id
-    evicted[#evicted + 1] = record
-    live = live - 1
+for pass = 1, 2 do
+  for _, id in ipairs(ids) do
+    if live <= cap then return evicted end
+    local inUse = (tonumber(redis.call('ZSCORE', KEYS[3], id)) or 0) > now
+    if id ~= ARGV[3] and (pass == 2 or not inUse) then
+      local record = redis.call('GET', prefix .. id)
+      if record then
+        redis.call('DEL', prefix .. id)
+        redis.call('ZREM', KEYS[2], id)
+        redis.call('ZREM', KEYS[3], id)
+        evicted[#evicted + 1] = id
+        evicted[#evicted + 1] = record
+        live = live - 1
+      end
+    end
   end
 end
 return evicted`;
 
 /**
- * Reads a session and slides its idle TTL; the user's index lives at least as long as any of
- * their sessions. KEYS: session, index. ARGV: ttl ms.
+ * Reads a session, slides its idle TTL and records the use; the user's index lives at least
+ * as long as any of their sessions. The use rides on the read every message already makes
+ * (SPEC §5: one round trip per message). KEYS: session, index. ARGV: ttl ms, session id.
  */
-export const TOUCH_SESSION = `
+export const TOUCH_SESSION = `${SESSION_CLOCK}
 local record = redis.call('GETEX', KEYS[1], 'PX', ARGV[1])
-if record and redis.call('PTTL', KEYS[2]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+if not record then return record end
+redis.call('ZADD', KEYS[2], stamp(KEYS[2], clock()), ARGV[2])
+keepFor(KEYS[2], tonumber(ARGV[1]))
 return record`;
 
-/** KEYS: session, index. ARGV: session id. Returns 1 when the session existed. */
+/**
+ * Marks live sessions of one user in use until ARGV[1] ms from now, records a use of each,
+ * and drops marks that lapsed. KEYS: index, in-use marks. ARGV: lease ms, session ids….
+ */
+export const MARK_SESSIONS_IN_USE = `${SESSION_CLOCK}
+local now = clock()
+local lease = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', score(now))
+for i = 2, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], stamp(KEYS[1], now), ARGV[i])
+    redis.call('ZADD', KEYS[2], 'GT', score(now + lease * 1000), ARGV[i])
+  end
+end
+keepFor(KEYS[2], lease)
+return 0`;
+
+/** Ends a session's in-use mark and records a use. KEYS: index, in-use marks. ARGV: session id. */
+export const RELEASE_SESSION_IN_USE = `${SESSION_CLOCK}
+redis.call('ZREM', KEYS[2], ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then redis.call('ZADD', KEYS[1], stamp(KEYS[1], clock()), ARGV[1]) end
+return 0`;
+
+/** KEYS: session, index, in-use marks. ARGV: session id. Returns 1 when the session existed. */
 export const DELETE_SESSION = `
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
 return redis.call('DEL', KEYS[1])`;
 
 export const DELETE_IF = `

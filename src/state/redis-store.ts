@@ -1,14 +1,14 @@
 /**
  * Redis implementation of the state contract. Each operation is one round trip: session
- * reads slide the idle TTL (GETEX, in a script that also keeps the user's session index
- * alive), and creating a session (with the per-user cap) or appending to a replay log (push,
+ * reads slide the idle TTL (GETEX, in a script that also records the use in the user's
+ * session index and keeps it alive), and creating a session (with the per-user cap) or appending to a replay log (push,
  * trim by count and bytes, expire) is one Lua script (redis-scripts.ts) so that nothing is
  * left unbounded or without a TTL; the appends of all streams in one turn of the event loop
  * share that script call (append-batcher.ts) — in a cluster, the appends of one hash slot.
  *
  * Keys (under the configured prefix; redis-keys.ts, where the user part is a hash tag in
- * cluster mode): `s:<user>:<session>`, `si:<user>` (the user's sessions by creation),
- * `e:<user>:<session>:<stream>`, `eb:<user>` (sizes of the user's logs) and `eo:<user>` (the
+ * cluster mode): `s:<user>:<session>`, `si:<user>` (the user's sessions by last use),
+ * `su:<user>` (those marked in use, until when), `e:<user>:<session>:<stream>`, `eb:<user>` (sizes of the user's logs) and `eo:<user>` (the
  * user's logs by last append). Standalone, cluster or sentinel: redis-connection.ts.
  */
 import calculateSlot from 'cluster-key-slot';
@@ -16,7 +16,7 @@ import type { RedisOptions } from 'ioredis';
 import { AppendBatcher } from './append-batcher.js';
 import { connectRedis, isCluster, type RedisClient, type RedisEndpoint, type RedisMode } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
-import { appendEventsScript, CREATE_SESSION, DELETE_IF, DELETE_SESSION, TOUCH_SESSION } from './redis-scripts.js';
+import { appendEventsScript, CREATE_SESSION, DELETE_IF, DELETE_SESSION, MARK_SESSIONS_IN_USE, RELEASE_SESSION_IN_USE, TOUCH_SESSION } from './redis-scripts.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
 /** One stream's share of an append script call. */
@@ -35,9 +35,11 @@ const MAX_SCAN_ROUNDS = 1_000;
 interface ScriptCommands {
   sbDeleteIf(key: string, expected: string): Promise<number>;
   sbAppendEvents(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-  sbCreateSession(key: string, index: string, record: string, ttlMs: number, sessionId: string, maxPerUser: number): Promise<string[]>;
-  sbTouchSession(key: string, index: string, ttlMs: number): Promise<string | null>;
-  sbDeleteSession(key: string, index: string, sessionId: string): Promise<number>;
+  sbCreateSession(key: string, index: string, inUse: string, record: string, ttlMs: number, sessionId: string, maxPerUser: number): Promise<string[]>;
+  sbTouchSession(key: string, index: string, ttlMs: number, sessionId: string): Promise<string | null>;
+  sbDeleteSession(key: string, index: string, inUse: string, sessionId: string): Promise<number>;
+  sbMarkSessionsInUse(index: string, inUse: string, leaseMs: number, ...sessionIds: string[]): Promise<number>;
+  sbReleaseSessionInUse(index: string, inUse: string, sessionId: string): Promise<number>;
 }
 
 type ScriptedRedis = RedisClient & ScriptCommands;
@@ -83,9 +85,11 @@ export class RedisStore implements StateStore {
     );
     this.redis.defineCommand('sbAppendEvents', { lua: appendEventsScript(cluster ? 'SPUBLISH' : 'PUBLISH') });
     this.redis.defineCommand('sbDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
-    this.redis.defineCommand('sbCreateSession', { numberOfKeys: 2, lua: CREATE_SESSION });
+    this.redis.defineCommand('sbCreateSession', { numberOfKeys: 3, lua: CREATE_SESSION });
     this.redis.defineCommand('sbTouchSession', { numberOfKeys: 2, lua: TOUCH_SESSION });
-    this.redis.defineCommand('sbDeleteSession', { numberOfKeys: 2, lua: DELETE_SESSION });
+    this.redis.defineCommand('sbDeleteSession', { numberOfKeys: 3, lua: DELETE_SESSION });
+    this.redis.defineCommand('sbMarkSessionsInUse', { numberOfKeys: 2, lua: MARK_SESSIONS_IN_USE });
+    this.redis.defineCommand('sbReleaseSessionInUse', { numberOfKeys: 2, lua: RELEASE_SESSION_IN_USE });
     // Connection errors surface through the commands that fail; without a listener ioredis
     // would print them as unhandled.
     this.redis.on('error', () => {});
@@ -125,7 +129,8 @@ export class RedisStore implements StateStore {
   }
 
   async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
-    const flat = await this.redis.sbCreateSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), JSON.stringify(record), ttlMs, sessionId, maxPerUser ?? 0);
+    const { keys } = this;
+    const flat = await this.redis.sbCreateSession(keys.session(userKey, sessionId), keys.sessionIndex(userKey), keys.sessionsInUse(userKey), JSON.stringify(record), ttlMs, sessionId, maxPerUser ?? 0);
     const evicted: EvictedSession[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) evicted.push({ sessionId: flat[i]!, record: JSON.parse(flat[i + 1]!) as SessionRecord });
     return evicted;
@@ -136,12 +141,21 @@ export class RedisStore implements StateStore {
   }
 
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
-    const text = await this.redis.sbTouchSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), ttlMs);
+    const text = await this.redis.sbTouchSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), ttlMs, sessionId);
     return text ? (JSON.parse(text) as SessionRecord) : undefined;
   }
 
   async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
-    return (await this.redis.sbDeleteSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), sessionId)) > 0;
+    return (await this.redis.sbDeleteSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), sessionId)) > 0;
+  }
+
+  async markSessionsInUse(userKey: string, sessionIds: readonly string[], leaseMs: number): Promise<void> {
+    if (!sessionIds.length) return;
+    await this.redis.sbMarkSessionsInUse(this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), leaseMs, ...sessionIds);
+  }
+
+  async releaseSessionInUse(userKey: string, sessionId: string): Promise<void> {
+    await this.redis.sbReleaseSessionInUse(this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), sessionId);
   }
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {

@@ -94,13 +94,29 @@ export interface EvictedSession {
 export interface StateStore {
   readonly kind: 'memory' | 'redis';
   /**
-   * Stores a new session and adds it to the user's index. With `maxPerUser`, the user's
-   * oldest live sessions (by creation) beyond that many are deleted in the same atomic step
-   * and returned, so the caller can end their streams and backend sessions (issue 13).
+   * Stores a new session and adds it to the user's index as just used. With `maxPerUser`,
+   * the user's live sessions beyond that many are deleted in the same atomic step and
+   * returned, so the caller can end their streams and backend sessions (issue 13). Which go
+   * (SPEC §8 "Budgets", issue 28 §7): sessions not marked in use first, least recently used
+   * first; sessions marked in use ({@link markSessionsInUse}) only after every idle one,
+   * least recently used first too; never the session being created.
    */
   createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]>;
-  /** Reads a session and slides its idle TTL, in one round trip. */
+  /** Reads a session, slides its idle TTL and records the use (eviction order), in one round trip. */
   touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined>;
+  /**
+   * Marks live sessions of one user as in use — a client stream open, a call in flight —
+   * for `leaseMs` from now (the caller renews it while the use lasts), and records a use of
+   * each. Eviction takes sessions in use last; a replica that dies lets its marks lapse.
+   * Unknown or ended sessions are ignored.
+   */
+  markSessionsInUse(userKey: string, sessionIds: readonly string[], leaseMs: number): Promise<void>;
+  /**
+   * Ends the in-use mark of a session (whatever replica set it) and records a use: nothing
+   * on the calling replica uses it any more. A replica still using it marks it again at its
+   * next renewal.
+   */
+  releaseSessionInUse(userKey: string, sessionId: string): Promise<void>;
   /**
    * Replaces a live session's record (sliding its TTL); does nothing for one that ended or
    * expired, so an update racing a DELETE cannot bring the session back. True when replaced.

@@ -48,5 +48,13 @@ test('tokenExchange with upstreamAuth, or on a bridged transport, is an error', 
 test('with redis, the key that seals the shared cache is required', () => {
   const redis = { redis: { url: 'redis://127.0.0.1:6379' } };
   fails(config({ tokenExchange: exchange }, redis), 'secrets.tokenKey', /tokenExchange/);
-  assert.ok(parseConfig(config({ tokenExchange: exchange }, { ...redis, secrets: { tokenKey: 'k'.repeat(32) } })));
+  const sealed = parseConfig(config({ tokenExchange: exchange }, { ...redis, secrets: { tokenKey: 'k'.repeat(32) } }));
+  assert.equal(sealed.secrets.tokenKey, 'k'.repeat(32), 'the key given is the key used');
+  assert.equal(sealed.redis?.url, 'redis://127.0.0.1:6379');
+  assert.deepEqual(sealed.backends[0]!.tokenExchange, { ...exchange, scopes: [] });
+  // Without redis the exchanged tokens stay in one process: no key is asked for.
+  const alone = parseConfig(config({ tokenExchange: exchange }));
+  assert.equal(alone.redis, undefined);
+  assert.equal(alone.secrets.tokenKey, undefined);
+  assert.deepEqual(alone.backends[0]!.tokenExchange, { ...exchange, scopes: [] });
 });

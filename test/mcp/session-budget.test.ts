@@ -2,77 +2,48 @@
  * One user must not fill the store for everyone (issue 13 §2), through the real gateway on a
  * real Redis, with a real SDK backend (test/fixtures/paging-backend.ts):
  *
- * - sessions: at most `sessions.maxPerUser` per user, the oldest ended as if deleted (its
- *   standalone stream stops, its backend session is DELETEd, its id gets 404), another user
+ * - sessions: at most `sessions.maxPerUser` per user, the least recently used ended as if
+ *   deleted (its standalone stream stops, its backend session is DELETEd, its id gets 404), another user
  *   untouched; a 3 MiB `capabilities` object is not stored, while what the gateway reads of it
  *   (URL-mode elicitation) is;
  * - replay logs: 20 tool answers stay within `streams.replayBytesPerUser`.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { parseConfig } from '../../src/config/load.js';
 import { supportsUrlElicitation } from '../../src/connect/elicitation-replies.js';
 import type { SessionRecord } from '../../src/state/store.js';
-import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
+import type { PagingBackend } from '../fixtures/paging-backend.js';
 import { waitUntil } from '../helpers/child.js';
-import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
-import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
-import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import type { GatewayHandle } from '../helpers/gateway.js';
+import type { OAuthHandle } from '../helpers/oauth.js';
+import { startPagingGateway, type PagingGateway } from '../helpers/paging-gateway.js';
 import { SseReader } from '../helpers/sse-client.js';
+import { SESSION_VERSION as VERSION, sessionClient } from '../helpers/session-client.js';
 
-const VERSION = '2025-11-25';
 const MAX_PER_USER = 3;
 
+let stack: PagingGateway | undefined;
 let oauth: OAuthHandle;
-let redis: RedisHandle;
 let backend: PagingBackend;
 let gateway: GatewayHandle;
 let client: Redis;
 
 before(async () => {
-  [oauth, redis, backend] = await Promise.all([startOAuthServer(), startRedis(), startPagingBackend({ tools: 2, resources: 1, pageSize: 10 })]);
-  gateway = await startGateway({
-    issuer: oauth.issuer,
-    redisUrl: redis.url,
-    backends: [{ name: 'paging', url: backend.url }],
-    overrides: {
-      sessions: { maxPerUser: MAX_PER_USER },
-      streams: { replayBytes: 64 * 1024, replayBytesPerUser: 256 * 1024 },
-      limits: { maxBodyBytes: 4 * 1024 * 1024, rateLimit: { enabled: false } },
-    },
+  stack = await startPagingGateway({
+    sessions: { maxPerUser: MAX_PER_USER },
+    streams: { replayBytes: 64 * 1024, replayBytesPerUser: 256 * 1024 },
+    limits: { maxBodyBytes: 4 * 1024 * 1024, rateLimit: { enabled: false } },
   });
-  client = new Redis(redis.url);
+  ({ oauth, backend, gateway, client } = stack);
 });
 
 after(async () => {
-  client?.disconnect();
-  await gateway?.close();
-  await Promise.all([backend?.stop(), redis?.stop(), oauth?.stop()]);
+  await stack?.stop();
 });
 
-function post(token: string, body: unknown, sessionId?: string): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  if (sessionId) Object.assign(headers, { 'mcp-session-id': sessionId, 'mcp-protocol-version': VERSION });
-  return fetch(gateway.endpoint('paging'), { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
-}
-
-async function initialize(token: string, capabilities: Record<string, unknown> = {}): Promise<string> {
-  const res = await post(token, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities, clientInfo: { name: 'budget-test', version: '1' } } });
-  assert.equal(res.status, 200, await res.clone().text());
-  await res.text();
-  const sessionId = res.headers.get('mcp-session-id')!;
-  const initialized = await post(token, { jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId);
-  assert.equal(initialized.status, 202);
-  await initialized.text();
-  return sessionId;
-}
-
-async function pingStatus(token: string, sessionId: string): Promise<number> {
-  const res = await post(token, { jsonrpc: '2.0', id: 'p', method: 'ping' }, sessionId);
-  await res.text();
-  return res.status;
-}
+const { post, initialize, pingStatus } = sessionClient(() => gateway.endpoint('paging'), 'budget-test');
 
 /** The gateway's keys of one kind (`s`, `e`, …) in Redis, with the bytes of their values. */
 async function storedBytes(kind: 's' | 'e'): Promise<{ keys: string[]; bytes: number }> {
@@ -111,28 +82,35 @@ describe('/mcp keeps little of the client', () => {
 });
 
 describe('sessions.maxPerUser', () => {
-  test("a user's sessions beyond the cap end oldest first, as if deleted; another user keeps theirs", { timeout: 90_000 }, async () => {
+  test("a user's sessions beyond the cap end as if deleted, streams stopped — in use, least recently used first; another user keeps theirs", { timeout: 90_000 }, async () => {
     const alice = await oauth.token({ sub: `alice-${Date.now()}`, aud: gateway.audience });
     const bob = await oauth.token({ sub: `bob-${Date.now()}`, aud: gateway.audience });
     const bobs = await initialize(bob);
     const before = backend.sessions();
 
-    const first = await initialize(alice);
-    const get = await fetch(gateway.endpoint('paging'), {
-      headers: { authorization: `Bearer ${alice}`, accept: 'text/event-stream', 'mcp-session-id': first, 'mcp-protocol-version': VERSION },
-      signal: AbortSignal.timeout(30_000),
-    });
-    assert.equal(get.status, 200);
-    const stream = new SseReader(get);
-    const sessions = [first];
-    for (let n = 1; n < MAX_PER_USER + 2; n++) sessions.push(await initialize(alice));
+    // Every session holds its standalone stream: all are in use, so the least recently used of
+    // them go (with an idle one, that one would: test/mcp/session-eviction.test.ts).
+    const sessions: string[] = [];
+    const streams: SseReader[] = [];
+    for (let n = 0; n < MAX_PER_USER + 2; n++) {
+      const id = await initialize(alice);
+      const get = await fetch(gateway.endpoint('paging'), {
+        headers: { authorization: `Bearer ${alice}`, accept: 'text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': VERSION },
+        signal: AbortSignal.timeout(30_000),
+      });
+      assert.equal(get.status, 200);
+      sessions.push(id);
+      streams.push(new SseReader(get));
+    }
 
     const [evicted1, evicted2, ...kept] = sessions;
-    await stream.until(() => false, 10_000);
+    // until() returns when the stream ends; it throws if it is still open after 10 s.
+    for (const stream of streams.slice(0, 2)) await stream.until(() => false, 10_000);
     for (const id of [evicted1!, evicted2!]) assert.equal(await pingStatus(alice, id), 404, 'an evicted session is gone');
-    for (const id of kept) assert.equal(await pingStatus(alice, id), 200, 'the newest sessions work');
+    for (const id of kept) assert.equal(await pingStatus(alice, id), 200, 'the most recently used sessions work');
     assert.equal(await pingStatus(bob, bobs), 200, "bob's session is not alice's to lose");
     await waitUntil(async () => (backend.sessions() === before + MAX_PER_USER ? true : undefined), { what: 'the evicted backend sessions to be deleted', timeoutMs: 10_000, intervalMs: 50 });
+    for (const stream of streams.slice(2)) await stream.cancel();
   });
 
   test('3 MiB of client capabilities are not stored; URL-mode elicitation is still known', { timeout: 90_000 }, async () => {

@@ -296,10 +296,12 @@ describe('DNS-rebinding protection', () => {
     assert.equal(own.status, 200);
   });
 
-  test('a Host header that is not ours → 4xx', async () => {
+  // SPEC §2 asks for a 4xx; the README's config reference (`allowedHosts`) names it: 421
+  // Misdirected Request, with a JSON-RPC error body like every other refusal of /mcp.
+  test('a Host header that is not ours → 421 Misdirected Request with a JSON-RPC Invalid Request error', async () => {
     const url = endpoint();
     const body = JSON.stringify(rpc('tools/list'));
-    const status = await new Promise<number>((resolve, reject) => {
+    const answer = await new Promise<{ status: number; type: string | undefined; text: string }>((resolve, reject) => {
       const req = http.request(
         {
           host: url.hostname,
@@ -318,15 +320,20 @@ describe('DNS-rebinding protection', () => {
           timeout: REQUEST_MS,
         },
         (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], text }));
+          res.on('error', reject);
         },
       );
       req.on('timeout', () => req.destroy(new Error('request timed out')));
       req.on('error', reject);
       req.end(body);
     });
-    assert.ok(status >= 400 && status < 500, `Host: evil.example answered ${status}`);
+    assert.equal(answer.status, 421, `Host: evil.example answered ${answer.status} ${answer.text}`);
+    assert.match(answer.type ?? '', /^application\/json/);
+    assert.deepEqual(JSON.parse(answer.text), { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Misdirected request: Host header not allowed' } });
   });
 });
 

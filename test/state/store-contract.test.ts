@@ -50,7 +50,7 @@ async function eventually(what: string, check: () => Promise<boolean>, timeoutMs
 }
 
 /** The contract every StateStore implementation must meet. */
-function storeContract(name: string, factory: StoreFactory): void {
+function storeContract(name: string, kind: StateStore['kind'], factory: StoreFactory): void {
   describe(`StateStore contract: ${name}`, () => {
     async function open(t: TestContext, replayBudget?: ReplayBudget): Promise<StateStore> {
       const store = await factory(replayBudget);
@@ -158,7 +158,7 @@ function storeContract(name: string, factory: StoreFactory): void {
     });
 
     describe('sessions per user (sessions.maxPerUser)', () => {
-      test('past the cap the oldest sessions are deleted in the same step and returned with their records', async (t) => {
+      test('past the cap the least recently used sessions are deleted in the same step and returned with their records', async (t) => {
         const store = await open(t);
         const user = `user-${randomUUID()}`;
         const other = `other-${randomUUID()}`;
@@ -170,7 +170,7 @@ function storeContract(name: string, factory: StoreFactory): void {
         for (const n of [2, 3, 4]) assert.equal((await store.touchSession(user, `s${n}`, 10_000))?.backend, `b${n}`);
         assert.equal((await store.touchSession(other, 'theirs', 10_000))?.backend, 'theirs', "another user's session is not counted");
 
-        // A lower cap (configuration changed) evicts as many as needed, oldest first.
+        // A lower cap (configuration changed) evicts as many as needed, least recently used first.
         const more = await store.createSession(user, 's5', sessionRecord({ backend: 'b5' }), 10_000, 2);
         assert.deepEqual(more.map((e) => e.sessionId), ['s2', 's3']);
         assert.equal(await store.countSessions(), 3, 'theirs, s4 and s5');
@@ -204,6 +204,89 @@ function storeContract(name: string, factory: StoreFactory): void {
         }
         await store.createSession(user, 'second', sessionRecord(), ttl, 2);
         assert.deepEqual((await store.createSession(user, 'third', sessionRecord(), ttl, 2)).map((e) => e.sessionId), ['kept']);
+      });
+    });
+
+    describe('eviction order (issue 28 §7): least recently used first, sessions in use last', () => {
+      const CAP = 100;
+      const LEASE_MS = 60_000;
+
+      test('a session kept in use survives 150 abandoned sessions of the same user', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        await store.createSession(user, 'in-use', sessionRecord({ backend: 'in-use' }), 60_000, CAP);
+        await store.markSessionsInUse(user, ['in-use'], LEASE_MS);
+        const abandoned = Array.from({ length: 150 }, (_, n) => `abandoned-${String(n).padStart(3, '0')}`);
+        const evicted: string[] = [];
+        for (const id of abandoned) {
+          for (const gone of await store.createSession(user, id, sessionRecord(), 60_000, CAP)) evicted.push(gone.sessionId);
+        }
+        assert.equal((await store.touchSession(user, 'in-use', 60_000))?.backend, 'in-use', 'the session in use is still there');
+        assert.deepEqual(evicted, abandoned.slice(0, 51), 'the 51 abandoned sessions used least recently went, in that order');
+        for (const id of abandoned.slice(51)) assert.notEqual(await store.touchSession(user, id, 60_000), undefined, `${id} is kept`);
+      });
+
+      test('a session kept busy by use survives 150 abandoned sessions of the same user', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        await store.createSession(user, 'used', sessionRecord({ backend: 'used' }), 60_000, CAP);
+        const evicted: string[] = [];
+        for (let n = 0; n < 150; n++) {
+          for (const gone of await store.createSession(user, `abandoned-${n}`, sessionRecord(), 60_000, CAP)) evicted.push(gone.sessionId);
+          if (n % 10 === 9) assert.notEqual(await store.touchSession(user, 'used', 60_000), undefined, `used after ${n + 1} abandoned sessions`);
+        }
+        assert.equal(evicted.length, 51);
+        assert.ok(!evicted.includes('used'), `the session in use was evicted: ${evicted.join(', ')}`);
+        assert.deepEqual(evicted, Array.from({ length: 51 }, (_, n) => `abandoned-${n}`));
+      });
+
+      test('idle sessions go least recently used first; sessions in use only after every idle one; never the new one', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const ids = (evicted: { sessionId: string }[]) => evicted.map((e) => e.sessionId);
+        for (const id of ['a', 'b', 'c']) await store.createSession(user, id, sessionRecord(), 60_000, 3);
+        await store.touchSession(user, 'a', 60_000);
+        assert.deepEqual(ids(await store.createSession(user, 'd', sessionRecord(), 60_000, 3)), ['b'], 'a touch counts as a use: b is the least recently used');
+        await store.markSessionsInUse(user, ['c'], LEASE_MS);
+        await store.touchSession(user, 'a', 60_000);
+        await store.touchSession(user, 'd', 60_000);
+        assert.deepEqual(ids(await store.createSession(user, 'e', sessionRecord(), 60_000, 3)), ['a'], 'c is used least recently but in use: the idle a goes');
+        assert.deepEqual(ids(await store.createSession(user, 'f', sessionRecord(), 60_000, 2)), ['d', 'e'], 'every idle session goes before the one in use');
+        assert.deepEqual(ids(await store.createSession(user, 'g', sessionRecord(), 60_000, 1)), ['f', 'c'], 'with no idle session left, the one in use goes; the new one stays');
+        assert.notEqual(await store.touchSession(user, 'g', 60_000), undefined);
+      });
+
+      test('a release ends the mark at once, a mark lapses after its lease; unknown sessions are not marked', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const ids = (evicted: { sessionId: string }[]) => evicted.map((e) => e.sessionId);
+        await store.markSessionsInUse(user, ['ghost'], LEASE_MS);
+        assert.equal(await store.touchSession(user, 'ghost', 60_000), undefined, 'marking does not create a session');
+        await store.createSession(user, 'x', sessionRecord(), 60_000, 2);
+        assert.deepEqual(await store.createSession(user, 'y', sessionRecord(), 60_000, 2), [], 'the mark of an unknown session does not count against the cap');
+
+        await store.markSessionsInUse(user, ['x'], LEASE_MS);
+        await store.releaseSessionInUse(user, 'x');
+        await store.touchSession(user, 'y', 60_000);
+        assert.deepEqual(ids(await store.createSession(user, 'z', sessionRecord(), 60_000, 2)), ['x'], 'released, x is idle again and the least recently used');
+
+        await store.markSessionsInUse(user, ['y'], 300);
+        await store.touchSession(user, 'z', 60_000);
+        await sleep(700);
+        await store.touchSession(user, 'z', 60_000);
+        assert.deepEqual(ids(await store.createSession(user, 'w', sessionRecord(), 60_000, 2)), ['y'], 'past its 300 ms lease y counts as idle again');
+      });
+
+      test('a deleted session takes its mark along: created again, it starts idle', async (t) => {
+        const store = await open(t);
+        const user = `user-${randomUUID()}`;
+        const ids = (evicted: { sessionId: string }[]) => evicted.map((e) => e.sessionId);
+        await store.createSession(user, 'p', sessionRecord(), 60_000, 2);
+        await store.markSessionsInUse(user, ['p'], LEASE_MS);
+        await store.deleteSession(user, 'p');
+        await store.createSession(user, 'p', sessionRecord(), 60_000, 2);
+        await store.createSession(user, 'q', sessionRecord(), 60_000, 2);
+        assert.deepEqual(ids(await store.createSession(user, 'r', sessionRecord(), 60_000, 2)), ['p']);
       });
     });
 
@@ -480,17 +563,17 @@ function storeContract(name: string, factory: StoreFactory): void {
       assert.equal(await store.countSessions(), 1, 'only user-b/two is alive; event logs are not sessions');
     });
 
-    test('ping resolves while the store is healthy', async (t) => {
+    test(`ping resolves while the store is healthy; kind names the implementation (${kind})`, async (t) => {
       const store = await open(t);
-      await store.ping();
-      assert.ok(store.kind === 'memory' || store.kind === 'redis');
+      await assert.doesNotReject(store.ping());
+      assert.equal(store.kind, kind, '/readyz reports it as `store`');
     });
   });
 }
 
 // ------------------------------------------------------------------ runs ---
 
-storeContract('MemoryStore', async (budget) => new MemoryStore(50, budget));
+storeContract('MemoryStore', 'memory', async (budget) => new MemoryStore(50, budget));
 
 let redis: RedisHandle | undefined;
 
@@ -502,7 +585,7 @@ describe('Redis-backed', () => {
     await redis?.stop();
   });
 
-  storeContract('RedisStore', async (replayBudget) => {
+  storeContract('RedisStore', 'redis', async (replayBudget) => {
     const store = new RedisStore({ url: redis!.url, keyPrefix: `sbct-${randomUUID()}:`, sessionCountCacheMs: 0, replayBudget });
     await store.ready(10_000);
     return store;
@@ -614,7 +697,7 @@ describe('Redis Cluster-backed', () => {
     return store;
   };
 
-  storeContract('RedisStore (cluster)', openCluster);
+  storeContract('RedisStore (cluster)', 'redis', openCluster);
 
   test('appends of many users in one turn of the event loop land, each user on its own slot', async (t) => {
     const store = await openCluster();
