@@ -150,12 +150,13 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
     }
     return reply.code(202).send();
   }
-  if (res.status === 404) {
+  if (res.status === 404 && t.session.backendSessionId !== undefined) {
+    // The session named is gone (a 404 to a request without one says nothing of sessions).
     await res.body.dump();
     return endLostBackendSession(ctx, request, reply, backend.name, target.sessionId);
   }
   if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') {
-    await relayPostStream(t, res, requestIds);
+    await relayPostStream(t, res, requestIds, authorization);
     return;
   }
   if (res.status >= 200 && res.status < 300 && res.contentType === 'application/json') {

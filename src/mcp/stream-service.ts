@@ -20,7 +20,9 @@ import { claimStandalone, holdWhileDetached } from '../streams/stream-leases.js'
 import { StateUnavailableError } from '../state/errors.js';
 import { SseWriter } from '../streams/sse-writer.js';
 import { eventId, StreamRelay, type RelayContext } from '../streams/stream-relay.js';
+import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
 import { attachAwaiting, followAwaiting } from './standalone-early.js';
+import { pumpResuming } from './backend-resume.js';
 import { principalOf } from '../auth/authenticate.js';
 
 export interface StreamTarget {
@@ -69,13 +71,17 @@ export function streamKey(t: StreamTarget, streamId: string): StreamKey {
   return { userKey: principalOf(t.request).userKey, sessionId: t.sessionId, streamId };
 }
 
-/** Relays the backend's SSE answer to a POST; keeps reading after the client leaves so the answer can be resumed. */
-export async function relayPostStream(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[]): Promise<void> {
+/**
+ * Relays the backend's SSE answer to a POST; keeps reading after the client leaves so the
+ * answer can be resumed, and resumes the backend's stream when it closes it early
+ * (backend-resume.ts) with the same `authorization` the POST carried.
+ */
+export async function relayPostStream(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], authorization?: string): Promise<void> {
   const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'post', requestIds });
   t.ctx.streams.add(relay);
   holdWhileDetached(t.ctx.coordinator, relay, t.request.log);
   relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
-  await relay.pump(res.body);
+  await pumpResuming(t, relay, res.body, authorization);
 }
 
 /**
@@ -197,7 +203,10 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   const streaming = res.status === 200 && res.contentType === 'text/event-stream';
   t.request.log.debug({ status: res.status, streaming, backendEventId }, 'backend GET stream answered');
   if (!streaming) await res.body.dump().catch(() => {});
-  if (res.status === 404) {
+  // A 404 says the backend forgot its session only when a session was named; to a GET without
+  // one (a stateless server, which issues none) it says there is no standalone stream, as 405.
+  const noStandalone = res.status === 405 || (res.status === 404 && t.session.backendSessionId === undefined);
+  if (res.status === 404 && !noStandalone) {
     // The backend forgot its session: ours is useless too, and the client must start over.
     relay.stop();
     writer?.end();
@@ -209,7 +218,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
     await t.ctx.upstream.forget(principalOf(t.request), t.backend.config).catch(() => undefined);
     return gatewayOnlyStream(t, relay, writer, mailbox);
   }
-  if (!streaming && res.status !== 405) {
+  if (!streaming && !noStandalone) {
     return failBeforeStreaming(t, relay, writer, new BackendError(t.backend.name, 'bad_status', `backend "${t.backend.name}" answered GET with HTTP ${res.status}`, res.status));
   }
   t.ctx.streams.add(relay);
@@ -217,8 +226,10 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
   // Notifications that waited for the session while it had no stream.
   for (const data of mailbox) relay.inject(data);
-  // 405: the backend has no standalone stream; ours stays open for gateway notifications.
-  if (streaming) await relay.pump(res.body);
+  // 405 (or 404 without a session): the backend has no standalone stream; ours stays open for gateway notifications.
+  if (!streaming) return;
+  if (relay.meta.kind === 'post') await pumpResuming(t, relay, res.body, authorization);
+  else await relay.pump(res.body);
 }
 
 const CONFLICT_RETRIES = 10;
@@ -298,17 +309,6 @@ function summarize(events: StoredEvent[]): { lastSeq: number; backendEventId?: s
 /** A resumed POST stream still owes only the responses it has not delivered yet. */
 function remainingMeta(meta: StreamMeta, events: StoredEvent[]): StreamMeta {
   if (meta.kind !== 'post') return meta;
-  const answered = new Set<string>();
-  for (const e of events) {
-    if (e.data === undefined) continue;
-    try {
-      const value = JSON.parse(e.data) as unknown;
-      for (const m of Array.isArray(value) ? value : [value]) {
-        if (m && typeof m === 'object' && !('method' in m) && 'id' in m) answered.add(`${typeof m.id}:${m.id}`);
-      }
-    } catch {
-      // Not JSON: cannot be a response.
-    }
-  }
-  return { kind: 'post', requestIds: meta.requestIds.filter((id) => !answered.has(`${typeof id}:${id}`)) };
+  const answered = new Set(events.flatMap((e) => (e.data === undefined ? [] : answeredIdKeys(e.data))));
+  return { kind: 'post', requestIds: meta.requestIds.filter((id) => !answered.has(idKey(id))) };
 }

@@ -18,6 +18,7 @@ import { BackendError, toBackendError, type BackendFailure } from '../backends/e
 import type { ReplayLimits, StateStore, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import { errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import { createSseReader } from '../wire/sse.js';
+import { answeredIdKeys, idKey } from './answered-ids.js';
 import type { SseWriter } from './sse-writer.js';
 
 export interface RelayContext {
@@ -44,8 +45,6 @@ export function parseEventId(value: string): { streamId: string; seq: number } |
   return match ? { streamId: match[1]!, seq: Number(match[2]) } : undefined;
 }
 
-const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
-
 /** How long a backend's priming event waits for the answer before it is stored alone (#holdsPriming). */
 const PRIMING_HOLD_MS = 100;
 
@@ -70,6 +69,7 @@ export class StreamRelay {
   readonly #startSeq: number;
   #writer: SseWriter | undefined;
   #backendLastEventId: string | undefined;
+  #backendRetryMs: number | undefined;
   #finished = false;
   #saving: Promise<void> = Promise.resolve();
   #unsaved: StoredEvent[] = [];
@@ -193,9 +193,14 @@ export class StreamRelay {
     this.#writer.end();
   }
 
-  /** Reads the backend's SSE body to its end, relaying and logging every message. */
-  async pump(body: AsyncIterable<Buffer>): Promise<void> {
-    const reader = createSseReader({ onEvent: (data, id) => this.#onBackendEvent(data, id) });
+  /**
+   * Reads the backend's SSE body to its end, relaying and logging every message. With
+   * `resumable`, a POST stream the backend closed before answering, at an event id, is left
+   * open ('resumable': the caller resumes the backend stream itself, mcp/backend-resume.ts);
+   * otherwise the client is told to reconnect, or the open requests get an error.
+   */
+  async pump(body: AsyncIterable<Buffer>, options: { resumable?: boolean } = {}): Promise<'ended' | 'resumable'> {
+    const reader = createSseReader({ onEvent: (data, id) => this.#onBackendEvent(data, id), onRetry: (ms) => (this.#backendRetryMs = ms) });
     let failure: BackendError | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
     this.#pumping = true;
@@ -217,7 +222,15 @@ export class StreamRelay {
       if (drainTimer) clearTimeout(drainTimer);
       this.#pumping = false;
     }
-    if (!this.#finished) this.#afterBackendEnded(failure);
+    if (this.#finished) return 'ended';
+    if (options.resumable && !failure && this.meta.kind === 'post' && this.#backendLastEventId) return 'resumable';
+    this.#afterBackendEnded(failure);
+    return 'ended';
+  }
+
+  /** Where the backend's stream stands and how long it asked to be given before a reconnect (its last `retry`). */
+  get backendPosition(): { lastEventId?: string; retryMs?: number } {
+    return { lastEventId: this.#backendLastEventId, retryMs: this.#backendRetryMs };
   }
 
   /** Sends a gateway-originated message on this stream (e.g. notifications/elicitation/complete). */
@@ -260,18 +273,7 @@ export class StreamRelay {
 
   /** Removes the request ids answered by this message from the pending set. */
   #settle(data: string): void {
-    let message: unknown;
-    try {
-      message = JSON.parse(data);
-    } catch {
-      return;
-    }
-    for (const m of Array.isArray(message) ? message : [message]) {
-      if (m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m)) {
-        const id = (m as { id?: unknown }).id;
-        if (typeof id === 'string' || typeof id === 'number') this.#pending.delete(idKey(id));
-      }
-    }
+    for (const key of answeredIdKeys(data)) this.#pending.delete(key);
   }
 
   #afterBackendEnded(failure: BackendError | undefined): void {
