@@ -41,7 +41,7 @@ function twoReplicas(): [InputAnswers, InputAnswers, ReplicaMessage[]] {
     replicaId,
     send: async (to: string, message: ReplicaMessage) => {
       crossed.push(message);
-      if (message.type === 'input-answer') replicas[to]!.receive(JSON.parse(message.message) as Record<string, unknown>);
+      if (message.type === 'input-answer') replicas[to]!.receive(JSON.parse(message.message) as Record<string, unknown>, message);
     },
   });
   replicas.a = new InputAnswers(coordinator('a'));
@@ -49,34 +49,36 @@ function twoReplicas(): [InputAnswers, InputAnswers, ReplicaMessage[]] {
   return [replicas.a, replicas.b, crossed];
 }
 
+const ALICE = { sessionId: 'sb26-alice.one', userKey: 'alice' };
+
 describe('InputAnswers', () => {
   test('the answers to one round, each landing on either replica, resolve it by key once all are in', async () => {
     const [a, b, crossed] = twoReplicas();
-    const round = a.open(['user_name', 'client_roots']);
+    const round = a.open(['user_name', 'client_roots'], ALICE);
     const [nameId, rootsId] = [round.ids.get('user_name')!, round.ids.get('client_roots')!];
     assert.ok(InputAnswers.isOurs(nameId) && InputAnswers.isOurs(rootsId));
     assert.equal(InputAnswers.isOurs(7), false);
-    await a.deliver({ jsonrpc: '2.0', id: nameId, result: { action: 'accept', content: { name: 'Ada' } } });
-    await b.deliver({ jsonrpc: '2.0', id: rootsId, result: { roots: [] } });
+    await a.deliver({ jsonrpc: '2.0', id: nameId, result: { action: 'accept', content: { name: 'Ada' } } }, ALICE);
+    await b.deliver({ jsonrpc: '2.0', id: rootsId, result: { roots: [] } }, ALICE);
     assert.deepEqual(await round.answers, { user_name: { action: 'accept', content: { name: 'Ada' } }, client_roots: { roots: [] } });
     assert.equal(crossed.length, 1, 'only the answer that landed on the other replica crossed');
   });
 
   test('an error answer fails the round; a late answer after it closed is dropped', async () => {
     const [a] = twoReplicas();
-    const round = a.open(['ask']);
-    await a.deliver({ jsonrpc: '2.0', id: round.ids.get('ask'), error: { code: -32601, message: 'not supported' } });
+    const round = a.open(['ask'], ALICE);
+    await a.deliver({ jsonrpc: '2.0', id: round.ids.get('ask'), error: { code: -32601, message: 'not supported' } }, ALICE);
     await assert.rejects(round.answers, /the client refused the request: not supported/);
-    a.receive({ jsonrpc: '2.0', id: round.ids.get('ask'), result: {} });
+    a.receive({ jsonrpc: '2.0', id: round.ids.get('ask'), result: {} }, ALICE);
   });
 
   test('a round nobody answers times out; closing one ends its wait', async () => {
     const [a] = twoReplicas();
     // The round's timer does not hold a process open (a gateway's server does); this test's does.
     const alive = setTimeout(() => {}, 1_000);
-    await assert.rejects(a.open(['ask'], 20).answers, /did not answer in time/);
+    await assert.rejects(a.open(['ask'], ALICE, 20).answers, /did not answer in time/);
     clearTimeout(alive);
-    const closed = a.open(['ask']);
+    const closed = a.open(['ask'], ALICE);
     closed.close();
     await assert.rejects(closed.answers, /the call ended/);
   });
