@@ -21,6 +21,7 @@ import { sendAttempt, stoppableAttempt, type Attempt, type AttemptMessage, type 
 import type { StatelessContext } from './context.js';
 import { answersFrom, inputRequestsOf } from './input-requests.js';
 import { abandon } from './parked-calls.js';
+import type { StateBinding } from './request-state.js';
 
 /** The purpose of a requestState that leads back to a parked call: `bridge:<replica>/<call>`. */
 export const BRIDGE_PURPOSE = 'bridge:';
@@ -28,6 +29,8 @@ export const BRIDGE_PURPOSE = 'bridge:';
 /** What a retry brings to the call it continues, wherever that call is held. */
 export interface Continuation {
   userKey: string;
+  /** The endpoint's backend name the retry came through (the one its state is bound to). */
+  endpoint: string;
   parkId: string;
   method: string;
   params: Record<string, unknown>;
@@ -50,11 +53,11 @@ export function parkedCallOf(purpose: string): ParkedCallRef | undefined {
   return replicaId && parkId ? { replicaId, parkId } : undefined;
 }
 
-/** A Park that keeps calls on this replica and seals states for this user and request. */
-export function parkHere(ctx: StatelessContext, userKey: string, method: string, params: Record<string, unknown> | undefined): Park {
+/** A Park that keeps calls on this replica and seals states for this user, endpoint and request. */
+export function parkHere(ctx: StatelessContext, to: StateBinding, method: string, params: Record<string, unknown> | undefined): Park {
   return (call: BridgedCall, asks) => {
     const purpose = parkPurpose(ctx.coordinator.replicaId, ctx.parkedCalls.park(call, asks));
-    return ctx.requestStates.seal(userKey, method, params, { purpose });
+    return ctx.requestStates.seal(to, method, params, { purpose });
   };
 }
 
@@ -94,10 +97,10 @@ type Resumed = { answer: string; status: number } | { call: BridgedCall; park: P
 
 /** Takes the call and gives the backend the client's answers: then an answer of its own (more to ask, a failure) or the call to read on. */
 async function answerParkedCall(ctx: StatelessContext, continuation: Continuation): Promise<Resumed | undefined> {
-  const { userKey, method, params, attempt } = continuation;
-  const parked = ctx.parkedCalls.take(continuation.parkId, userKey);
+  const { userKey, endpoint, method, params, attempt } = continuation;
+  const parked = ctx.parkedCalls.take(continuation.parkId, { userKey, endpoint });
   if (!parked) return undefined;
-  const park = parkHere(ctx, userKey, method, params);
+  const park = parkHere(ctx, { userKey, endpoint }, method, params);
   const { responses, unanswered } = answersFrom(parked.asks, params.inputResponses);
   try {
     await Promise.all(responses.map((response) => parked.call.respond(response)));

@@ -33,6 +33,8 @@ export interface BridgedCall {
   readonly messages: BackendMessages;
   /** Whose call it is: only this user's retry may continue it. */
   readonly userKey: string;
+  /** The endpoint's backend name it was made through: only a retry through that endpoint (admitted by its access rules) may continue it. */
+  readonly endpoint: string;
   /** The client's method (what shapes the result). */
   readonly method: string;
   /** Whether the backend's `"public"` cache scope may stand (result-shaping.ts). */

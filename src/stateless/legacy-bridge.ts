@@ -85,7 +85,7 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
       const messages = new BackendMessages(res.body);
       inbox?.bind(messages);
       inbox = undefined;
-      const park = parkHere(ctx, principalOf(request).userKey, stateless.method, f.message.params as Record<string, unknown> | undefined);
+      const park = parkHere(ctx, { userKey: principalOf(request).userKey, endpoint: backend.name }, stateless.method, f.message.params as Record<string, unknown> | undefined);
       return sendAttempt(reply, bridgedCall(f, input, session, messages), { id, logLevel: stateless.logLevel }, park);
     }
     // Awaited, not returned: an async function returning a promise adopts it in two more turns
@@ -171,6 +171,7 @@ function bridgedCall(f: LegacyForward, input: LegacySessionInput, session: Legac
   return {
     messages,
     userKey: principalOf(f.request).userKey,
+    endpoint: f.backend.name,
     method: f.stateless.method,
     shared: sharesAnswersAcrossUsers(f.backend.config),
     clientCapabilities: f.stateless.clientCapabilities,

@@ -52,10 +52,10 @@ export class ParkedCalls {
     return this.#held.has(id);
   }
 
-  /** The call, for the one retry that answers it (its user only); undefined when gone, expired or taken. */
-  take(id: string, userKey: string): Parked | undefined {
+  /** The call, for the one retry that answers it (its user, through its endpoint only); undefined when gone, expired or taken. */
+  take(id: string, by: { userKey: string; endpoint: string }): Parked | undefined {
     const held = this.#held.get(id);
-    if (!held || held.call.userKey !== userKey) return undefined;
+    if (!held || held.call.userKey !== by.userKey || held.call.endpoint !== by.endpoint) return undefined;
     this.#held.delete(id);
     clearTimeout(held.timer);
     held.call.messages.parked = false;

@@ -25,6 +25,7 @@ function parkedCall(userKey: string): { call: BridgedCall; sent: BackendMessage[
   const call: BridgedCall = {
     messages: new BackendMessages(body),
     userKey,
+    endpoint: 'a',
     method: 'tools/call',
     shared: false,
     clientCapabilities: { elicitation: {} },
@@ -43,14 +44,15 @@ const until = async (what: string, check: () => boolean) => {
 };
 
 describe('ParkedCalls', () => {
-  test('a call is taken once, by its own user only', () => {
+  test('a call is taken once, by its own user through its own endpoint only', () => {
     const calls = new ParkedCalls();
     const { call } = parkedCall('user-a');
     const id = calls.park(call, [ask]);
-    assert.equal(calls.take(id, 'user-b'), undefined, "another user's retry");
+    assert.equal(calls.take(id, { userKey: 'user-b', endpoint: 'a' }), undefined, "another user's retry");
+    assert.equal(calls.take(id, { userKey: 'user-a', endpoint: 'b' }), undefined, 'a retry through another endpoint');
     assert.ok(calls.has(id), 'still held for its user');
-    assert.deepEqual(calls.take(id, 'user-a'), { call, asks: [ask] });
-    assert.equal(calls.take(id, 'user-a'), undefined, 'a second retry with the same state');
+    assert.deepEqual(calls.take(id, { userKey: 'user-a', endpoint: 'a' }), { call, asks: [ask] });
+    assert.equal(calls.take(id, { userKey: 'user-a', endpoint: 'a' }), undefined, 'a second retry with the same state');
     assert.equal(calls.size, 0);
     calls.close();
   });
@@ -61,7 +63,7 @@ describe('ParkedCalls', () => {
     const id = calls.park(call, [ask]);
     await until('the call to be given up', () => destroyed());
     assert.deepEqual(sent, [{ jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'the client did not answer in time' } }]);
-    assert.equal(calls.take(id, 'user-a'), undefined);
+    assert.equal(calls.take(id, { userKey: 'user-a', endpoint: 'a' }), undefined);
   });
 
   test('the gateway stopping gives every call up', async () => {
