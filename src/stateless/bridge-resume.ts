@@ -17,7 +17,7 @@ import type { FastifyReply } from 'fastify';
 import { principalOf } from '../auth/authenticate.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
-import { sendAttempt, stoppableAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
+import { parkRefused, sendAttempt, stoppableAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
 import type { StatelessContext } from './context.js';
 import { answersFrom, inputRequestsOf } from './input-requests.js';
 import { abandon } from './parked-calls.js';
@@ -56,8 +56,9 @@ export function parkedCallOf(purpose: string): ParkedCallRef | undefined {
 /** A Park that keeps calls on this replica and seals states for this user, endpoint and request. */
 export function parkHere(ctx: StatelessContext, to: StateBinding, method: string, params: Record<string, unknown> | undefined): Park {
   return (call: BridgedCall, asks) => {
-    const purpose = parkPurpose(ctx.coordinator.replicaId, ctx.parkedCalls.park(call, asks));
-    return ctx.requestStates.seal(to, method, params, { purpose });
+    const parkId = ctx.parkedCalls.park(call, asks);
+    if (parkId === undefined) return undefined;
+    return ctx.requestStates.seal(to, method, params, { purpose: parkPurpose(ctx.coordinator.replicaId, parkId) });
   };
 }
 
@@ -110,7 +111,13 @@ async function answerParkedCall(ctx: StatelessContext, continuation: Continuatio
     return { answer: JSON.stringify(failure), status: 502 };
   }
   if (unanswered.length === 0) return { call: parked.call, park };
-  const result = { resultType: 'input_required', inputRequests: inputRequestsOf(unanswered), requestState: park(parked.call, unanswered) };
+  const requestState = park(parked.call, unanswered);
+  if (requestState === undefined) {
+    const refused = await parkRefused(parked.call, attempt, unanswered);
+    parked.call.messages.close();
+    return { answer: refused.data, status: refused.final!.status };
+  }
+  const result = { resultType: 'input_required', inputRequests: inputRequestsOf(unanswered), requestState };
   return { answer: JSON.stringify({ jsonrpc: '2.0', id: attempt.id, result }), status: 200 };
 }
 
