@@ -1,14 +1,22 @@
 /**
  * The parts of the 2026-07-28 adapter for 2025-11-25 clients (src/backends/modern/), each on its
- * own: the `initialize` result made from a DiscoverResult, and the answers to the gateway's own
+ * own: the `initialize` result made from a DiscoverResult (and what its capabilities promise,
+ * delivered on the client's GET stream), and the answers to the gateway's own
  * requests finding the round that waits for them, here or on another replica (the two
  * replicas' coordinators are joined directly: what crosses is exactly what `send` carries).
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { PromptListChangedNotificationSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { InputAnswers } from '../../src/backends/modern/input-answers.js';
 import { initializeFromDiscover } from '../../src/backends/modern/initialize-from-discover.js';
 import type { ReplicaMessage } from '../../src/state/coordinator.js';
+import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
+import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
+import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 const DISCOVER = {
   resultType: 'complete',
@@ -28,8 +36,57 @@ describe('initializeFromDiscover', () => {
     assert.deepEqual(initializeFromDiscover({ capabilities: {} }, '2025-11-25', 'fallback').serverInfo, { name: 'fallback', version: '0.0.0' });
   });
 
-  test('the capabilities are the backend\'s: list changes and subscriptions reach the client on its GET stream', () => {
+  test('the capabilities are the backend\'s, as its DiscoverResult gives them', () => {
     assert.deepEqual(initializeFromDiscover(DISCOVER, '2025-11-25', 'b').capabilities, DISCOVER.capabilities);
+  });
+});
+
+/**
+ * What those capabilities promise a 2025 client, delivered (issue 28 §8): through a gateway on a
+ * real Redis, the dual-era fixture serving 2026-07-28 only, and the official v1 SDK client,
+ * whose standalone GET stream is the backend's `subscriptions/listen`.
+ */
+describe('the adapted session\'s GET stream', () => {
+  let oauth: OAuthHandle;
+  let redis: RedisHandle;
+  let backend: ConformanceServer;
+  let gateway: GatewayHandle;
+  let client: Client;
+  const heard: string[] = [];
+
+  before(async () => {
+    [oauth, redis, backend] = await Promise.all([startOAuthServer(), startRedis(), startConformanceServer({ eras: '2026' })]);
+    gateway = await startGateway({ issuer: oauth.issuer, redisUrl: redis.url, backends: [{ name: 'modern', url: backend.url }] });
+    client = new Client({ name: 'get-stream-client', version: '1.0.0' }, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.push('tools/list_changed'));
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => void heard.push('prompts/list_changed'));
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void heard.push(`resources/updated ${n.params.uri}`));
+    const token = await oauth.token({ sub: 'get-stream-user', aud: gateway.audience });
+    await client.connect(new StreamableHTTPClientTransport(gateway.endpoint('modern'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  });
+
+  after(async () => {
+    await client?.close().catch(() => {});
+    await gateway?.close();
+    await Promise.allSettled([backend?.stop(), redis?.stop(), oauth?.stop()]);
+  });
+
+  /** Calls `tool`, then waits (bounded) until `notification` has been heard on the GET stream. */
+  async function triggerAndHear(tool: string, notification: string): Promise<void> {
+    await client.callTool({ name: tool, arguments: {} });
+    for (let i = 0; i < 50 && !heard.includes(notification); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  test('the capabilities are the backend\'s: list changes and subscriptions reach the client on its GET stream', async () => {
+    const capabilities = client.getServerCapabilities();
+    assert.equal(capabilities?.tools?.listChanged, true, JSON.stringify(capabilities));
+    assert.equal(capabilities?.prompts?.listChanged, true, JSON.stringify(capabilities));
+    assert.equal(capabilities?.resources?.subscribe, true, JSON.stringify(capabilities));
+    await triggerAndHear('test_trigger_tool_change', 'tools/list_changed');
+    await triggerAndHear('test_trigger_prompt_change', 'prompts/list_changed');
+    await client.subscribeResource({ uri: 'test://watched-resource' });
+    await triggerAndHear('switchboard_trigger_watched_update', 'resources/updated test://watched-resource');
+    assert.deepEqual(heard, ['tools/list_changed', 'prompts/list_changed', 'resources/updated test://watched-resource']);
   });
 });
 
