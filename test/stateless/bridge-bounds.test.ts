@@ -15,35 +15,27 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { MAX_LANES } from '../../src/stateless/lanes.js';
-import { spawnChild, type ChildHandle } from '../helpers/child.js';
+import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { answering, statelessCall, type StatelessAnswer } from '../helpers/stateless-call.js';
 
-const FIXTURE = fileURLToPath(new URL('../fixtures/counted-sessions-backend.ts', import.meta.url));
 const MAX_SESSIONS = 12;
 const MAX_PARKED = 10;
 
 let redis: RedisHandle;
 let oauth: OAuthHandle;
-let backend: ChildHandle;
+let backend: FixtureChild;
 let backendUrl: string;
 let set: ReplicaSet;
 
 before(async () => {
   [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
-  backend = await spawnChild({
-    name: 'counted-sessions backend',
-    command: process.execPath,
-    args: ['--import', import.meta.resolve('tsx'), FIXTURE],
-    env: { PORT: '0', NODE_OPTIONS: '' },
-    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
-  });
-  backendUrl = (JSON.parse(backend.readyLine!) as { url: string }).url;
+  backend = await startFixtureChild('counted-sessions-backend.ts');
+  backendUrl = backend.url;
   set = await startReplicas({
     count: 2,
     redisUrl: redis.url,
@@ -55,7 +47,7 @@ before(async () => {
 
 after(async () => {
   await set?.stop();
-  await Promise.allSettled([backend?.stop(), oauth?.stop(), redis?.stop()]);
+  await Promise.allSettled([backend?.child.stop(), oauth?.stop(), redis?.stop()]);
 });
 
 /** The backend's sessions: opened so far, and open now. */

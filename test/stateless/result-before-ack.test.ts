@@ -10,40 +10,31 @@
  * Redis, a real OAuth server, the raw 2026-07-28 wire.
  */
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { spawnChild, type ChildHandle } from '../helpers/child.js';
+import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { answering, statelessCall } from '../helpers/stateless-call.js';
 
-const FIXTURE = fileURLToPath(new URL('../fixtures/ack-after-result-backend.ts', import.meta.url));
 const TRIES = 5;
 
 let redis: RedisHandle;
 let oauth: OAuthHandle;
-let backend: ChildHandle;
+let backend: FixtureChild;
 let gateway: GatewayHandle;
 let token: string;
 
 before(async () => {
   [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
-  backend = await spawnChild({
-    name: 'ack-after-result backend',
-    command: process.execPath,
-    args: ['--import', import.meta.resolve('tsx'), FIXTURE],
-    env: { PORT: '0', NODE_OPTIONS: '' },
-    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
-  });
-  const url = (JSON.parse(backend.readyLine!) as { url: string }).url;
-  gateway = await startGateway({ issuer: oauth.issuer, redisUrl: redis.url, backends: [{ name: 'greeter', url, protocol: '2025-11-25' }] });
+  backend = await startFixtureChild('ack-after-result-backend.ts');
+  gateway = await startGateway({ issuer: oauth.issuer, redisUrl: redis.url, backends: [{ name: 'greeter', url: backend.url, protocol: '2025-11-25' }] });
   token = await oauth.token({ sub: 'ada', aud: gateway.audience });
 });
 
 after(async () => {
   await gateway?.close();
-  await Promise.allSettled([backend?.stop(), oauth?.stop(), redis?.stop()]);
+  await Promise.allSettled([backend?.child.stop(), oauth?.stop(), redis?.stop()]);
 });
 
 test(`a result written before the answer is acknowledged reaches the client (${TRIES} of ${TRIES})`, async () => {
