@@ -160,7 +160,7 @@ function backendClients(config: Config, bridges: LocalBridges, modern: ModernEra
 
 /** What another replica sent: to the layer it is about. */
 function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: ReplicaMessage): void {
-  if (message.type === 'input-answer') modern.answers.receive(JSON.parse(message.message) as Record<string, unknown>);
+  if (message.type === 'input-answer') modern.answers.receive(JSON.parse(message.message) as Record<string, unknown>, message);
   else if (message.type === 'adapted-changed') {
     modern.sessions.forget(message.sessionId);
     modern.listens.changed(message.userKey, message.sessionId);

@@ -7,7 +7,10 @@
  * Reading is pulled: while nobody asks for the next message the socket is not read, so a
  * parked call costs a paused connection and nothing more. `nextWithin` lets the bridge wait a
  * moment for the requests a server sends together (several `sendRequest` in one tick) without
- * losing the read it started: an unfinished read is kept for the next call.
+ * losing the read it started: a read only fills the queue of ready messages, and only `next`
+ * and `nextWithin` take from it, so a read left in flight when `nextWithin` gave up puts what it
+ * reads where the next call finds it (issue 28 §6: a backend that writes a call's result before
+ * it acknowledges the answer the result follows lost that result to such a read).
  */
 import type { BackendBody } from './body.js';
 import { createSseReader } from '../wire/sse.js';
@@ -25,7 +28,8 @@ export class BackendMessages {
       if (message) this.#ready.push(message);
     },
   });
-  #pending: Promise<BackendMessage | undefined> | undefined;
+  /** The read in flight: resolves once a message is ready or the stream ended; takes nothing. */
+  #filling: Promise<void> | undefined;
   /** A read of the body in flight, kept when an injected message answered first. */
   #chunk: Promise<IteratorResult<Buffer | string>> | undefined;
   #wake: (() => void) | undefined;
@@ -38,18 +42,22 @@ export class BackendMessages {
   }
 
   /** The next message, or undefined once the stream ended (or failed). */
-  next(): Promise<BackendMessage | undefined> {
-    this.#pending ??= this.#read().finally(() => (this.#pending = undefined));
-    return this.#pending;
+  async next(): Promise<BackendMessage | undefined> {
+    while (!this.#ready.length && !this.#ended) await this.#fill();
+    return this.#ready.shift();
   }
 
-  /** The next message if one comes within `ms`; 'quiet' otherwise (the read goes on for the next call). */
+  /** The next message if one comes within `ms`; 'quiet' otherwise (the read goes on, and what it reads waits for the next call). */
   async nextWithin(ms: number): Promise<BackendMessage | undefined | 'quiet'> {
     if (this.#ready.length) return this.#ready.shift();
+    if (this.#ended) return undefined;
     let timer: NodeJS.Timeout | undefined;
     const quiet = new Promise<'quiet'>((resolve) => (timer = setTimeout(resolve, ms, 'quiet')));
     try {
-      return await Promise.race([this.next(), quiet]);
+      for (;;) {
+        if ((await Promise.race([this.#fill(), quiet])) === 'quiet') return 'quiet';
+        if (this.#ready.length || this.#ended) return this.#ready.shift();
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -81,22 +89,23 @@ export class BackendMessages {
     for (const callback of this.#onClose.splice(0)) callback();
   }
 
-  async #read(): Promise<BackendMessage | undefined> {
-    while (!this.#ready.length) {
-      if (this.#ended) return undefined;
+  /** One read shared by every caller waiting: until a message is ready, the stream ends or a message is injected. */
+  #fill(): Promise<void> {
+    this.#filling ??= this.#read().finally(() => (this.#filling = undefined));
+    return this.#filling;
+  }
+
+  async #read(): Promise<void> {
+    while (!this.#ready.length && !this.#ended) {
       this.#chunk ??= this.#chunks.next().catch((): IteratorResult<Buffer | string> => ({ done: true, value: undefined }));
       const woken = new Promise<'woken'>((resolve) => (this.#wake = () => resolve('woken')));
       const chunk = await Promise.race([this.#chunk, woken]);
       this.#wake = undefined;
       if (chunk === 'woken') continue;
       this.#chunk = undefined;
-      if (chunk.done) {
-        this.#ended = true;
-        break;
-      }
-      this.#reader.feed(chunk.value);
+      if (chunk.done) this.#ended = true;
+      else this.#reader.feed(chunk.value);
     }
-    return this.#ready.shift();
   }
 }
 

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
 import { brokerModeIssues, brokerSchema } from './broker-schema.js';
+import { statelessSchema } from './stateless-schema.js';
 import { parseDuration } from './duration.js';
 import { declaredCatalogSchema, shareCatalogSchema } from './linking-schema.js';
 
@@ -241,6 +242,8 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** What one user's MCP 2026-07-28 calls may hold through the bridge to 2025-11-25 backends (stateless-schema.ts). */
+    stateless: statelessSchema(duration, wholeNumber).default({}),
     streams: z
       .object({
         keepAlive: duration('15s'),

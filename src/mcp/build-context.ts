@@ -16,7 +16,7 @@ import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
 import { BridgeReplicas } from '../stateless/bridge-replicas.js';
 import { LegacyStreams } from '../stateless/legacy-streams.js';
-import { ParkedCalls } from '../stateless/parked-calls.js';
+import { PARK_TTL_MS, ParkedCalls } from '../stateless/parked-calls.js';
 import { RequestStates } from '../stateless/request-state.js';
 import type { McpContext } from './context.js';
 
@@ -31,5 +31,5 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked) };
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked) };
 }

@@ -44,8 +44,12 @@ export type BridgeMessage =
   | { type: 'bridge-outcome'; ticket: string; taken?: boolean; messages?: string[]; status?: number; seq?: number; more?: boolean }
   /** The client of a handed-over retry left: the holder stops the attempt, as it would for a client of its own. */
   | { type: 'bridge-cancel'; ticket: string }
-  /** A 2025 client's answer to a request the gateway sent for a 2026 backend, to the replica waiting for it (backends/modern/input-answers.ts). */
-  | { type: 'input-answer'; message: string }
+  /**
+   * A 2025 client's answer to a request the gateway sent for a 2026 backend, to the replica
+   * waiting for it (backends/modern/input-answers.ts), with the session and user it came from:
+   * only those asked may answer (absent from a replica of an earlier release: not taken).
+   */
+  | { type: 'input-answer'; message: string; sessionId?: string; userKey?: string }
   /** A request a 2025 backend sent on the session GET stream this replica reads, for a call running on another replica (stateless/legacy-streams.ts). */
   | { type: 'stream-request'; ticket: string; from: string; key: string; message: string }
   /** A replica took that request into its call. */

@@ -65,6 +65,8 @@ export const ValueKeys = {
   exchangeFailure: (exchangeKey: string) => `lock:${exchangeKey}:failed`,
   /** The gateway's own session toward a 2025-era backend for stateless-era clients, per user, backend and capability set (stateless/legacy-sessions.ts). */
   legacyBridgeSession: (userKey: string, backend: string, capabilities: string) => `${userKey}:bridge-session:${backend}:${capabilities}`,
+  /** One of a user's `stateless.maxSessionsPerUser` places for those sessions, holding the key of the session in it (stateless/session-budget.ts). */
+  bridgeSessionSlot: (userKey: string, slot: number) => `${userKey}:bridge-slot:${slot}`,
   /** A session the gateway keeps for a 2025-11-25 client of a 2026-07-28 backend, which has none (backends/modern/adapted-sessions.ts). */
   adaptedSession: (userKey: string, sessionId: string) => `${userKey}:adapted-session:${sessionId}`,
   /** Broker mode (broker/store-adapter.ts): an oidc-provider record of `model`. */

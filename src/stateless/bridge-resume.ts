@@ -17,10 +17,11 @@ import type { FastifyReply } from 'fastify';
 import { principalOf } from '../auth/authenticate.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
-import { sendAttempt, stoppableAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
+import { parkRefused, sendAttempt, stoppableAttempt, type Attempt, type AttemptMessage, type BridgedCall, type Park } from './bridged-call.js';
 import type { StatelessContext } from './context.js';
 import { answersFrom, inputRequestsOf } from './input-requests.js';
 import { abandon } from './parked-calls.js';
+import type { StateBinding } from './request-state.js';
 
 /** The purpose of a requestState that leads back to a parked call: `bridge:<replica>/<call>`. */
 export const BRIDGE_PURPOSE = 'bridge:';
@@ -28,6 +29,8 @@ export const BRIDGE_PURPOSE = 'bridge:';
 /** What a retry brings to the call it continues, wherever that call is held. */
 export interface Continuation {
   userKey: string;
+  /** The endpoint's backend name the retry came through (the one its state is bound to). */
+  endpoint: string;
   parkId: string;
   method: string;
   params: Record<string, unknown>;
@@ -50,11 +53,12 @@ export function parkedCallOf(purpose: string): ParkedCallRef | undefined {
   return replicaId && parkId ? { replicaId, parkId } : undefined;
 }
 
-/** A Park that keeps calls on this replica and seals states for this user and request. */
-export function parkHere(ctx: StatelessContext, userKey: string, method: string, params: Record<string, unknown> | undefined): Park {
+/** A Park that keeps calls on this replica and seals states for this user, endpoint and request. */
+export function parkHere(ctx: StatelessContext, to: StateBinding, method: string, params: Record<string, unknown> | undefined): Park {
   return (call: BridgedCall, asks) => {
-    const purpose = parkPurpose(ctx.coordinator.replicaId, ctx.parkedCalls.park(call, asks));
-    return ctx.requestStates.seal(userKey, method, params, { purpose });
+    const parkId = ctx.parkedCalls.park(call, asks);
+    if (parkId === undefined) return undefined;
+    return ctx.requestStates.seal(to, method, params, { purpose: parkPurpose(ctx.coordinator.replicaId, parkId) });
   };
 }
 
@@ -94,10 +98,10 @@ type Resumed = { answer: string; status: number } | { call: BridgedCall; park: P
 
 /** Takes the call and gives the backend the client's answers: then an answer of its own (more to ask, a failure) or the call to read on. */
 async function answerParkedCall(ctx: StatelessContext, continuation: Continuation): Promise<Resumed | undefined> {
-  const { userKey, method, params, attempt } = continuation;
-  const parked = ctx.parkedCalls.take(continuation.parkId, userKey);
+  const { userKey, endpoint, method, params, attempt } = continuation;
+  const parked = ctx.parkedCalls.take(continuation.parkId, { userKey, endpoint });
   if (!parked) return undefined;
-  const park = parkHere(ctx, userKey, method, params);
+  const park = parkHere(ctx, { userKey, endpoint }, method, params);
   const { responses, unanswered } = answersFrom(parked.asks, params.inputResponses);
   try {
     await Promise.all(responses.map((response) => parked.call.respond(response)));
@@ -107,7 +111,13 @@ async function answerParkedCall(ctx: StatelessContext, continuation: Continuatio
     return { answer: JSON.stringify(failure), status: 502 };
   }
   if (unanswered.length === 0) return { call: parked.call, park };
-  const result = { resultType: 'input_required', inputRequests: inputRequestsOf(unanswered), requestState: park(parked.call, unanswered) };
+  const requestState = park(parked.call, unanswered);
+  if (requestState === undefined) {
+    const refused = await parkRefused(parked.call, attempt, unanswered);
+    parked.call.messages.close();
+    return { answer: refused.data, status: refused.final!.status };
+  }
+  const result = { resultType: 'input_required', inputRequests: inputRequestsOf(unanswered), requestState };
   return { answer: JSON.stringify({ jsonrpc: '2.0', id: attempt.id, result }), status: 200 };
 }
 

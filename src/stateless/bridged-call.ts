@@ -33,6 +33,8 @@ export interface BridgedCall {
   readonly messages: BackendMessages;
   /** Whose call it is: only this user's retry may continue it. */
   readonly userKey: string;
+  /** The endpoint's backend name it was made through: only a retry through that endpoint (admitted by its access rules) may continue it. */
+  readonly endpoint: string;
   /** The client's method (what shapes the result). */
   readonly method: string;
   /** Whether the backend's `"public"` cache scope may stand (result-shaping.ts). */
@@ -49,8 +51,8 @@ export interface Attempt {
   logLevel?: string;
 }
 
-/** Parks the call with the requests it waits on; returns the `requestState` that leads back to it. */
-export type Park = (call: BridgedCall, asks: PendingAsk[]) => string;
+/** Parks the call with the requests it waits on; returns the `requestState` that leads back to it, or undefined when its user may park no more (`stateless.maxParkedPerUser`). */
+export type Park = (call: BridgedCall, asks: PendingAsk[]) => string | undefined;
 
 /** One message of an attempt; the `final` one is its answer (with the HTTP status it takes when it is the only one). */
 export interface AttemptMessage {
@@ -61,6 +63,19 @@ export interface AttemptMessage {
 const OK = { status: 200 };
 /** MCP 2026-07-28 answers -32021 with HTTP 400 (Transports §Server Validation). */
 const CAPABILITY_MISSING = { status: 400 };
+/** A per-user bound, answered as the 2026 era's other ones: HTTP 429, -32016. */
+const TOO_MANY_PARKED = { status: 429 };
+
+/**
+ * The answer to an attempt whose call could not be parked: its user has `stateless.maxParkedPerUser`
+ * calls waiting for input already (issue 28 §5). The backend's requests get an error first, so
+ * its handler ends rather than wait.
+ */
+export async function parkRefused(call: BridgedCall, attempt: Attempt, asks: PendingAsk[]): Promise<AttemptMessage> {
+  await Promise.allSettled(asks.map((ask) => call.respond(abandoned(ask, 'the client has too many calls waiting for input'))));
+  const message = "Too many of this user's calls wait for the client's input (stateless.maxParkedPerUser); answer or abandon one, then call again";
+  return { data: JSON.stringify(errorResponse(attempt.id, ErrorCode.RateLimitedStateless, message, { limit: 'stateless.maxParkedPerUser' })), final: TOO_MANY_PARKED };
+}
 
 /** The attempt as JSON-RPC messages, the last being the attempt's answer. */
 async function* attemptMessages(call: BridgedCall, attempt: Attempt, park: Park): AsyncGenerator<AttemptMessage> {
@@ -83,6 +98,10 @@ async function* attemptMessages(call: BridgedCall, attempt: Attempt, park: Park)
       }
       if (outcome.length === 0) continue;
       const requestState = park(call, outcome);
+      if (requestState === undefined) {
+        yield await parkRefused(call, attempt, outcome);
+        return;
+      }
       parked = true;
       const result = { resultType: 'input_required', inputRequests: inputRequestsOf(outcome), requestState };
       yield { data: JSON.stringify({ jsonrpc: '2.0', id: attempt.id, result }), final: OK };
@@ -142,8 +161,9 @@ function keepNotification(message: BackendMessage, attempt: Attempt): boolean {
 export function stoppableAttempt(call: BridgedCall, attempt: Attempt, park: Park): { messages: AsyncGenerator<AttemptMessage>; stop(): void } {
   let parked = false;
   const messages = attemptMessages(call, attempt, (parking, asks) => {
-    parked = true;
-    return park(parking, asks);
+    const state = park(parking, asks);
+    parked = state !== undefined;
+    return state;
   });
   return {
     messages,

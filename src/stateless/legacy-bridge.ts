@@ -17,7 +17,6 @@ import type { FastifyReply } from 'fastify';
 import type { BackendCaller, BackendCallHeaders, BackendResponse } from '../backends/backend.js';
 import { traceHeaders } from '../backends/caller.js';
 import { principalOf } from '../auth/authenticate.js';
-import type { JsonRpcId } from '../wire/jsonrpc.js';
 import type { StatelessRequest } from '../wire/stateless-request.js';
 import { relayStatelessAnswer } from './answer-relay.js';
 import { BackendMessages } from '../backends/backend-messages.js';
@@ -27,6 +26,10 @@ import { discoverFromInitialize } from './discover.js';
 import { listenOnLegacyBackend } from './legacy-listen.js';
 import type { CallInbox, StreamSession } from './legacy-streams.js';
 import { legacySession, LegacySessionRefused, type LegacySession, type LegacySessionInput } from './legacy-sessions.js';
+import { Lanes, type Lane } from './lanes.js';
+import { SessionBudgetSpent } from './session-budget.js';
+import { sendJsonRpcError } from '../http/replies.js';
+import { ErrorCode, type JsonRpcId } from '../wire/jsonrpc.js';
 import { sharesAnswersAcrossUsers } from './result-shaping.js';
 import type { StatelessPost } from './stateless-post.js';
 
@@ -53,17 +56,19 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
   };
   const found = legacySession(input);
   const opened = found instanceof Promise ? await orRefused(found) : found;
-  if (opened === 'refused') return opened;
+  if (typeof opened === 'string') return opened === 'spent' ? budgetSpent(f) : opened;
   let session = opened;
   if (stateless.method === 'server/discover') {
     request.mcpOutcome = 'answered_by_gateway';
     return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id: id ?? null, result: discoverFromInitialize(session.initialize) });
   }
   if (stateless.method === 'subscriptions/listen') return listenOnLegacyBackend(f, session, streamSession(f, input, session));
-  if (id !== undefined && session.backendSessionId !== undefined && ctx.legacyStreams.busy(streamKey(f, session))) {
-    const lane = await orRefused(freeLane(f, input));
-    if (lane === 'refused') return lane;
-    ({ input, session } = lane);
+  let lane: Lane | undefined;
+  if (id !== undefined && session.backendSessionId !== undefined) {
+    const found = inLane(f, input, session);
+    const laned = found instanceof Promise ? await found : found;
+    if (laned === 'refused') return laned;
+    ({ input, session, lane } = laned);
   }
   const placed = callInbox(f, input, session);
   let inbox = placed instanceof Promise ? await placed : placed;
@@ -72,7 +77,9 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     if (res.status === 404) {
       await res.body.dump();
       inbox?.release();
-      session = await legacySession(input, true);
+      const reopened = await orRefused(legacySession(input, session));
+      if (typeof reopened === 'string') return reopened === 'spent' ? budgetSpent(f) : reopened;
+      session = reopened;
       const replaced = callInbox(f, input, session);
       inbox = replaced instanceof Promise ? await replaced : replaced;
       res = await send(f, input, session);
@@ -85,7 +92,10 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
       const messages = new BackendMessages(res.body);
       inbox?.bind(messages);
       inbox = undefined;
-      const park = parkHere(ctx, principalOf(request).userKey, stateless.method, f.message.params as Record<string, unknown> | undefined);
+      // The lane stays taken while the call runs or waits parked: until its messages close.
+      if (lane) messages.onClose(lane.release);
+      lane = undefined;
+      const park = parkHere(ctx, { userKey: principalOf(request).userKey, endpoint: backend.name }, stateless.method, f.message.params as Record<string, unknown> | undefined);
       return sendAttempt(reply, bridgedCall(f, input, session, messages), { id, logLevel: stateless.logLevel }, park);
     }
     // Awaited, not returned: an async function returning a promise adopts it in two more turns
@@ -93,35 +103,62 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
     return await relayStatelessAnswer(reply, res, { backend: backend.name, method: stateless.method, id, shared: sharesAnswersAcrossUsers(backend.config) });
   } finally {
     inbox?.release();
+    lane?.release();
   }
 }
 
-/** How many sessions one user, backend and capability set may take for calls running at once (legacy-sessions.ts, lanes). */
-export const MAX_LANES = 8;
-
 /**
- * The first of the user's other sessions with the backend (lanes 1, 2, …) in which no call of
- * this replica is, so that the backend's requests on its GET stream are this call's alone;
- * the last lane when every one is busy (then such a request is refused, as before). No await
- * comes between the last test and the caller placing its call.
+ * A call the backend may ask during takes a lane of its own (lanes.ts): the first session, or
+ * another one opened for the lane when it has none yet. Past the user's bound of sessions, the
+ * call shares the first session instead (a backend without sessions has no GET stream to share,
+ * and the caller does not ask for a lane).
  */
-async function freeLane(f: LegacyForward, first: LegacySessionInput): Promise<{ input: LegacySessionInput; session: LegacySession }> {
-  let input = first;
-  let session: LegacySession;
-  let lane = 0;
-  do {
-    lane += 1;
-    input = { ...first, lane };
-    const found = legacySession(input);
-    session = found instanceof Promise ? await found : found;
-  } while (lane < MAX_LANES && session.backendSessionId !== undefined && f.ctx.legacyStreams.busy(streamKey(f, session)));
-  return { input, session };
+function inLane(f: LegacyForward, first: LegacySessionInput, session: LegacySession): Laned | Promise<Laned | 'refused'> {
+  const lane = lanesOf(f.ctx).take(laneKey(first));
+  // The first lane costs the call no await (npm run bench).
+  return lane.index === 0 ? { input: first, session, lane } : otherLane(f, first, session, lane);
 }
 
-/** What `work` gives, or 'refused' when the backend refused the user's token while a session was opened for it. */
-function orRefused<T>(work: Promise<T>): Promise<T | 'refused'> {
-  return work.catch((err: unknown) => {
+interface Laned {
+  input: LegacySessionInput;
+  session: LegacySession;
+  lane: Lane;
+}
+
+async function otherLane(f: LegacyForward, first: LegacySessionInput, session: LegacySession, lane: Lane): Promise<Laned | 'refused'> {
+  const lanes = lanesOf(f.ctx);
+  const input = { ...first, lane: lane.index };
+  const other = await orRefused(legacySession(input));
+  if (typeof other !== 'string') return { input, session: other, lane };
+  lane.release();
+  return other === 'spent' ? { input: first, session, lane: lanes.take(laneKey(first), 0) } : other;
+}
+
+/** The lanes of this gateway's calls (one per gateway: two in one process never share). */
+const lanesByStreams = new WeakMap<object, Lanes>();
+
+function lanesOf(ctx: LegacyForward['ctx']): Lanes {
+  let lanes = lanesByStreams.get(ctx.legacyStreams);
+  if (!lanes) lanesByStreams.set(ctx.legacyStreams, (lanes = new Lanes()));
+  return lanes;
+}
+
+function laneKey(input: LegacySessionInput): string {
+  return `${input.caller.principal.userKey}\n${input.backend.name}\n${JSON.stringify(input.clientCapabilities)}`;
+}
+
+/** The user holds all the sessions `stateless.maxSessionsPerUser` allows: 429 -32016, as for the 2026 era's other per-user limits. */
+function budgetSpent(f: LegacyForward): FastifyReply {
+  const max = f.ctx.config.stateless.maxSessionsPerUser;
+  const message = `Too many sessions with 2025-era backends are open for this user (stateless.maxSessionsPerUser ${max}); they end after stateless.sessionTtl`;
+  return sendJsonRpcError(f.reply, 429, ErrorCode.RateLimitedStateless, message, f.id ?? null, { limit: 'stateless.maxSessionsPerUser', max });
+}
+
+/** What `work` gives; 'refused' when the backend refused the user's token while a session was opened for it, 'spent' when the user's bound allowed no more sessions. */
+function orRefused<T>(work: T | Promise<T>): Promise<T | 'refused' | 'spent'> {
+  return Promise.resolve(work).catch((err: unknown) => {
     if (err instanceof LegacySessionRefused) return 'refused' as const;
+    if (err instanceof SessionBudgetSpent) return 'spent' as const;
     throw err;
   });
 }
@@ -171,6 +208,7 @@ function bridgedCall(f: LegacyForward, input: LegacySessionInput, session: Legac
   return {
     messages,
     userKey: principalOf(f.request).userKey,
+    endpoint: f.backend.name,
     method: f.stateless.method,
     shared: sharesAnswersAcrossUsers(f.backend.config),
     clientCapabilities: f.stateless.clientCapabilities,

@@ -76,15 +76,6 @@ export class LegacyStreams {
   }
 
   /**
-   * This replica has a call in the session, running or parked: another call there could not be
-   * told apart from it on the session's GET stream (a backend with none never counts: its calls
-   * take no place).
-   */
-  busy(key: string): boolean {
-    return this.#calls.has(key);
-  }
-
-  /**
    * Routes the session's GET-stream requests to the call about to be sent, until it closes.
    * Resolves once the stream is open (or could not be), so a request the backend sends at once
    * finds it; at once, without a place, for a backend known to have no such stream (the hot

@@ -59,7 +59,7 @@ export async function answerUnlinkedStateless(call: UnlinkedCall): Promise<Fasti
   const result = {
     resultType: 'input_required',
     inputRequests: { [LINK_INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url: connectUrl(ctx.config.publicUrl, elicitation.id) } } },
-    requestState: ctx.requestStates.seal(principalOf(request).userKey, method, call.params, { purpose: `link:${provider}` }),
+    requestState: ctx.requestStates.seal({ userKey: principalOf(request).userKey, endpoint: backend.name }, method, call.params, { purpose: `link:${provider}` }),
   };
   return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id, result });
 }

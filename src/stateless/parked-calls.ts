@@ -11,6 +11,11 @@
  * pending requests are answered with an error, so the backend's handler ends instead of
  * waiting, and its connection is closed. (SDK servers give up on their own requests after 60 s
  * by default; a backend that lets its user think longer sets a longer timeout.)
+ *
+ * One user holds at most `stateless.maxParkedPerUser` parked calls on a replica (issue 28 §5:
+ * one user held sixty backend POSTs open for up to ten minutes each): {@link park} refuses one
+ * more, and the bridge ends that call with an error (bridged-call.ts). Per replica, since what a
+ * parked call holds — a backend connection — is this replica's.
  */
 import { randomUUID } from 'node:crypto';
 import type { BridgedCall } from './bridged-call.js';
@@ -30,15 +35,23 @@ interface Held extends Parked {
 
 export class ParkedCalls {
   readonly #held = new Map<string, Held>();
+  /** Parked calls by user, for the bound. */
+  readonly #byUser = new Map<string, number>();
 
-  constructor(private readonly ttlMs: number = PARK_TTL_MS) {}
+  constructor(
+    private readonly ttlMs: number = PARK_TTL_MS,
+    readonly maxPerUser: number = Number.POSITIVE_INFINITY,
+  ) {}
 
   get size(): number {
     return this.#held.size;
   }
 
-  /** Holds the call until a retry takes it; the id goes into the sealed requestState. */
-  park(call: BridgedCall, asks: PendingAsk[]): string {
+  /** Holds the call until a retry takes it; the id goes into the sealed requestState. Undefined when its user holds `maxPerUser` already. */
+  park(call: BridgedCall, asks: PendingAsk[]): string | undefined {
+    const parkedByUser = this.#byUser.get(call.userKey) ?? 0;
+    if (parkedByUser >= this.maxPerUser) return undefined;
+    this.#byUser.set(call.userKey, parkedByUser + 1);
     const id = randomUUID();
     const timer = setTimeout(() => this.#giveUp(id, 'the client did not answer in time'), this.ttlMs);
     timer.unref();
@@ -52,12 +65,11 @@ export class ParkedCalls {
     return this.#held.has(id);
   }
 
-  /** The call, for the one retry that answers it (its user only); undefined when gone, expired or taken. */
-  take(id: string, userKey: string): Parked | undefined {
+  /** The call, for the one retry that answers it (its user, through its endpoint only); undefined when gone, expired or taken. */
+  take(id: string, by: { userKey: string; endpoint: string }): Parked | undefined {
     const held = this.#held.get(id);
-    if (!held || held.call.userKey !== userKey) return undefined;
-    this.#held.delete(id);
-    clearTimeout(held.timer);
+    if (!held || held.call.userKey !== by.userKey || held.call.endpoint !== by.endpoint) return undefined;
+    this.#forget(id, held);
     held.call.messages.parked = false;
     return { call: held.call, asks: held.asks };
   }
@@ -70,9 +82,16 @@ export class ParkedCalls {
   #giveUp(id: string, why: string): void {
     const held = this.#held.get(id);
     if (!held) return;
+    this.#forget(id, held);
+    abandon(held, why);
+  }
+
+  #forget(id: string, held: Held): void {
     this.#held.delete(id);
     clearTimeout(held.timer);
-    abandon(held, why);
+    const left = (this.#byUser.get(held.call.userKey) ?? 1) - 1;
+    if (left > 0) this.#byUser.set(held.call.userKey, left);
+    else this.#byUser.delete(held.call.userKey);
   }
 }
 

@@ -11,6 +11,12 @@
  * expiry and a SHA-256 digest of the method and its params (without `_meta`, `inputResponses`
  * and `requestState`, which differ between the attempts by design).
  *
+ * It is bound to the endpoint too (`/mcp/{backend}`, or `/mcp`): each endpoint has its own
+ * access rules (`backends[].access`, checked on every request by policy/backend-guard.ts), so a
+ * retry must come through the endpoint whose rules admitted the request, and be admitted by
+ * them again; a state presented at another endpoint is refused (issue 28 §6: a call parked
+ * through `/mcp/a` was completed through `/mcp/b`, past `/mcp/a`'s rules).
+ *
  * States start with `sb1.`, so the gateway tells its own from a backend's, which pass through
  * untouched: only the gateway's are removed before a retry is forwarded.
  */
@@ -27,7 +33,13 @@ export interface RequestStateClaims {
   purpose: string;
 }
 
-export type OpenedState = { ok: true; claims: RequestStateClaims } | { ok: false; reason: 'invalid' | 'expired' | 'other-request' };
+export type OpenedState = { ok: true; claims: RequestStateClaims } | { ok: false; reason: 'invalid' | 'expired' | 'other-request' | 'other-endpoint' };
+
+/** Whom and where a state was issued to: the user (its sealing context) and the endpoint's backend name. */
+export interface StateBinding {
+  userKey: string;
+  endpoint: string;
+}
 
 export class RequestStates {
   readonly #cipher: TokenCipher;
@@ -43,17 +55,19 @@ export class RequestStates {
     return typeof state === 'string' && state.startsWith(PREFIX);
   }
 
-  seal(userKey: string, method: string, params: Record<string, unknown> | undefined, claims: RequestStateClaims): string {
-    const body = JSON.stringify({ ...claims, exp: this.now() + REQUEST_STATE_TTL_MS, req: requestDigest(method, params) });
-    return PREFIX + this.#cipher.seal(body, `request-state:${userKey}`);
+  seal(to: StateBinding, method: string, params: Record<string, unknown> | undefined, claims: RequestStateClaims): string {
+    const body = JSON.stringify({ ...claims, exp: this.now() + REQUEST_STATE_TTL_MS, req: requestDigest(method, params), ep: to.endpoint });
+    return PREFIX + this.#cipher.seal(body, `request-state:${to.userKey}`);
   }
 
-  open(state: string, userKey: string, method: string, params: Record<string, unknown> | undefined): OpenedState {
+  open(state: string, by: StateBinding, method: string, params: Record<string, unknown> | undefined): OpenedState {
     if (!state.startsWith(PREFIX)) return { ok: false, reason: 'invalid' };
-    const plain = this.#cipher.open(state.slice(PREFIX.length), `request-state:${userKey}`);
+    const plain = this.#cipher.open(state.slice(PREFIX.length), `request-state:${by.userKey}`);
     if (plain === undefined) return { ok: false, reason: 'invalid' };
-    const body = JSON.parse(plain) as RequestStateClaims & { exp: number; req: string };
+    const body = JSON.parse(plain) as RequestStateClaims & { exp: number; req: string; ep?: string };
     if (!(body.exp > this.now())) return { ok: false, reason: 'expired' };
+    // A state of an earlier release names no endpoint: refused too (the client starts again, one round more).
+    if (body.ep !== by.endpoint) return { ok: false, reason: 'other-endpoint' };
     if (body.req !== requestDigest(method, params)) return { ok: false, reason: 'other-request' };
     return { ok: true, claims: { purpose: body.purpose } };
   }

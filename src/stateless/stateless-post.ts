@@ -134,7 +134,8 @@ function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: Js
   const body = request.body as string;
   const params = message.params as Record<string, unknown> | undefined;
   if (!RequestStates.isOurs(params?.requestState) || id === undefined) return { body };
-  const opened = ctx.requestStates.open(params.requestState, principalOf(request).userKey, stateless.method, params);
+  // Bound to this endpoint, whose access rules (policy/backend-guard.ts) have just admitted this retry's token.
+  const opened = ctx.requestStates.open(params.requestState, { userKey: principalOf(request).userKey, endpoint: post.backend.name }, stateless.method, params);
   if (!opened.ok) {
     sendJsonRpcError(reply, 200, ErrorCode.InvalidParams, `requestState was not accepted (${opened.reason}); send the request again without it`, id);
     return 'answered';
@@ -159,6 +160,7 @@ function resume(post: StatelessPost, stateless: StatelessRequest, ref: ParkedCal
   const { ctx, request, reply } = post;
   const continuation: Continuation = {
     userKey: principalOf(request).userKey,
+    endpoint: post.backend.name,
     parkId: ref.parkId,
     method: stateless.method,
     params: (post.message.params as Record<string, unknown> | undefined) ?? {},

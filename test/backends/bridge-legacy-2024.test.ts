@@ -69,8 +69,23 @@ after(async () => {
   await Promise.allSettled([oauth?.stop(), legacy?.close()]);
 });
 
-test('2025-03-26 is what a bridged 2024-11-05 backend is presented as: the oldest revision the gateway speaks', () => {
-  assert.equal(BRIDGED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS.at(-1));
+test('2025-03-26 is what a bridged 2024-11-05 backend is presented as: the oldest revision the gateway speaks', async () => {
+  const { session, backend } = await connectLegacy();
+  // The client offered the newest revision; the backend answered 2024-11-05.
+  assert.equal(backend.requestedVersion, SUPPORTED_PROTOCOL_VERSIONS[0]);
+  assert.equal(session.transport.protocolVersion, '2025-03-26');
+  // The session goes on in that revision; one older is not spoken by the gateway at all.
+  const ping = (version: string) =>
+    fetch(gateway!.endpoint('legacy'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-session-id': session.transport.sessionId!, 'mcp-protocol-version': version },
+      body: JSON.stringify({ jsonrpc: '2.0', id: `ping-${version}`, method: 'ping' }),
+      signal: AbortSignal.timeout(10_000),
+    }).then(async (res) => [res.status, await res.text()] as const);
+  const [presented, older] = [await ping('2025-03-26'), await ping('2024-11-05')];
+  assert.equal(presented[0], 200, presented[1]);
+  assert.equal(older[0], 400, older[1]);
+  await session.close();
 });
 
 describe('a 2024-11-05-only SSE server through /mcp/{backend}', () => {

@@ -1,14 +1,22 @@
 /**
  * The parts of the 2026-07-28 adapter for 2025-11-25 clients (src/backends/modern/), each on its
- * own: the `initialize` result made from a DiscoverResult, and the answers to the gateway's own
+ * own: the `initialize` result made from a DiscoverResult (and what its capabilities promise,
+ * delivered on the client's GET stream), and the answers to the gateway's own
  * requests finding the round that waits for them, here or on another replica (the two
  * replicas' coordinators are joined directly: what crosses is exactly what `send` carries).
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { PromptListChangedNotificationSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { InputAnswers } from '../../src/backends/modern/input-answers.js';
 import { initializeFromDiscover } from '../../src/backends/modern/initialize-from-discover.js';
 import type { ReplicaMessage } from '../../src/state/coordinator.js';
+import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
+import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
+import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 const DISCOVER = {
   resultType: 'complete',
@@ -28,8 +36,57 @@ describe('initializeFromDiscover', () => {
     assert.deepEqual(initializeFromDiscover({ capabilities: {} }, '2025-11-25', 'fallback').serverInfo, { name: 'fallback', version: '0.0.0' });
   });
 
-  test('the capabilities are the backend\'s: list changes and subscriptions reach the client on its GET stream', () => {
+  test('the capabilities are the backend\'s, as its DiscoverResult gives them', () => {
     assert.deepEqual(initializeFromDiscover(DISCOVER, '2025-11-25', 'b').capabilities, DISCOVER.capabilities);
+  });
+});
+
+/**
+ * What those capabilities promise a 2025 client, delivered (issue 28 §8): through a gateway on a
+ * real Redis, the dual-era fixture serving 2026-07-28 only, and the official v1 SDK client,
+ * whose standalone GET stream is the backend's `subscriptions/listen`.
+ */
+describe('the adapted session\'s GET stream', () => {
+  let oauth: OAuthHandle;
+  let redis: RedisHandle;
+  let backend: ConformanceServer;
+  let gateway: GatewayHandle;
+  let client: Client;
+  const heard: string[] = [];
+
+  before(async () => {
+    [oauth, redis, backend] = await Promise.all([startOAuthServer(), startRedis(), startConformanceServer({ eras: '2026' })]);
+    gateway = await startGateway({ issuer: oauth.issuer, redisUrl: redis.url, backends: [{ name: 'modern', url: backend.url }] });
+    client = new Client({ name: 'get-stream-client', version: '1.0.0' }, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.push('tools/list_changed'));
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => void heard.push('prompts/list_changed'));
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void heard.push(`resources/updated ${n.params.uri}`));
+    const token = await oauth.token({ sub: 'get-stream-user', aud: gateway.audience });
+    await client.connect(new StreamableHTTPClientTransport(gateway.endpoint('modern'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  });
+
+  after(async () => {
+    await client?.close().catch(() => {});
+    await gateway?.close();
+    await Promise.allSettled([backend?.stop(), redis?.stop(), oauth?.stop()]);
+  });
+
+  /** Calls `tool`, then waits (bounded) until `notification` has been heard on the GET stream. */
+  async function triggerAndHear(tool: string, notification: string): Promise<void> {
+    await client.callTool({ name: tool, arguments: {} });
+    for (let i = 0; i < 50 && !heard.includes(notification); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  test('the capabilities are the backend\'s: list changes and subscriptions reach the client on its GET stream', async () => {
+    const capabilities = client.getServerCapabilities();
+    assert.equal(capabilities?.tools?.listChanged, true, JSON.stringify(capabilities));
+    assert.equal(capabilities?.prompts?.listChanged, true, JSON.stringify(capabilities));
+    assert.equal(capabilities?.resources?.subscribe, true, JSON.stringify(capabilities));
+    await triggerAndHear('test_trigger_tool_change', 'tools/list_changed');
+    await triggerAndHear('test_trigger_prompt_change', 'prompts/list_changed');
+    await client.subscribeResource({ uri: 'test://watched-resource' });
+    await triggerAndHear('switchboard_trigger_watched_update', 'resources/updated test://watched-resource');
+    assert.deepEqual(heard, ['tools/list_changed', 'prompts/list_changed', 'resources/updated test://watched-resource']);
   });
 });
 
@@ -41,7 +98,7 @@ function twoReplicas(): [InputAnswers, InputAnswers, ReplicaMessage[]] {
     replicaId,
     send: async (to: string, message: ReplicaMessage) => {
       crossed.push(message);
-      if (message.type === 'input-answer') replicas[to]!.receive(JSON.parse(message.message) as Record<string, unknown>);
+      if (message.type === 'input-answer') replicas[to]!.receive(JSON.parse(message.message) as Record<string, unknown>, message);
     },
   });
   replicas.a = new InputAnswers(coordinator('a'));
@@ -49,34 +106,36 @@ function twoReplicas(): [InputAnswers, InputAnswers, ReplicaMessage[]] {
   return [replicas.a, replicas.b, crossed];
 }
 
+const ALICE = { sessionId: 'sb26-alice.one', userKey: 'alice' };
+
 describe('InputAnswers', () => {
   test('the answers to one round, each landing on either replica, resolve it by key once all are in', async () => {
     const [a, b, crossed] = twoReplicas();
-    const round = a.open(['user_name', 'client_roots']);
+    const round = a.open(['user_name', 'client_roots'], ALICE);
     const [nameId, rootsId] = [round.ids.get('user_name')!, round.ids.get('client_roots')!];
     assert.ok(InputAnswers.isOurs(nameId) && InputAnswers.isOurs(rootsId));
     assert.equal(InputAnswers.isOurs(7), false);
-    await a.deliver({ jsonrpc: '2.0', id: nameId, result: { action: 'accept', content: { name: 'Ada' } } });
-    await b.deliver({ jsonrpc: '2.0', id: rootsId, result: { roots: [] } });
+    await a.deliver({ jsonrpc: '2.0', id: nameId, result: { action: 'accept', content: { name: 'Ada' } } }, ALICE);
+    await b.deliver({ jsonrpc: '2.0', id: rootsId, result: { roots: [] } }, ALICE);
     assert.deepEqual(await round.answers, { user_name: { action: 'accept', content: { name: 'Ada' } }, client_roots: { roots: [] } });
     assert.equal(crossed.length, 1, 'only the answer that landed on the other replica crossed');
   });
 
   test('an error answer fails the round; a late answer after it closed is dropped', async () => {
     const [a] = twoReplicas();
-    const round = a.open(['ask']);
-    await a.deliver({ jsonrpc: '2.0', id: round.ids.get('ask'), error: { code: -32601, message: 'not supported' } });
+    const round = a.open(['ask'], ALICE);
+    await a.deliver({ jsonrpc: '2.0', id: round.ids.get('ask'), error: { code: -32601, message: 'not supported' } }, ALICE);
     await assert.rejects(round.answers, /the client refused the request: not supported/);
-    a.receive({ jsonrpc: '2.0', id: round.ids.get('ask'), result: {} });
+    a.receive({ jsonrpc: '2.0', id: round.ids.get('ask'), result: {} }, ALICE);
   });
 
   test('a round nobody answers times out; closing one ends its wait', async () => {
     const [a] = twoReplicas();
     // The round's timer does not hold a process open (a gateway's server does); this test's does.
     const alive = setTimeout(() => {}, 1_000);
-    await assert.rejects(a.open(['ask'], 20).answers, /did not answer in time/);
+    await assert.rejects(a.open(['ask'], ALICE, 20).answers, /did not answer in time/);
     clearTimeout(alive);
-    const closed = a.open(['ask']);
+    const closed = a.open(['ask'], ALICE);
     closed.close();
     await assert.rejects(closed.answers, /the call ended/);
   });

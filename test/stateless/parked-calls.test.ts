@@ -25,6 +25,7 @@ function parkedCall(userKey: string): { call: BridgedCall; sent: BackendMessage[
   const call: BridgedCall = {
     messages: new BackendMessages(body),
     userKey,
+    endpoint: 'a',
     method: 'tools/call',
     shared: false,
     clientCapabilities: { elicitation: {} },
@@ -43,25 +44,37 @@ const until = async (what: string, check: () => boolean) => {
 };
 
 describe('ParkedCalls', () => {
-  test('a call is taken once, by its own user only', () => {
+  test('a call is taken once, by its own user through its own endpoint only', () => {
     const calls = new ParkedCalls();
     const { call } = parkedCall('user-a');
-    const id = calls.park(call, [ask]);
-    assert.equal(calls.take(id, 'user-b'), undefined, "another user's retry");
+    const id = calls.park(call, [ask])!;
+    assert.equal(calls.take(id, { userKey: 'user-b', endpoint: 'a' }), undefined, "another user's retry");
+    assert.equal(calls.take(id, { userKey: 'user-a', endpoint: 'b' }), undefined, 'a retry through another endpoint');
     assert.ok(calls.has(id), 'still held for its user');
-    assert.deepEqual(calls.take(id, 'user-a'), { call, asks: [ask] });
-    assert.equal(calls.take(id, 'user-a'), undefined, 'a second retry with the same state');
+    assert.deepEqual(calls.take(id, { userKey: 'user-a', endpoint: 'a' }), { call, asks: [ask] });
+    assert.equal(calls.take(id, { userKey: 'user-a', endpoint: 'a' }), undefined, 'a second retry with the same state');
     assert.equal(calls.size, 0);
+    calls.close();
+  });
+
+  test("a user's parked calls are bounded: one more is refused until one is taken; other users are not counted", () => {
+    const calls = new ParkedCalls(60_000, 2);
+    const ids = [calls.park(parkedCall('user-a').call, [ask]), calls.park(parkedCall('user-a').call, [ask])];
+    assert.ok(ids.every((id) => typeof id === 'string'));
+    assert.equal(calls.park(parkedCall('user-a').call, [ask]), undefined, 'a third of the same user');
+    assert.equal(typeof calls.park(parkedCall('user-b').call, [ask]), 'string', "another user's first");
+    calls.take(ids[0]!, { userKey: 'user-a', endpoint: 'a' });
+    assert.equal(typeof calls.park(parkedCall('user-a').call, [ask]), 'string', 'room again once one was taken');
     calls.close();
   });
 
   test('nobody comes back in time: the backend gets an error for its request and its connection is closed', async () => {
     const calls = new ParkedCalls(30);
     const { call, sent, destroyed } = parkedCall('user-a');
-    const id = calls.park(call, [ask]);
+    const id = calls.park(call, [ask])!;
     await until('the call to be given up', () => destroyed());
     assert.deepEqual(sent, [{ jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'the client did not answer in time' } }]);
-    assert.equal(calls.take(id, 'user-a'), undefined);
+    assert.equal(calls.take(id, { userKey: 'user-a', endpoint: 'a' }), undefined);
   });
 
   test('the gateway stopping gives every call up', async () => {

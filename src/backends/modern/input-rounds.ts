@@ -20,7 +20,7 @@ import { BackendMessages, parseObject, type BackendMessage } from '../backend-me
 import { syntheticBody } from '../body.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../../wire/jsonrpc.js';
 import { formatSseEvent } from '../../wire/sse.js';
-import type { InputAnswers } from './input-answers.js';
+import type { Asked, InputAnswers } from './input-answers.js';
 
 /**
  * An input request's params as a 2025-11-25 client must find them: a URL-mode elicitation
@@ -40,6 +40,8 @@ export const MAX_ROUNDS = 8;
 export interface Conversation {
   backend: McpBackend;
   answers: InputAnswers;
+  /** The session (and user) the input requests go to: the only one whose answers count. */
+  asked: Asked;
   /** The request as sent to the backend (with its `_meta`), and its headers. */
   request: BackendMessage & { id: JsonRpcId };
   headers: BackendCallHeaders;
@@ -78,7 +80,7 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
     if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify({ ...final, id }));
     if (round >= MAX_ROUNDS) return yield failure(id, `the backend asked for input more than ${MAX_ROUNDS} times`);
     const inputRequests = (result.inputRequests ?? {}) as Record<string, { method?: unknown; params?: unknown }>;
-    const asked = c.answers.open(Object.keys(inputRequests));
+    const asked = c.answers.open(Object.keys(inputRequests), c.asked);
     let responses: Record<string, unknown>;
     try {
       for (const [key, ask] of Object.entries(inputRequests)) {

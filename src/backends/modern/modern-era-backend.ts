@@ -153,7 +153,7 @@ export class ModernEraBackend implements McpBackend {
     const message = parseObject(body);
     if (!message) return json(400, errorResponse(null, ErrorCode.InvalidRequest, 'one JSON-RPC message per POST'));
     if (message.method === undefined) {
-      if (InputAnswers.isOurs(message.id)) await this.parts.answers.deliver(message);
+      if (InputAnswers.isOurs(message.id)) await this.parts.answers.deliver(message, { sessionId, userKey: session.userKey });
       return accepted();
     }
     if (message.id === undefined) return accepted();
@@ -171,13 +171,14 @@ export class ModernEraBackend implements McpBackend {
       await this.parts.sessions.update(sessionId, { ...session, subscriptions: message.method === 'resources/subscribe' ? [...others, uri] : others });
       return json(200, { jsonrpc: '2.0', id, result: {} });
     }
-    return this.#call({ ...message, id }, session, headers, signal);
+    return this.#call({ ...message, id }, sessionId, session, headers, signal);
   }
 
-  async #call(message: BackendMessage & { id: JsonRpcId }, session: AdaptedSession, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  async #call(message: BackendMessage & { id: JsonRpcId }, sessionId: string, session: AdaptedSession, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const modern = this.#modern(message, session, headers);
     const res = await this.inner.post(JSON.stringify(modern.message), modern.headers, signal);
-    const conversation = { backend: this.inner, answers: this.parts.answers, request: modern.message, headers: modern.headers, signal };
+    const asked = { sessionId, userKey: session.userKey };
+    const conversation = { backend: this.inner, answers: this.parts.answers, asked, request: modern.message, headers: modern.headers, signal };
     if (res.status === 200 && res.contentType === 'text/event-stream') return converse(conversation, { res });
     if (res.status !== 200 || res.contentType !== 'application/json') return res;
     const text = await res.body.text();
