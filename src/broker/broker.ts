@@ -19,6 +19,7 @@ import type { Config } from '../config/schema.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
 import type { StateStore } from '../state/store.js';
 import { createClientMetadataDocuments } from './client-metadata-documents.js';
+import { defaultAuthorizationScope } from './default-scope.js';
 import { createGrantClaims, policyClaimNames } from './grant-claims.js';
 import { registerInteractionRoutes } from './interaction-routes.js';
 import { mountProvider } from './mount.js';
@@ -63,8 +64,7 @@ export async function prepareBroker(given: Config, log: FastifyBaseLogger): Prom
       provider.on('server_error', (_ctx: unknown, err: Error) => app.log.error({ err }, 'broker: authorization server error'));
       // Koa prints unhandled errors to stderr unless someone listens.
       provider.app.on('error', (err: Error) => app.log.error({ err }, 'broker: request failed'));
-      const defaultScopes = config.auth.scopes ?? config.auth.requiredScopes;
-      mountProvider(app, provider, config, { defaultScope: defaultScopes.join(' '), clientIdMetadataDocuments: !!documents, registration: config.auth.broker.registration });
+      mountProvider(app, provider, config, { defaultScope: defaultAuthorizationScope(config), clientIdMetadataDocuments: !!documents, registration: config.auth.broker.registration });
       registerInteractionRoutes(app, { provider, config, sessions: createBrowserSessions(store, config), grantClaims, claimNames: policyClaimNames(config), originGuard });
     },
   };

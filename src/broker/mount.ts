@@ -22,7 +22,7 @@ import { BROKER_ROUTES } from './provider.js';
 const DISCOVERY = '/.well-known/openid-configuration';
 
 export interface MountOptions {
-  /** Scopes for an authorization request that names none (SPEC §8: `auth.scopes`). */
+  /** Scopes for an authorization request that names none (SPEC §8: `auth.scopes`; default-scope.ts); never empty. */
   defaultScope: string;
   clientIdMetadataDocuments: boolean;
   /** RFC 7591 registration is on (`auth.broker.registration`). */
@@ -34,7 +34,8 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
   // A publicUrl with a path (an ingress that strips it): the provider writes its URLs under it.
   const basePath = publicUrl.pathname.replace(/\/+$/, '');
   provider.use(async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === BROKER_ROUTES.authorization && ctx.query.scope === undefined && options.defaultScope) {
+    // No scope, or an empty one (RFC 6749 §3.3): the default (default-scope.ts).
+    if (ctx.method === 'GET' && ctx.path === BROKER_ROUTES.authorization && !ctx.query.scope) {
       ctx.query = { ...ctx.query, scope: options.defaultScope };
     }
     await next();
