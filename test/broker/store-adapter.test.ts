@@ -6,20 +6,30 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import type { Adapter } from 'oidc-provider';
 import { createStoreAdapter } from '../../src/broker/store-adapter.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
+import { RedisKeys } from '../../src/state/redis-keys.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import type { StateStore } from '../../src/state/store.js';
+import { ValueKeys } from '../../src/state/value-keys.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 let redis: RedisHandle;
+/** A plain client on the same Redis, to read what the store wrote (PTTL). */
+let raw: Redis;
 before(async () => {
   redis = await startRedis();
+  raw = new Redis(redis.url);
 });
-after(() => redis?.stop());
+after(async () => {
+  raw?.disconnect();
+  await redis?.stop();
+});
 
 const now = () => Math.floor(Date.now() / 1000);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 for (const kind of ['memory', 'redis'] as const) {
   describe(`store adapter on the ${kind} store`, () => {
@@ -85,12 +95,23 @@ for (const kind of ['memory', 'redis'] as const) {
     });
 
     test('an expiring record is written with its TTL', async () => {
-      await replicaA('AuthorizationCode').upsert('code1', { grantId: 'g3', exp: now() + 1 }, 1);
-      const deadline = Date.now() + 5_000;
-      while ((await replicaA('AuthorizationCode').find('code1')) !== undefined) {
-        assert.ok(Date.now() < deadline, 'the code did not expire');
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      // Read where it is kept, not through the adapter: a record hidden by `find` but kept
+      // without a TTL would still fill the store (issue 28 §8).
+      const key = ValueKeys.brokerRecord('AuthorizationCode', 'code1');
+      const written = Date.now();
+      await replicaA('AuthorizationCode').upsert('code1', { grantId: 'g3', exp: now() + 2 }, 2);
+      if (kind === 'redis') {
+        const pttl = await raw.pttl(`broker-adapter-test:${new RedisKeys(false).value(key)}`);
+        assert.ok(pttl > 1_000 && pttl <= 2_000, `Redis expires the record in 2 s (PTTL ${pttl} ms)`);
       }
+      await sleep(1_000 - (Date.now() - written));
+      assert.notEqual(await store.getValue(key), undefined, 'still kept one second into its two');
+      const deadline = written + 5_000;
+      while ((await store.getValue(key)) !== undefined) {
+        assert.ok(Date.now() < deadline, 'the store still holds the record 3 s after its TTL');
+        await sleep(100);
+      }
+      assert.ok(Date.now() - written >= 1_900, 'gone when its TTL ran out, not before');
     });
   });
 }
