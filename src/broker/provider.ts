@@ -26,6 +26,7 @@ import type { BrokerKeys } from './signing-keys.js';
 import { createStoreAdapter } from './store-adapter.js';
 import { resourceIndicators, resourceScopes } from './resource-servers.js';
 import type { GrantClaims } from './grant-claims.js';
+import { rotateAfterResourceCheck } from './refresh-target.js';
 
 /** Where the broker's endpoints live (the consent pages are served by interaction-routes.ts). */
 export const BROKER_ROUTES = {
@@ -86,7 +87,8 @@ export function createBrokerProvider({ config, store, keys, grantClaims, resolve
     // The tenant and the other policy claims kept with the grant (grant-claims.ts).
     extraTokenClaims: async (_ctx, token) => (token.kind === 'AccessToken' && token.grantId ? grantClaims.load(token.grantId) : undefined),
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    rotateRefreshToken: true,
+    // Rotated on every use, after the resource is checked (refresh-target.ts: a refused refresh keeps the token).
+    rotateRefreshToken: rotateAfterResourceCheck(config),
     // A grant outlives the provider's own browser session: the gateway's session is what counts.
     expiresWithSession: async () => false,
     ttl: {

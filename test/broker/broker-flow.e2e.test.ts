@@ -164,6 +164,20 @@ for (const variant of VARIANTS) {
         assert.equal(provider.authorizations.length, 1, 'no new sign-in was needed');
       });
 
+      test('a refresh that asks for a wider resource is refused and leaves the refresh token usable (issue 28 §6)', async () => {
+        const clientId = provider.client!.client_id;
+        const refreshToken = provider.saved!.refresh_token!;
+        // The grant is for /mcp/everything; /mcp (and auth.audience) would open every backend.
+        const wider = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId, resource: set.audience });
+        assert.equal(wider.status, 400);
+        assert.equal(wider.body.error, 'invalid_target');
+        const normal = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId, resource: endpoint().href });
+        assert.equal(normal.status, 200, `the same refresh token still works: ${JSON.stringify(normal.body)}`);
+        assert.equal(jwtPayload(normal.body.access_token as string).aud, endpoint().href, 'for the resource that was granted');
+        assert.notEqual(normal.body.refresh_token, refreshToken, 'and rotates as usual');
+        provider.saveTokens(normal.body as unknown as Parameters<MemoryOAuthClient['saveTokens']>[0]);
+      });
+
       test('a replayed refresh token is refused and ends the grant: the newest one stops working too', async () => {
         const clientId = provider.client!.client_id;
         const newest = provider.saved!.refresh_token!;
