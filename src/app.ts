@@ -116,7 +116,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   registerOpenApiRoute(app);
   registerMetadataRoutes(app, config);
   const originGuard = createOriginGuard(config);
-  broker?.register(app, { store, originGuard });
+  broker?.register(app, { store, originGuard, rateCounter: state.rateCounter });
   // The browser pages get the same Host/Origin checks as the MCP endpoint (DNS rebinding,
   // CSRF), attached to their routes as they are declared rather than tested on every request.
   app.addHook('onRoute', (route: RouteOptions) => {

@@ -17,8 +17,10 @@ import { allAudiences } from '../auth/resources.js';
 import type { TokenVerifierOptions } from '../auth/token-verifier.js';
 import type { Config } from '../config/schema.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
+import type { RateLimitStore } from '../state/rate-limit-store.js';
 import type { StateStore } from '../state/store.js';
 import { createClientMetadataDocuments } from './client-metadata-documents.js';
+import { defaultAuthorizationScope } from './default-scope.js';
 import { createGrantClaims, policyClaimNames } from './grant-claims.js';
 import { registerInteractionRoutes } from './interaction-routes.js';
 import { mountProvider } from './mount.js';
@@ -29,7 +31,7 @@ export interface Broker {
   /** The config to build the app with: `secrets` filled in when a single replica set none. */
   config: Config;
   verifierOptions: TokenVerifierOptions;
-  register(app: FastifyInstance, deps: { store: StateStore; originGuard: onRequestHookHandler }): void;
+  register(app: FastifyInstance, deps: { store: StateStore; originGuard: onRequestHookHandler; rateCounter: RateLimitStore }): void;
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -51,7 +53,7 @@ export async function prepareBroker(given: Config, log: FastifyBaseLogger): Prom
       keySet: keys.keySet,
       typ: 'at+jwt',
     },
-    register(app, { store, originGuard }) {
+    register(app, { store, originGuard, rateCounter }) {
       const grantClaims = createGrantClaims(store);
       const documents = config.auth.broker.clientIdMetadataDocuments
         ? createClientMetadataDocuments(store, {
@@ -63,8 +65,8 @@ export async function prepareBroker(given: Config, log: FastifyBaseLogger): Prom
       provider.on('server_error', (_ctx: unknown, err: Error) => app.log.error({ err }, 'broker: authorization server error'));
       // Koa prints unhandled errors to stderr unless someone listens.
       provider.app.on('error', (err: Error) => app.log.error({ err }, 'broker: request failed'));
-      const defaultScopes = config.auth.scopes ?? config.auth.requiredScopes;
-      mountProvider(app, provider, config, { defaultScope: defaultScopes.join(' '), clientIdMetadataDocuments: !!documents, registration: config.auth.broker.registration });
+      const registration = config.auth.broker.registration ? { counter: rateCounter, limits: config.auth.broker.registrationLimits } : undefined;
+      mountProvider(app, provider, config, { defaultScope: defaultAuthorizationScope(config), clientIdMetadataDocuments: !!documents, ...(registration ? { registration } : {}) });
       registerInteractionRoutes(app, { provider, config, sessions: createBrowserSessions(store, config), grantClaims, claimNames: policyClaimNames(config), originGuard });
     },
   };

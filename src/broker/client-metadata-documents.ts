@@ -10,7 +10,9 @@
  * - it is fetched through the SSRF-guarded client (src/providers/safe-fetch.ts): public
  *   addresses only (loopback only in that development case), no redirects, 5 s, 64 KiB;
  * - the document is a JSON object whose `client_id` equals the URL exactly; it holds no
- *   secret, and authenticates with `none` (the default) or `private_key_jwt`;
+ *   secret and no `sector_identifier_uri` (which the provider would fetch), and authenticates
+ *   with `none` (the default) or `private_key_jwt` — whose `jwks_uri` the provider fetches
+ *   through the SSRF guard (outbound-guard.ts: public addresses only, never loopback);
  * - what was fetched is kept in the shared store for its `Cache-Control: max-age` (between
  *   1 minute and 24 hours; 5 minutes without one), a failure for 1 minute, so replicas do not
  *   fetch it again on every request, and a client cannot make the gateway fetch in a loop.
@@ -97,6 +99,8 @@ function validate(doc: unknown, id: string): AdapterPayload {
   const d = doc as Record<string, unknown>;
   if (d.client_id !== id) throw new Refused('client_id does not equal the document URL');
   if ('client_secret' in d || 'client_secret_expires_at' in d) throw new Refused('holds a client_secret');
+  // oidc-provider would fetch it whenever it loads the client (issue 28 §3); pairwise subjects are off anyway.
+  if ('sector_identifier_uri' in d) throw new Refused('holds a sector_identifier_uri');
   const method = d.token_endpoint_auth_method ?? 'none';
   if (typeof method !== 'string' || !AUTH_METHODS.has(method)) throw new Refused('token_endpoint_auth_method must be none or private_key_jwt');
   const uris = d.redirect_uris;

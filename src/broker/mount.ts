@@ -5,7 +5,9 @@
  * go to `provider.callback()` with the raw Node request and response.
  *
  * - The body is left unread (a pass-through content-type parser) for oidc-provider to parse
- *   within its own limits; the gateway's JSON-only parsing does not apply here.
+ *   within its own limits; the gateway's JSON-only parsing does not apply here. Registration
+ *   is the exception: registration-gate.ts reads and checks it first, then hands the same
+ *   bytes over.
  * - `X-Forwarded-Proto` and `X-Forwarded-Host` are set from `publicUrl` (the provider runs
  *   with `proxy = true`), replacing whatever the client sent, so every URL the provider
  *   writes — issuer, endpoints, redirects to the consent page — is under `publicUrl`
@@ -14,19 +16,21 @@
  *   it is oidc-provider's discovery document, with Client ID Metadata Document support added
  *   (a Koa middleware: `provider.use` runs before its routes).
  */
+import { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Config } from '../config/schema.js';
 import { BROKER_ROUTES } from './provider.js';
+import { registerRegistrationRoute, type RegistrationGateDeps } from './registration-gate.js';
 
 const DISCOVERY = '/.well-known/openid-configuration';
 
 export interface MountOptions {
-  /** Scopes for an authorization request that names none (SPEC §8: `auth.scopes`). */
+  /** Scopes for an authorization request that names none (SPEC §8: `auth.scopes`; default-scope.ts); never empty. */
   defaultScope: string;
   clientIdMetadataDocuments: boolean;
-  /** RFC 7591 registration is on (`auth.broker.registration`). */
-  registration: boolean;
+  /** RFC 7591 registration, when on (`auth.broker.registration`): its limits and their counter (registration-gate.ts). */
+  registration?: Omit<RegistrationGateDeps, 'forward'>;
 }
 
 export function mountProvider(app: FastifyInstance, provider: Provider, config: Config, options: MountOptions): void {
@@ -34,7 +38,8 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
   // A publicUrl with a path (an ingress that strips it): the provider writes its URLs under it.
   const basePath = publicUrl.pathname.replace(/\/+$/, '');
   provider.use(async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === BROKER_ROUTES.authorization && ctx.query.scope === undefined && options.defaultScope) {
+    // No scope, or an empty one (RFC 6749 §3.3): the default (default-scope.ts).
+    if (ctx.method === 'GET' && ctx.path === BROKER_ROUTES.authorization && !ctx.query.scope) {
       ctx.query = { ...ctx.query, scope: options.defaultScope };
     }
     await next();
@@ -43,8 +48,9 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
     }
   });
   const callback = provider.callback();
-  const forward = async (request: FastifyRequest, reply: FastifyReply, url?: string) => {
-    const raw = request.raw;
+  const forward = async (request: FastifyRequest, reply: FastifyReply, url?: string, body?: Buffer) => {
+    // A body the gateway read already (registration) is handed over as a request that still has it.
+    const raw = body ? withBody(request.raw, body) : request.raw;
     if (url !== undefined) raw.url = url;
     if (basePath) (raw as { originalUrl?: string }).originalUrl = basePath + raw.url;
     raw.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
@@ -59,7 +65,6 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
     [['POST', 'OPTIONS'], BROKER_ROUTES.token],
     [['POST', 'OPTIONS'], BROKER_ROUTES.revocation],
     [['GET', 'OPTIONS'], BROKER_ROUTES.jwks],
-    ...(options.registration ? [[['POST'], BROKER_ROUTES.registration] as [Array<'POST'>, string]] : []),
   ];
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -67,4 +72,22 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
     for (const [method, url] of routes) scope.route({ method, url, handler: (request, reply) => forward(request, reply) });
     scope.route({ method: ['GET', 'OPTIONS'], url: '/.well-known/oauth-authorization-server', handler: (request, reply) => forward(request, reply, DISCOVERY) });
   });
+  if (options.registration) {
+    registerRegistrationRoute(app, BROKER_ROUTES.registration, { ...options.registration, forward: (request, reply, body) => forward(request, reply, undefined, body) });
+  }
+}
+
+/** The same request (socket, method, URL, headers) with `body` to read again, for the provider's own body parser. */
+function withBody(original: IncomingMessage, body: Buffer): IncomingMessage {
+  const copy = new IncomingMessage(original.socket);
+  copy.method = original.method!;
+  copy.url = original.url!;
+  copy.httpVersion = original.httpVersion;
+  copy.headers = { ...original.headers, 'content-length': String(body.length) };
+  delete copy.headers['transfer-encoding'];
+  // Complete, as the original is: an incomplete IncomingMessage destroys its socket when it ends.
+  copy.complete = true;
+  copy.push(body);
+  copy.push(null);
+  return copy;
 }

@@ -23,9 +23,11 @@ import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import { errorPage } from '../browser/pages.js';
 import type { BrokerKeys } from './signing-keys.js';
-import { createStoreAdapter } from './store-adapter.js';
+import { createStoreAdapter, keepClient } from './store-adapter.js';
 import { resourceIndicators, resourceScopes } from './resource-servers.js';
 import type { GrantClaims } from './grant-claims.js';
+import { guardedHttpOptions } from './outbound-guard.js';
+import { rotateAfterResourceCheck } from './refresh-target.js';
 
 /** Where the broker's endpoints live (the consent pages are served by interaction-routes.ts). */
 export const BROKER_ROUTES = {
@@ -53,7 +55,7 @@ export function createBrokerProvider({ config, store, keys, grantClaims, resolve
   const seconds = (ms: number) => Math.max(1, Math.round(ms / 1000));
   const basePath = new URL(config.publicUrl).pathname.replace(/\/+$/, '');
   const configuration: Configuration = {
-    adapter: createStoreAdapter(store, { clientTtlMs: broker.refreshTokenTtl, ...(resolveClientUrl ? { resolveClientUrl } : {}) }),
+    adapter: createStoreAdapter(store, { clientTtlMs: broker.refreshTokenTtl, unusedClientTtlMs: broker.registrationLimits.unusedClientTtl, ...(resolveClientUrl ? { resolveClientUrl } : {}) }),
     jwks: { keys: keys.privateJwks as NonNullable<Configuration['jwks']>['keys'] },
     cookies: {
       keys: [Buffer.from(hkdfSync('sha256', Buffer.from(config.secrets.cookieKey!, 'utf8'), Buffer.alloc(0), 'switchboard broker cookies', 32)).toString('base64url')],
@@ -82,11 +84,14 @@ export function createBrokerProvider({ config, store, keys, grantClaims, resolve
       revocation: { enabled: true },
       resourceIndicators: resourceIndicators(config, keys.signing) as Features['resourceIndicators'],
     },
+    // Every fetch the provider makes (jwks_uri, sector_identifier_uri) goes through the SSRF guard.
+    httpOptions: guardedHttpOptions,
     findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
     // The tenant and the other policy claims kept with the grant (grant-claims.ts).
     extraTokenClaims: async (_ctx, token) => (token.kind === 'AccessToken' && token.grantId ? grantClaims.load(token.grantId) : undefined),
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    rotateRefreshToken: true,
+    // Rotated on every use, after the resource is checked (refresh-target.ts: a refused refresh keeps the token).
+    rotateRefreshToken: rotateAfterResourceCheck(config),
     // A grant outlives the provider's own browser session: the gateway's session is what counts.
     expiresWithSession: async () => false,
     ttl: {
@@ -108,6 +113,11 @@ export function createBrokerProvider({ config, store, keys, grantClaims, resolve
     },
   };
   const provider = new Provider(config.publicUrl, configuration);
+  // A registered client that obtains a token is kept like any used client (store-adapter.ts).
+  provider.on('grant.success', (ctx: KoaContextWithOIDC) => {
+    const clientId = ctx.oidc.client?.clientId;
+    if (clientId) keepClient(store, clientId, broker.refreshTokenTtl).catch((err: Error) => provider.emit('server_error', ctx, err));
+  });
   // Requests reach the provider through the gateway, which sets X-Forwarded-Proto/Host from publicUrl (mount.ts).
   provider.proxy = true;
   return provider;

@@ -20,8 +20,12 @@
  *
  * Dynamically registered clients (RFC 7591) are kept while used: a client unused for
  * `clientTtlMs` is forgotten (its next request gets `invalid_client`, and MCP clients then
- * register again). A client_id that is a URL is a Client ID Metadata Document, resolved by
- * client-metadata-documents.ts instead of read from the store.
+ * register again). Registration is anonymous, so a new client is kept only
+ * `unusedClientTtlMs` (hours) until it first obtains a token ({@link keepClient}, on the
+ * provider's `grant.success`); one that never does is forgotten then, not after 30 days
+ * (issue 28 §4: strangers' registrations must not fill Redis). A client_id that is a URL is a
+ * Client ID Metadata Document, resolved by client-metadata-documents.ts instead of read from
+ * the store.
  */
 import { errors, type Adapter, type AdapterFactory, type AdapterPayload } from 'oidc-provider';
 import type { StateStore } from '../state/store.js';
@@ -35,6 +39,8 @@ const CLIENT_SLIDE_MS = 24 * 60 * 60_000;
 export interface StoreAdapterOptions {
   /** A dynamically registered client unused this long is forgotten. */
   clientTtlMs: number;
+  /** A registered client that has not obtained a token yet is forgotten after this long. */
+  unusedClientTtlMs: number;
   /** The client of a client_id that is a URL (Client ID Metadata Documents), or undefined when that is off or it fails. */
   resolveClientUrl?: (id: string) => Promise<AdapterPayload | undefined>;
 }
@@ -44,6 +50,23 @@ const grantKey = ValueKeys.brokerGrant;
 
 export function createStoreAdapter(store: StateStore, options: StoreAdapterOptions): AdapterFactory {
   return (model) => new StoreAdapter(model, store, options);
+}
+
+/** What a registered client's record holds: its metadata, when it was last used, and whether it has yet to obtain a token. */
+interface ClientRecord {
+  payload: AdapterPayload;
+  usedAt: number;
+  unused?: true;
+}
+
+/** The client obtained a token: it is kept `clientTtlMs` from now on, like any used client (a no-op once done). */
+export async function keepClient(store: StateStore, clientId: string, clientTtlMs: number): Promise<void> {
+  const key = ValueKeys.brokerRecord('Client', clientId);
+  const raw = await store.getValue(key);
+  if (raw === undefined) return;
+  const record = JSON.parse(raw) as ClientRecord;
+  if (!record.unused) return;
+  await store.putValue(key, JSON.stringify({ payload: record.payload, usedAt: Date.now() } satisfies ClientRecord), clientTtlMs);
 }
 
 class StoreAdapter implements Adapter {
@@ -66,9 +89,10 @@ class StoreAdapter implements Adapter {
   }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
-    const ttlMs = expiresIn ? expiresIn * 1000 : this.model === 'Client' ? this.options.clientTtlMs : undefined;
+    // A client is upserted only when it registers (RFC 7592 management is off): unused so far.
+    const ttlMs = expiresIn ? expiresIn * 1000 : this.model === 'Client' ? this.options.unusedClientTtlMs : undefined;
     // Clients carry when they were last used, to slide their TTL (see find).
-    const value = this.model === 'Client' ? JSON.stringify({ payload, usedAt: Date.now() }) : JSON.stringify(payload);
+    const value = this.model === 'Client' ? JSON.stringify({ payload, usedAt: Date.now(), unused: true } satisfies ClientRecord) : JSON.stringify(payload);
     await this.store.putValue(this.key(id), value, ttlMs);
     if (this.model === 'Session' && typeof payload.uid === 'string') await this.store.putValue(this.uidKey(payload.uid), id, ttlMs);
   }
@@ -85,9 +109,10 @@ class StoreAdapter implements Adapter {
   private async findClient(id: string): Promise<AdapterPayload | undefined> {
     const raw = await this.store.getValue(this.key(id));
     if (raw === undefined) return /^https?:\/\//i.test(id) ? this.options.resolveClientUrl?.(id) : undefined;
-    const record = JSON.parse(raw) as { payload: AdapterPayload; usedAt: number };
-    if (record.usedAt + CLIENT_SLIDE_MS < Date.now()) {
-      await this.store.putValue(this.key(id), JSON.stringify({ payload: record.payload, usedAt: Date.now() }), this.options.clientTtlMs);
+    const record = JSON.parse(raw) as ClientRecord;
+    // An unused client keeps its short life (keepClient ends it).
+    if (!record.unused && record.usedAt + CLIENT_SLIDE_MS < Date.now()) {
+      await this.store.putValue(this.key(id), JSON.stringify({ payload: record.payload, usedAt: Date.now() } satisfies ClientRecord), this.options.clientTtlMs);
     }
     return record.payload;
   }

@@ -56,6 +56,8 @@ export function brokerSchema(duration: (fallback: string) => z.ZodType<number, z
       accessTokenTtl: duration('10m').refine((ms) => ms >= 1_000 && ms <= 86_400_000, 'must be between 1s and 24h'),
       /** How long a grant (the user's consent) and its rotating refresh tokens last; refreshing does not extend it. */
       refreshTokenTtl: duration('30d').refine((ms) => ms >= 60_000, 'must be at least 1m'),
+      /** Bounds on anonymous RFC 7591 registration (issue 28 §4; src/broker/registration-gate.ts). */
+      registrationLimits: registrationLimitsSchema(duration).default({}),
     })
     .strict()
     .superRefine((b, ctx) => {
@@ -63,6 +65,25 @@ export function brokerSchema(duration: (fallback: string) => z.ZodType<number, z
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['refreshTokenTtl'], message: 'must be longer than accessTokenTtl' });
       }
     });
+}
+
+/**
+ * `auth.broker.registrationLimits`: registration is anonymous, so each bound is on what a
+ * stranger can make the gateway keep. `perAddress` registrations per `window` from one client
+ * address (`listen.trustProxy` says where that address comes from); a registration that has
+ * obtained no token after `unusedClientTtl` is forgotten; `total` registrations per
+ * `unusedClientTtl` from all addresses together, so at most about twice that many unused
+ * registrations are kept at any time.
+ */
+function registrationLimitsSchema(duration: (fallback: string) => z.ZodType<number, z.ZodTypeDef, string | number | undefined>) {
+  return z
+    .object({
+      perAddress: z.number().int().min(1).default(30),
+      window: duration('10m').refine((ms) => ms >= 1_000 && ms <= 86_400_000, 'must be between 1s and 24h'),
+      total: z.number().int().min(1).default(10_000),
+      unusedClientTtl: duration('6h').refine((ms) => ms >= 60_000 && ms <= 7 * 86_400_000, 'must be between 1m and 7d'),
+    })
+    .strict();
 }
 
 /** What the cross-key rules of broker mode read. */

@@ -9,6 +9,7 @@ import { brokerModeIssues, brokerSchema } from './broker-schema.js';
 import { statelessSchema } from './stateless-schema.js';
 import { parseDuration } from './duration.js';
 import { declaredCatalogSchema, shareCatalogSchema } from './linking-schema.js';
+import { trustProxySchema } from './trust-proxy-schema.js';
 
 const duration = (fallback: string) =>
   z
@@ -185,6 +186,8 @@ export const configSchema = z
       .object({
         host: z.string().default('0.0.0.0'),
         port: wholeNumber().pipe(z.number().min(0).max(65535)).default(8080),
+        /** The proxies in front (addresses, CIDRs) whose X-Forwarded-For names the client; the socket's address without it. */
+        trustProxy: trustProxySchema.optional(),
       })
       .strict()
       .default({}),

@@ -1,6 +1,6 @@
 /**
- * The Fastify instance's options: logging, body limit, request ids and the body read
- * timeout. Kept apart from the wiring in app.ts because each choice here is a hot-path or
+ * The Fastify instance's options: logging, body limit, request ids, the body read timeout
+ * and the trusted proxies. Kept apart from the wiring in app.ts because each choice here is a hot-path or
  * robustness decision with its own reason.
  */
 import { randomUUID } from 'node:crypto';
@@ -34,6 +34,8 @@ export function serverOptions(config: Config, logStream?: NodeJS.WritableStream)
     // applies to the response, so long SSE answers are not cut (see body-timeout.ts).
     ...bodyTimeoutOptions(config.limits.bodyTimeout),
     return503OnClosing: true,
+    // `request.ip` from the trusted proxies' X-Forwarded-For (config/trust-proxy-schema.ts); the socket's otherwise.
+    ...(config.listen.trustProxy !== undefined ? { trustProxy: config.listen.trustProxy } : {}),
   };
 }
 

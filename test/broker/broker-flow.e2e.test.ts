@@ -11,6 +11,10 @@
  * catches the redirect with the code, as a desktop client's listener does. Once with RFC 7591
  * registration, once with a Client ID Metadata Document. The access tokens live 2 s, so
  * refresh is exercised for real; refresh-token replay ends the grant; revocation ends access.
+ *
+ * All of it twice (issue 28 §2): with `auth.scopes: [mcp]`, where the SDK asks for `mcp`, and
+ * with the default config (no `auth.scopes`), where the metadata advertises no scope and the
+ * SDK's client sends no `scope` at all — valid OAuth, which must end in a token too.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -27,187 +31,212 @@ import { ecPem, jwtHeader, jwtPayload, MemoryOAuthClient, startCallbackServer, s
 
 const ACCESS_TOKEN_TTL_S = 2;
 
-let redis: TestRedis;
-let oauth: OAuthHandle;
-let everything: EverythingHandle;
-let set: ReplicaSet;
-let browser: BrowserHandle;
-let callback: CallbackServer;
+/** The two configurations: `auth.scopes` set, and left at its default (no scope anywhere). */
+const VARIANTS = [
+  { title: 'auth.scopes: [mcp]', scopes: ['mcp'] as string[] | undefined, tokenScope: 'mcp' as string | undefined },
+  { title: 'the default config, a client that sends no scope', scopes: undefined, tokenScope: undefined },
+];
 
-before(async () => {
-  [redis, oauth, everything, browser, callback] = await Promise.all([startTestRedis(), startOAuthServer(), startEverything(), launchBrowser(), startCallbackServer()]);
-  set = await startReplicas({
-    count: 2,
-    redis: redis.config,
-    issuer: oauth.issuer,
-    // Only tenant acme may use it: the upstream sign-in's tenant claim must reach the gateway's own tokens.
-    backends: [{ name: 'everything', url: everything.url, access: { tenants: ['acme'] } }],
-    auth: {
-      mode: 'broker',
-      tenantClaim: 'org',
-      scopes: ['mcp'],
-      // The gateway's own tokens are checked to the second: a refresh must follow their expiry.
-      clockTolerance: '0s',
-      login: { clientId: 'switchboard', clientSecret: 'switchboard-secret', scopes: ['openid', 'profile'] },
-      broker: { signingKeys: [ecPem(), ecPem()], accessTokenTtl: `${ACCESS_TOKEN_TTL_S}s`, refreshTokenTtl: '1h' },
-    },
-    extra: { secrets: { cookieKey: 'k'.repeat(40), tokenKey: 't'.repeat(40) } },
+for (const variant of VARIANTS) {
+  describe(`broker flow with ${variant.title}`, () => {
+    let redis: TestRedis;
+    let oauth: OAuthHandle;
+    let everything: EverythingHandle;
+    let set: ReplicaSet;
+    let browser: BrowserHandle;
+    let callback: CallbackServer;
+
+    before(async () => {
+      [redis, oauth, everything, browser, callback] = await Promise.all([startTestRedis(), startOAuthServer(), startEverything(), launchBrowser(), startCallbackServer()]);
+      set = await startReplicas({
+        count: 2,
+        redis: redis.config,
+        issuer: oauth.issuer,
+        // Only tenant acme may use it: the upstream sign-in's tenant claim must reach the gateway's own tokens.
+        backends: [{ name: 'everything', url: everything.url, access: { tenants: ['acme'] } }],
+        auth: {
+          mode: 'broker',
+          tenantClaim: 'org',
+          ...(variant.scopes ? { scopes: variant.scopes } : {}),
+          // The gateway's own tokens are checked to the second: a refresh must follow their expiry.
+          clockTolerance: '0s',
+          login: { clientId: 'switchboard', clientSecret: 'switchboard-secret', scopes: ['openid', 'profile'] },
+          broker: { signingKeys: [ecPem(), ecPem()], accessTokenTtl: `${ACCESS_TOKEN_TTL_S}s`, refreshTokenTtl: '1h' },
+        },
+        extra: { secrets: { cookieKey: 'k'.repeat(40), tokenKey: 't'.repeat(40) } },
+      });
+    });
+
+    after(async () => {
+      if (process.env.SB_DEBUG_REPLICAS) for (const r of set?.replicas ?? []) process.stderr.write(`--- replica ${r.index}\n${r.child.logs()}\n`);
+      await set?.stop();
+      await Promise.allSettled([browser?.close(), callback?.close(), everything?.stop(), oauth?.stop(), redis?.stop()]);
+    });
+
+    const publicUrl = () => set.replicas[0]!.url;
+    const endpoint = () => new URL(`${publicUrl()}/mcp/everything`);
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    /** Until the saved access token has expired (by its own `exp`), plus a second. */
+    async function outlive(accessToken: string): Promise<void> {
+      const exp = jwtPayload(accessToken).exp as number;
+      await sleep(Math.max(0, exp * 1000 - Date.now()) + 1_000);
+    }
+
+    /**
+     * The SDK flow as a desktop client runs it: connect → 401 → discovery, registration (or
+     * the document's URL as client_id), authorization URL → the user's browser signs in and
+     * allows → the code comes back → `finishAuth` → connect again.
+     */
+    async function authorize(provider: MemoryOAuthClient, page: Page): Promise<Client> {
+      const fetch = set.roundRobinFetch();
+      const first = new Client({ name: 'broker-test', version: '1.0.0' });
+      await assert.rejects(first.connect(new StreamableHTTPClientTransport(endpoint(), { authProvider: provider, fetch })), UnauthorizedError);
+      const authorization = await provider.nextAuthorization();
+      assert.equal(authorization.origin, publicUrl(), 'the gateway is the authorization server');
+      assert.equal(authorization.searchParams.get('scope'), variant.scopes?.join(' ') ?? null, 'the SDK asks for the advertised scopes, and for none when none are advertised');
+      await page.goto(authorization.href);
+      assert.match(await page.title(), /^Allow .* to use Switchboard\?/);
+      const redirected = callback.next();
+      await page.getByRole('button', { name: 'Allow' }).click();
+      const query = await redirected;
+      assert.equal(query.get('error'), null, `authorization failed: ${query.get('error_description')}`);
+      assert.equal(query.get('iss'), publicUrl(), 'RFC 9207 iss in the response');
+      const transport = new StreamableHTTPClientTransport(endpoint(), { authProvider: provider, fetch });
+      await transport.finishAuth(query.get('code')!);
+      const client = new Client({ name: 'broker-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(endpoint(), { authProvider: provider, fetch }));
+      return client;
+    }
+
+    async function echo(client: Client, text: string): Promise<string> {
+      const result = await client.callTool({ name: 'echo', arguments: { message: text } });
+      return JSON.stringify(result.content);
+    }
+
+    async function tokenRequest(form: Record<string, string>, path = '/oauth2/token'): Promise<{ status: number; body: Record<string, unknown> }> {
+      const res = await set.roundRobinFetch()(`${publicUrl()}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+      const text = await res.text();
+      return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+    }
+
+    async function signedInPage(sub: string): Promise<Page> {
+      const context = await browser.newContext();
+      await context.addCookies([oauth.subjectCookie(sub), oauth.claimsCookie({ org: 'acme', email: `${sub}@example.com` })]);
+      return context.newPage();
+    }
+
+    describe('broker mode with RFC 7591 dynamic registration', () => {
+      const metadata = { client_name: 'Registered Desktop Client', redirect_uris: [] as string[], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+      let provider: MemoryOAuthClient;
+      let client: Client;
+
+      test('the SDK client registers, the user signs in upstream and allows, and the call goes through', async () => {
+        provider = new MemoryOAuthClient(callback.url, { ...metadata, redirect_uris: [callback.url] });
+        const page = await signedInPage('alice');
+        const problems = watchPage(page);
+        client = await authorize(provider, page);
+        assert.match(await echo(client, 'hello broker'), /hello broker/);
+        assert.ok(provider.client?.client_id && !provider.client.client_id.startsWith('http'), 'registered dynamically');
+        assert.deepEqual(problems.problems, [], 'the pages load without CSP or console errors');
+
+        const token = provider.saved!.access_token;
+        const claims = jwtPayload(token);
+        assert.equal(claims.iss, publicUrl());
+        assert.equal(claims.sub, 'alice', 'the upstream user');
+        assert.equal(claims.aud, endpoint().href, 'RFC 8707: the resource the client asked for');
+        assert.equal(claims.scope, variant.tokenScope, 'auth.scopes, or no scope at all by default');
+        assert.equal(claims.org, 'acme', 'the tenant claim of the upstream sign-in, which the access policy reads');
+        assert.equal(claims.email, undefined, 'nothing else of the profile');
+        assert.equal(jwtHeader(token).typ, 'at+jwt');
+        const jwks = (await (await fetch(`${publicUrl()}/oauth2/jwks`)).json()) as { keys: Array<{ kid: string }> };
+        assert.equal(jwks.keys.length, 2, 'both configured keys are published');
+        assert.equal(jwtHeader(token).kid, jwks.keys[0]!.kid, 'the first key signs');
+        assert.ok(provider.saved!.refresh_token, 'a refresh token was issued');
+      });
+
+      test('after the access token expires, the SDK refreshes (rotating the refresh token) and goes on', async () => {
+        const before = { ...provider.saved! };
+        await outlive(before.access_token);
+        assert.match(await echo(client, 'after expiry'), /after expiry/);
+        assert.notEqual(provider.saved!.access_token, before.access_token, 'a new access token');
+        assert.notEqual(provider.saved!.refresh_token, before.refresh_token, 'the refresh token rotated');
+        assert.equal(provider.authorizations.length, 1, 'no new sign-in was needed');
+      });
+
+      test('a refresh that asks for a wider resource is refused and leaves the refresh token usable (issue 28 §6)', async () => {
+        const clientId = provider.client!.client_id;
+        const refreshToken = provider.saved!.refresh_token!;
+        // The grant is for /mcp/everything; /mcp (and auth.audience) would open every backend.
+        const wider = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId, resource: set.audience });
+        assert.equal(wider.status, 400);
+        assert.equal(wider.body.error, 'invalid_target');
+        const normal = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId, resource: endpoint().href });
+        assert.equal(normal.status, 200, `the same refresh token still works: ${JSON.stringify(normal.body)}`);
+        assert.equal(jwtPayload(normal.body.access_token as string).aud, endpoint().href, 'for the resource that was granted');
+        assert.notEqual(normal.body.refresh_token, refreshToken, 'and rotates as usual');
+        provider.saveTokens(normal.body as unknown as Parameters<MemoryOAuthClient['saveTokens']>[0]);
+      });
+
+      test('a replayed refresh token is refused and ends the grant: the newest one stops working too', async () => {
+        const clientId = provider.client!.client_id;
+        const newest = provider.saved!.refresh_token!;
+        // The one before the newest: refresh once more by hand, keeping the old one.
+        const rotated = await tokenRequest({ grant_type: 'refresh_token', refresh_token: newest, client_id: clientId, resource: endpoint().href });
+        assert.equal(rotated.status, 200);
+        const replay = await tokenRequest({ grant_type: 'refresh_token', refresh_token: newest, client_id: clientId });
+        assert.equal(replay.status, 400);
+        assert.equal(replay.body.error, 'invalid_grant');
+        const after = await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token as string, client_id: clientId });
+        assert.equal(after.status, 400, 'the grant is over');
+        assert.equal(after.body.error, 'invalid_grant');
+        await client.close();
+      });
+    });
+
+    describe('broker mode with a Client ID Metadata Document', () => {
+      let doc: Awaited<ReturnType<typeof startMetadataDocumentServer>>;
+      let provider: MemoryOAuthClient;
+      let client: Client;
+
+      before(async () => {
+        doc = await startMetadataDocumentServer((clientId) => ({
+          client_id: clientId,
+          client_name: 'Document Client',
+          redirect_uris: [callback.url],
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          token_endpoint_auth_method: 'none',
+        }));
+      });
+      after(() => doc?.close());
+
+      test('the gateway advertises documents, fetches the client\'s once for both replicas, and the call goes through', async () => {
+        const metadata = (await (await fetch(`${publicUrl()}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+        assert.equal(metadata.client_id_metadata_document_supported, true);
+        // The SDK takes this path for an https `clientMetadataUrl` only and then stores exactly
+        // `{ client_id: <the URL> }` (client/auth.js); the test's document is plain http on
+        // loopback (allowed while publicUrl is loopback), so the client starts from that state.
+        provider = new MemoryOAuthClient(callback.url, { client_name: 'Document Client', redirect_uris: [callback.url] }, { client_id: doc.clientId });
+        client = await authorize(provider, await signedInPage('bob'));
+        assert.match(await echo(client, 'hello document'), /hello document/);
+        assert.equal(jwtPayload(provider.saved!.access_token).sub, 'bob');
+        assert.equal(jwtPayload(provider.saved!.access_token).client_id, doc.clientId);
+        assert.equal(doc.fetches(), 1, 'fetched once, then read from the shared store by every replica');
+      });
+
+      test('revoking the refresh token (RFC 7009) ends the grant; its access token dies with its TTL', async () => {
+        const { refresh_token: refreshToken, access_token: accessToken } = provider.saved!;
+        const revoked = await tokenRequest({ token: refreshToken!, token_type_hint: 'refresh_token', client_id: doc.clientId }, '/oauth2/revoke');
+        assert.equal(revoked.status, 200);
+        const refresh = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken!, client_id: doc.clientId });
+        assert.equal(refresh.body.error, 'invalid_grant');
+        await outlive(accessToken);
+        // 401 → the SDK's refresh is refused → it asks for a new sign-in instead of getting in.
+        await assert.rejects(echo(client, 'after revocation'), (err: Error) => err instanceof UnauthorizedError || /Unauthorized|401/.test(err.message));
+        assert.equal(provider.authorizations.length, 2, 'the client was sent back to authorization');
+        await client.close().catch(() => undefined);
+      });
+    });
   });
-});
-
-after(async () => {
-  if (process.env.SB_DEBUG_REPLICAS) for (const r of set?.replicas ?? []) process.stderr.write(`--- replica ${r.index}\n${r.child.logs()}\n`);
-  await set?.stop();
-  await Promise.allSettled([browser?.close(), callback?.close(), everything?.stop(), oauth?.stop(), redis?.stop()]);
-});
-
-const publicUrl = () => set.replicas[0]!.url;
-const endpoint = () => new URL(`${publicUrl()}/mcp/everything`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Until the saved access token has expired (by its own `exp`), plus a second. */
-async function outlive(accessToken: string): Promise<void> {
-  const exp = jwtPayload(accessToken).exp as number;
-  await sleep(Math.max(0, exp * 1000 - Date.now()) + 1_000);
 }
-
-/**
- * The SDK flow as a desktop client runs it: connect → 401 → discovery, registration (or
- * the document's URL as client_id), authorization URL → the user's browser signs in and
- * allows → the code comes back → `finishAuth` → connect again.
- */
-async function authorize(provider: MemoryOAuthClient, page: Page): Promise<Client> {
-  const fetch = set.roundRobinFetch();
-  const first = new Client({ name: 'broker-test', version: '1.0.0' });
-  await assert.rejects(first.connect(new StreamableHTTPClientTransport(endpoint(), { authProvider: provider, fetch })), UnauthorizedError);
-  const authorization = await provider.nextAuthorization();
-  assert.equal(authorization.origin, publicUrl(), 'the gateway is the authorization server');
-  await page.goto(authorization.href);
-  assert.match(await page.title(), /^Allow .* to use Switchboard\?/);
-  const redirected = callback.next();
-  await page.getByRole('button', { name: 'Allow' }).click();
-  const query = await redirected;
-  assert.equal(query.get('error'), null, `authorization failed: ${query.get('error_description')}`);
-  assert.equal(query.get('iss'), publicUrl(), 'RFC 9207 iss in the response');
-  const transport = new StreamableHTTPClientTransport(endpoint(), { authProvider: provider, fetch });
-  await transport.finishAuth(query.get('code')!);
-  const client = new Client({ name: 'broker-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(endpoint(), { authProvider: provider, fetch }));
-  return client;
-}
-
-async function echo(client: Client, text: string): Promise<string> {
-  const result = await client.callTool({ name: 'echo', arguments: { message: text } });
-  return JSON.stringify(result.content);
-}
-
-async function tokenRequest(form: Record<string, string>, path = '/oauth2/token'): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await set.roundRobinFetch()(`${publicUrl()}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
-
-async function signedInPage(sub: string): Promise<Page> {
-  const context = await browser.newContext();
-  await context.addCookies([oauth.subjectCookie(sub), oauth.claimsCookie({ org: 'acme', email: `${sub}@example.com` })]);
-  return context.newPage();
-}
-
-describe('broker mode with RFC 7591 dynamic registration', () => {
-  const metadata = { client_name: 'Registered Desktop Client', redirect_uris: [] as string[], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
-  let provider: MemoryOAuthClient;
-  let client: Client;
-
-  test('the SDK client registers, the user signs in upstream and allows, and the call goes through', async () => {
-    provider = new MemoryOAuthClient(callback.url, { ...metadata, redirect_uris: [callback.url] });
-    const page = await signedInPage('alice');
-    const problems = watchPage(page);
-    client = await authorize(provider, page);
-    assert.match(await echo(client, 'hello broker'), /hello broker/);
-    assert.ok(provider.client?.client_id && !provider.client.client_id.startsWith('http'), 'registered dynamically');
-    assert.deepEqual(problems.problems, [], 'the pages load without CSP or console errors');
-
-    const token = provider.saved!.access_token;
-    const claims = jwtPayload(token);
-    assert.equal(claims.iss, publicUrl());
-    assert.equal(claims.sub, 'alice', 'the upstream user');
-    assert.equal(claims.aud, endpoint().href, 'RFC 8707: the resource the client asked for');
-    assert.equal(claims.scope, 'mcp', 'auth.scopes');
-    assert.equal(claims.org, 'acme', 'the tenant claim of the upstream sign-in, which the access policy reads');
-    assert.equal(claims.email, undefined, 'nothing else of the profile');
-    assert.equal(jwtHeader(token).typ, 'at+jwt');
-    const jwks = (await (await fetch(`${publicUrl()}/oauth2/jwks`)).json()) as { keys: Array<{ kid: string }> };
-    assert.equal(jwks.keys.length, 2, 'both configured keys are published');
-    assert.equal(jwtHeader(token).kid, jwks.keys[0]!.kid, 'the first key signs');
-    assert.ok(provider.saved!.refresh_token, 'a refresh token was issued');
-  });
-
-  test('after the access token expires, the SDK refreshes (rotating the refresh token) and goes on', async () => {
-    const before = { ...provider.saved! };
-    await outlive(before.access_token);
-    assert.match(await echo(client, 'after expiry'), /after expiry/);
-    assert.notEqual(provider.saved!.access_token, before.access_token, 'a new access token');
-    assert.notEqual(provider.saved!.refresh_token, before.refresh_token, 'the refresh token rotated');
-    assert.equal(provider.authorizations.length, 1, 'no new sign-in was needed');
-  });
-
-  test('a replayed refresh token is refused and ends the grant: the newest one stops working too', async () => {
-    const clientId = provider.client!.client_id;
-    const newest = provider.saved!.refresh_token!;
-    // The one before the newest: refresh once more by hand, keeping the old one.
-    const rotated = await tokenRequest({ grant_type: 'refresh_token', refresh_token: newest, client_id: clientId, resource: endpoint().href });
-    assert.equal(rotated.status, 200);
-    const replay = await tokenRequest({ grant_type: 'refresh_token', refresh_token: newest, client_id: clientId });
-    assert.equal(replay.status, 400);
-    assert.equal(replay.body.error, 'invalid_grant');
-    const after = await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token as string, client_id: clientId });
-    assert.equal(after.status, 400, 'the grant is over');
-    assert.equal(after.body.error, 'invalid_grant');
-    await client.close();
-  });
-});
-
-describe('broker mode with a Client ID Metadata Document', () => {
-  let doc: Awaited<ReturnType<typeof startMetadataDocumentServer>>;
-  let provider: MemoryOAuthClient;
-  let client: Client;
-
-  before(async () => {
-    doc = await startMetadataDocumentServer((clientId) => ({
-      client_id: clientId,
-      client_name: 'Document Client',
-      redirect_uris: [callback.url],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    }));
-  });
-  after(() => doc?.close());
-
-  test('the gateway advertises documents, fetches the client\'s once for both replicas, and the call goes through', async () => {
-    const metadata = (await (await fetch(`${publicUrl()}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
-    assert.equal(metadata.client_id_metadata_document_supported, true);
-    // The SDK takes this path for an https `clientMetadataUrl` only and then stores exactly
-    // `{ client_id: <the URL> }` (client/auth.js); the test's document is plain http on
-    // loopback (allowed while publicUrl is loopback), so the client starts from that state.
-    provider = new MemoryOAuthClient(callback.url, { client_name: 'Document Client', redirect_uris: [callback.url] }, { client_id: doc.clientId });
-    client = await authorize(provider, await signedInPage('bob'));
-    assert.match(await echo(client, 'hello document'), /hello document/);
-    assert.equal(jwtPayload(provider.saved!.access_token).sub, 'bob');
-    assert.equal(jwtPayload(provider.saved!.access_token).client_id, doc.clientId);
-    assert.equal(doc.fetches(), 1, 'fetched once, then read from the shared store by every replica');
-  });
-
-  test('revoking the refresh token (RFC 7009) ends the grant; its access token dies with its TTL', async () => {
-    const { refresh_token: refreshToken, access_token: accessToken } = provider.saved!;
-    const revoked = await tokenRequest({ token: refreshToken!, token_type_hint: 'refresh_token', client_id: doc.clientId }, '/oauth2/revoke');
-    assert.equal(revoked.status, 200);
-    const refresh = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken!, client_id: doc.clientId });
-    assert.equal(refresh.body.error, 'invalid_grant');
-    await outlive(accessToken);
-    // 401 → the SDK's refresh is refused → it asks for a new sign-in instead of getting in.
-    await assert.rejects(echo(client, 'after revocation'), (err: Error) => err instanceof UnauthorizedError || /Unauthorized|401/.test(err.message));
-    assert.equal(provider.authorizations.length, 2, 'the client was sent back to authorization');
-    await client.close().catch(() => undefined);
-  });
-});

@@ -6,20 +6,32 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import type { Adapter } from 'oidc-provider';
-import { createStoreAdapter } from '../../src/broker/store-adapter.js';
+import { createStoreAdapter, keepClient } from '../../src/broker/store-adapter.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
+import { RedisKeys } from '../../src/state/redis-keys.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import type { StateStore } from '../../src/state/store.js';
+import { ValueKeys } from '../../src/state/value-keys.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 let redis: RedisHandle;
+/** A plain client on the same Redis, to read what the store wrote (PTTL). */
+let raw: Redis;
 before(async () => {
   redis = await startRedis();
+  raw = new Redis(redis.url);
 });
-after(() => redis?.stop());
+after(async () => {
+  raw?.disconnect();
+  await redis?.stop();
+});
 
 const now = () => Math.floor(Date.now() / 1000);
+/** A registered client's life until it obtains a token (auth.broker.registrationLimits.unusedClientTtl), short for the test. */
+const UNUSED_CLIENT_TTL_MS = 1_500;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 for (const kind of ['memory', 'redis'] as const) {
   describe(`store adapter on the ${kind} store`, () => {
@@ -34,6 +46,7 @@ for (const kind of ['memory', 'redis'] as const) {
       if (store instanceof RedisStore) await store.ready();
       const options = {
         clientTtlMs: 60_000,
+        unusedClientTtlMs: UNUSED_CLIENT_TTL_MS,
         resolveClientUrl: async (id: string) => {
           resolved.push(id);
           return { client_id: id, redirect_uris: ['https://client.example/cb'] };
@@ -73,7 +86,7 @@ for (const kind of ['memory', 'redis'] as const) {
       assert.equal(await replicaA('Session').findByUid('u1'), undefined);
     });
 
-    test('a registered client is kept (with the client TTL); a URL client id is a metadata document', async () => {
+    test('a registered client is found on every replica; a URL client id is a metadata document', async () => {
       // oidc-provider registers a client with no TTL (its types say otherwise).
       await replicaA('Client').upsert('c1', { client_id: 'c1', redirect_uris: ['https://client.example/cb'] }, undefined as never);
       assert.equal((await replicaB('Client').find('c1'))?.client_id, 'c1');
@@ -84,13 +97,44 @@ for (const kind of ['memory', 'redis'] as const) {
       assert.deepEqual(resolved, [doc]);
     });
 
-    test('an expiring record is written with its TTL', async () => {
-      await replicaA('AuthorizationCode').upsert('code1', { grantId: 'g3', exp: now() + 1 }, 1);
-      const deadline = Date.now() + 5_000;
-      while ((await replicaA('AuthorizationCode').find('code1')) !== undefined) {
-        assert.ok(Date.now() < deadline, 'the code did not expire');
-        await new Promise((resolve) => setTimeout(resolve, 100));
+    test('a registered client that obtains no token is forgotten after unusedClientTtl; one that does is kept clientTtl (issue 28 §4)', async () => {
+      const registered = Date.now();
+      for (const id of ['c-unused', 'c-used']) await replicaA('Client').upsert(id, { client_id: id, redirect_uris: ['https://client.example/cb'] }, undefined as never);
+      await keepClient(store, 'c-used', 60_000);
+      if (kind === 'redis') {
+        const pttl = (id: string) => raw.pttl(`broker-adapter-test:${new RedisKeys(false).value(ValueKeys.brokerRecord('Client', id))}`);
+        const unused = await pttl('c-unused');
+        assert.ok(unused > 0 && unused <= UNUSED_CLIENT_TTL_MS, `Redis forgets the unused client within unusedClientTtl (PTTL ${unused} ms)`);
+        assert.ok((await pttl('c-used')) > 50_000, 'the used one lives clientTtl');
       }
+      const deadline = registered + UNUSED_CLIENT_TTL_MS + 3_000;
+      while ((await replicaB('Client').find('c-unused')) !== undefined) {
+        assert.ok(Date.now() < deadline, 'the unused client outlived unusedClientTtl by 3 s');
+        await sleep(100);
+      }
+      assert.equal((await replicaB('Client').find('c-used'))?.client_id, 'c-used', 'the client that obtained a token is still there');
+      await keepClient(store, 'c-used', 60_000);
+      assert.equal((await replicaA('Client').find('c-used'))?.client_id, 'c-used', 'keeping it again changes nothing');
+    });
+
+    test('an expiring record is written with its TTL', async () => {
+      // Read where it is kept, not through the adapter: a record hidden by `find` but kept
+      // without a TTL would still fill the store (issue 28 §8).
+      const key = ValueKeys.brokerRecord('AuthorizationCode', 'code1');
+      const written = Date.now();
+      await replicaA('AuthorizationCode').upsert('code1', { grantId: 'g3', exp: now() + 2 }, 2);
+      if (kind === 'redis') {
+        const pttl = await raw.pttl(`broker-adapter-test:${new RedisKeys(false).value(key)}`);
+        assert.ok(pttl > 1_000 && pttl <= 2_000, `Redis expires the record in 2 s (PTTL ${pttl} ms)`);
+      }
+      await sleep(1_000 - (Date.now() - written));
+      assert.notEqual(await store.getValue(key), undefined, 'still kept one second into its two');
+      const deadline = written + 5_000;
+      while ((await store.getValue(key)) !== undefined) {
+        assert.ok(Date.now() < deadline, 'the store still holds the record 3 s after its TTL');
+        await sleep(100);
+      }
+      assert.ok(Date.now() - written >= 1_900, 'gone when its TTL ran out, not before');
     });
   });
 }

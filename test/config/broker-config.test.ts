@@ -37,7 +37,30 @@ test('resource-server is the default mode; broker mode has working defaults', ()
   const plain = parseConfig({ ...config(), auth: { issuer: 'https://login.example.com', audience: 'api' } });
   assert.equal(plain.auth.mode, 'resource-server');
   const broker = parseConfig(config()).auth.broker;
-  assert.deepEqual(broker, { registration: true, clientIdMetadataDocuments: true, accessTokenTtl: 600_000, refreshTokenTtl: 30 * 86_400_000 });
+  assert.deepEqual(broker, {
+    registration: true,
+    clientIdMetadataDocuments: true,
+    accessTokenTtl: 600_000,
+    refreshTokenTtl: 30 * 86_400_000,
+    registrationLimits: { perAddress: 30, window: 600_000, total: 10_000, unusedClientTtl: 6 * 3_600_000 },
+  });
+});
+
+test('registration limits (issue 28 §4): set, and refused out of range naming the key', () => {
+  const limits = parseConfig(config({ broker: { registrationLimits: { perAddress: 5, window: '1h', total: 200, unusedClientTtl: '2h' } } })).auth.broker.registrationLimits;
+  assert.deepEqual(limits, { perAddress: 5, window: 3_600_000, total: 200, unusedClientTtl: 7_200_000 });
+  fails(config({ broker: { registrationLimits: { perAddress: 0 } } }), 'auth.broker.registrationLimits.perAddress', /greater than or equal to 1/);
+  fails(config({ broker: { registrationLimits: { unusedClientTtl: '30d' } } }), 'auth.broker.registrationLimits.unusedClientTtl', /between 1m and 7d/);
+  fails(config({ broker: { registrationLimits: { perMinute: 3 } } }), 'auth.broker.registrationLimits', /perMinute/);
+});
+
+test('listen.trustProxy (issue 28 §4): addresses, CIDRs and named ranges; a hop count or a bad CIDR is refused', () => {
+  const trusted = ['10.0.0.0/8', 'fc00::/7', '192.0.2.7', 'loopback', 'uniquelocal'];
+  assert.deepEqual(parseConfig(config({}, { listen: { trustProxy: trusted } })).listen.trustProxy, trusted);
+  assert.equal(parseConfig(config()).listen.trustProxy, undefined, 'the socket\'s address by default');
+  fails(config({}, { listen: { trustProxy: 1 } }), 'listen.trustProxy', /array/i);
+  fails(config({}, { listen: { trustProxy: ['10.0.0.0/33'] } }), 'listen.trustProxy[0]', /CIDR/);
+  fails(config({}, { listen: { trustProxy: [] } }), 'listen.trustProxy', /at least one/);
 });
 
 test('signing keys: RSA (2048+), EC and Ed25519 PEMs, from ${VAR}', () => {
