@@ -220,3 +220,16 @@ test('the gateway serves its own client ID metadata document under publicUrl', a
     await app.close();
   }
 });
+
+test('upstreamAuth.clientMetadataUrl: an https URL with a path, with discover only', () => {
+  const config = (upstreamAuth: Record<string, unknown>) => () =>
+    parseConfig({
+      publicUrl: PUBLIC_URL,
+      auth: { issuer: 'http://127.0.0.1:1', audience: `${PUBLIC_URL}/mcp`, login: { clientId: 'switchboard-web' } },
+      backends: [{ name: 'remote', url: 'https://remote.example/mcp', upstreamAuth: { provider: 'remote', ...upstreamAuth } }],
+    } as ConfigInput);
+  assert.doesNotThrow(config({ discover: true, clientMetadataUrl: CIMD_URL }));
+  assert.throws(config({ discover: true, clientMetadataUrl: 'http://client.example/doc.json' }), /https URL with a path/);
+  assert.throws(config({ discover: true, clientMetadataUrl: 'https://client.example' }), /https URL with a path/);
+  assert.throws(config({ clientMetadataUrl: CIMD_URL, clientId: 'x', authorizationUrl: 'https://a.example/authorize', tokenUrl: 'https://a.example/token' }), /only with discover/);
+});
