@@ -67,6 +67,12 @@ const upstreamAuthSchema = z
     revocationUrl: httpUrl.optional(),
     /** RFC 8707 resource indicator sent with authorization and token requests (optional). */
     resource: z.string().url().optional(),
+    /**
+     * With `discover`: the https URL of the gateway's Client ID Metadata Document, used as
+     * `client_id` where the authorization server supports such documents, when it is
+     * published elsewhere than `<publicUrl>/oauth/client-metadata.json` (providers/client-identity.ts).
+     */
+    clientMetadataUrl: z.string().url().refine((u) => /^https:\/\/[^/]+\/./.test(u), 'must be an https URL with a path (a client ID metadata document URL)').optional(),
     /** What users who have not linked may be shown (linking-schema.ts; issue 28). */
     shareCatalog: shareCatalogSchema,
     catalog: declaredCatalogSchema,
@@ -80,6 +86,7 @@ const upstreamAuthSchema = z
       if (u.resource) issue('resource', 'is refused by the Microsoft identity platform (v2); name the API in scopes instead, e.g. api://<app-id>/.default');
       if (!u.scopes.some((s) => s !== '' && s !== 'offline_access')) issue('scopes', 'is required with preset microsoft, e.g. [api://<app-id>/.default] or Microsoft Graph scopes such as [User.Read]');
     }
+    if (u.clientMetadataUrl && !u.discover) issue('clientMetadataUrl', 'is used only with discover: true');
     if (u.discover) {
       if (u.preset) issue('preset', 'supplies the endpoints that discover would find: use one or the other');
       return;
@@ -396,4 +403,5 @@ export const configSchema = z
 
 export type Config = z.output<typeof configSchema>;
 export type BackendConfig = Config['backends'][number];
+export type UpstreamAuthConfig = NonNullable<BackendConfig['upstreamAuth']>;
 export type ConfigInput = z.input<typeof configSchema>;

@@ -17,6 +17,7 @@ import type { StateStore } from '../state/store.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
 import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
+import { registerClientMetadataRoute } from './client-metadata-route.js';
 import { ElicitationStore } from './elicitations.js';
 import { registerLoginRoutes } from '../browser/login-routes.js';
 import { registerCallbackRoutes, type LinkHooks } from './oauth-callback.js';
@@ -35,15 +36,18 @@ export interface BrowserFlowDeps {
 export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps, hooks: LinkHooks): UpstreamAuth {
   const config = withSecrets(deps.config, app);
   const { store, metrics } = deps;
-  const vault = new TokenVault(store, createTokenCipher(config.secrets.tokenKey!), { log: app.log });
+  // One cipher for what the gateway keeps sealed at rest: users' tokens, registered client secrets.
+  const cipher = createTokenCipher(config.secrets.tokenKey!);
+  const vault = new TokenVault(store, cipher, { log: app.log });
   const elicitations = new ElicitationStore(store);
   const sessions = createBrowserSessions(store, config);
-  const endpoints = createEndpointResolver(config, store);
+  const endpoints = createEndpointResolver(config, store, cipher, app.log);
   registerLoginRoutes(app, { config, store, sessions });
   const flow = { config, store, metrics, sessions, elicitations, vault, endpoints, hooks };
   registerConnectRoutes(app, flow);
   registerCallbackRoutes(app, flow);
   registerConnectionsRoutes(app, flow);
+  registerClientMetadataRoute(app, config);
   return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }
 

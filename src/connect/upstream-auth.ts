@@ -42,11 +42,14 @@ export class UpstreamAuth {
    */
   async linkedAuthorization(principal: Pick<Principal, 'userKey'>, backend: BackendConfig): Promise<string | undefined> {
     const upstream = backend.upstreamAuth!;
-    const endpoints = await this.deps.endpoints(backend).catch((err: Error) => {
-      // Discovery failed (the backend or its authorization server is away): the provider
-      // side is unavailable, which is a backend failure, not the gateway's state.
-      throw new ProviderError('network', `the ${upstream.provider} authorization server could not be discovered (${err.message})`);
-    });
+    // Asked only when a stored token must be refreshed: a user with no token needs no
+    // provider to connect or list ("connecting needs no account"), so discovery waits for the link.
+    const endpoints = () =>
+      this.deps.endpoints(backend).catch((err: Error) => {
+        // Discovery failed (the backend or its authorization server is away): the provider
+        // side is unavailable, which is a backend failure, not the gateway's state.
+        throw new ProviderError('network', `the ${upstream.provider} authorization server could not be discovered (${err.message})`);
+      });
     const tokens = await usableToken(
       {
         vault: this.deps.vault,
@@ -57,7 +60,6 @@ export class UpstreamAuth {
       principal.userKey,
       upstream.provider,
       endpoints,
-      { request: endpoints.request },
     );
     return tokens ? `Bearer ${tokens.accessToken}` : undefined;
   }

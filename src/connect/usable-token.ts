@@ -25,6 +25,13 @@ import { ValueKeys } from '../state/value-keys.js';
 
 export type RefreshOutcome = 'ok' | 'invalid_grant' | 'error';
 
+/**
+ * The provider's endpoints, or how to find them when a refresh needs them: discovery
+ * (providers/provider-endpoints.ts) is then asked only when a stored token is due, never
+ * for a user who has none.
+ */
+export type EndpointsSource = ProviderEndpoints | (() => Promise<ProviderEndpoints & { request?: ProviderRequestOptions }>);
+
 export interface UsableTokenDeps {
   vault: TokenVault;
   store: StateStore;
@@ -55,7 +62,7 @@ export async function usableToken(
   deps: UsableTokenDeps,
   userKey: string,
   provider: string,
-  endpoints: ProviderEndpoints,
+  endpoints: EndpointsSource,
   options: UsableTokenOptions = {},
 ): Promise<ProviderTokens | undefined> {
   const skew = options.refreshSkewMs ?? DEFAULT_SKEW_MS;
@@ -102,7 +109,7 @@ async function refreshHolding(
   deps: UsableTokenDeps,
   userKey: string,
   provider: string,
-  endpoints: ProviderEndpoints,
+  endpoints: EndpointsSource,
   seenBefore: ProviderTokens,
   skew: number,
   request: ProviderRequestOptions | undefined,
@@ -119,7 +126,8 @@ async function refreshHolding(
   }
   let fresh: ProviderTokens;
   try {
-    fresh = await refreshTokens(endpoints, stored.refreshToken, request);
+    const resolved = typeof endpoints === 'function' ? await endpoints() : endpoints;
+    fresh = await refreshTokens(resolved, stored.refreshToken, request ?? ('request' in resolved ? (resolved.request as ProviderRequestOptions | undefined) : undefined));
   } catch (err) {
     if (err instanceof ProviderError && err.kind === 'oauth' && err.oauthError === 'invalid_grant') {
       deps.onRefresh?.('invalid_grant');

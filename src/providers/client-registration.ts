@@ -15,13 +15,16 @@ import { describeUrl, DiscoveryError, discoveryFetch, type DiscoveryOptions } fr
 export interface RegisteredClient {
   clientId: string;
   clientSecret?: string;
+  /** The `token_endpoint_auth_method` the server registered (RFC 7591 §3.2.1), when it said. */
+  tokenEndpointAuthMethod?: string;
 }
 
 /**
  * Dynamic Client Registration (RFC 7591 §3.1): a client for the authorization code grant
  * with refresh tokens and this redirect URI. It asks to be a public client
  * (`token_endpoint_auth_method: none`, PKCE protects the code); if the server issues a
- * secret anyway it is returned (and then used with client_secret_basic).
+ * secret anyway it is returned, with the method the server assigned (many do: a
+ * confidential client with `client_secret_post` or `_basic`), for the token requests to use.
  */
 export async function registerClient(
   registrationUrl: string,
@@ -47,6 +50,7 @@ export async function registerClient(
   }
   const out: RegisteredClient & { clientSecretExpiresAt?: number } = { clientId: doc.client_id };
   if (typeof doc.client_secret === 'string' && doc.client_secret !== '') out.clientSecret = doc.client_secret;
+  if (typeof doc.token_endpoint_auth_method === 'string' && /^[a-z_]{1,64}$/.test(doc.token_endpoint_auth_method)) out.tokenEndpointAuthMethod = doc.token_endpoint_auth_method;
   if (typeof doc.client_secret_expires_at === 'number' && doc.client_secret_expires_at > 0) out.clientSecretExpiresAt = doc.client_secret_expires_at * 1000;
   return out;
 }
@@ -60,6 +64,7 @@ interface CachedClient {
   clientId: string;
   /** Sealed with the cipher, context `client:<provider>`. */
   sealedSecret?: string;
+  tokenEndpointAuthMethod?: string;
 }
 
 export interface RegisteredClientOptions extends DiscoveryOptions {
@@ -90,6 +95,7 @@ export async function registeredClient(
 
   const registered = await registerClient(registrationUrl, { redirectUri, clientName: options.clientName ?? 'Switchboard' }, options);
   const record: CachedClient = { registrationUrl, redirectUri, clientId: registered.clientId };
+  if (registered.tokenEndpointAuthMethod !== undefined) record.tokenEndpointAuthMethod = registered.tokenEndpointAuthMethod;
   if (registered.clientSecret !== undefined) {
     if (!options.cipher) throw new DiscoveryError('client registration returned a client secret, but no cipher was given to store it');
     record.sealedSecret = options.cipher.seal(registered.clientSecret, key);
@@ -121,7 +127,9 @@ function readCached(raw: string | undefined, registrationUrl: string, redirectUr
 }
 
 function toClient(record: CachedClient, key: string, cipher: TokenCipher | undefined): RegisteredClient | undefined {
-  if (record.sealedSecret === undefined) return { clientId: record.clientId };
+  const client: RegisteredClient = { clientId: record.clientId };
+  if (typeof record.tokenEndpointAuthMethod === 'string') client.tokenEndpointAuthMethod = record.tokenEndpointAuthMethod;
+  if (record.sealedSecret === undefined) return client;
   const secret = cipher?.open(record.sealedSecret, key);
-  return secret === undefined ? undefined : { clientId: record.clientId, clientSecret: secret };
+  return secret === undefined ? undefined : { ...client, clientSecret: secret };
 }

@@ -47,9 +47,19 @@ export interface ProviderEndpoints {
   issuer?: string;
   /** RFC 9207 §3: the metadata advertises `authorization_response_iss_parameter_supported`, so `iss` is required. */
   requireIssParameter?: boolean;
+  /**
+   * How this client authenticates at the token endpoint (RFC 7591 §2, RFC 8414 §2
+   * `token_endpoint_auth_method`): what the registration and the server's metadata agreed
+   * on (provider-endpoints.ts). Absent: `client_secret_basic` when a secret is held (or the
+   * preset's {@link ProviderQuirks.clientAuthentication}), else a public client.
+   */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod;
   /** How this provider departs from OAuth 2.1 (a preset's); absent = by the book. */
   quirks?: ProviderQuirks;
 }
+
+/** The token endpoint authentication methods the gateway speaks (RFC 6749 §2.3.1, OAuth 2.1 §2.4). */
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
 
 /**
  * A provider's documented departures from OAuth 2.1, as data: each field names one, and
@@ -204,7 +214,7 @@ export async function revokeToken(
 }
 
 /** What {@link requestTokens} needs of an endpoint: where, and how this client authenticates. */
-export type TokenEndpoint = Pick<ProviderEndpoints, 'tokenUrl' | 'clientId' | 'clientSecret' | 'quirks'>;
+export type TokenEndpoint = Pick<ProviderEndpoints, 'tokenUrl' | 'clientId' | 'clientSecret' | 'quirks' | 'tokenEndpointAuthMethod'>;
 
 /**
  * Any other grant at a token endpoint — RFC 8693 token exchange, RFC 7523 JWT bearer
@@ -242,10 +252,11 @@ function resourceOf(p: ProviderEndpoints): string | undefined {
 // ------------------------------------------------------------------ internals ---
 
 /**
- * One form-encoded POST with client authentication: `client_secret_basic` when a secret
- * is configured (RFC 6749 §2.3.1: id and secret form-urlencoded, then Basic) or, for a
- * provider that wants it, `client_secret_post` (both in the body, RFC 6749 §2.3.1), else a
- * public client identified by `client_id` in the body (OAuth 2.1 §2.4). Redirects are not
+ * One form-encoded POST with client authentication: the endpoint's
+ * {@link ProviderEndpoints.tokenEndpointAuthMethod} — `client_secret_basic` (RFC 6749
+ * §2.3.1: id and secret form-urlencoded, then Basic; the default when a secret is held),
+ * `client_secret_post` (both in the body) or `none` (a public client identified by
+ * `client_id` in the body, OAuth 2.1 §2.4; also whenever no secret is held). Redirects are not
  * followed: a token endpoint that redirects is misconfigured or hijacked.
  */
 async function post(
@@ -261,11 +272,12 @@ async function post(
     accept: 'application/json',
   };
   const secret = p.clientSecret !== undefined && p.clientSecret !== '' ? p.clientSecret : undefined;
-  if (secret !== undefined && p.quirks?.clientAuthentication !== 'client_secret_post') {
-    headers.authorization = `Basic ${Buffer.from(`${formEncode(p.clientId)}:${formEncode(secret)}`).toString('base64')}`;
+  const method = secret === undefined ? 'none' : (p.tokenEndpointAuthMethod ?? p.quirks?.clientAuthentication ?? 'client_secret_basic');
+  if (method === 'client_secret_basic') {
+    headers.authorization = `Basic ${Buffer.from(`${formEncode(p.clientId)}:${formEncode(secret!)}`).toString('base64')}`;
   } else {
     body.set('client_id', p.clientId);
-    if (secret !== undefined) body.set('client_secret', secret);
+    if (method === 'client_secret_post') body.set('client_secret', secret!);
   }
   const where = describeUrl(url);
   const signal = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);

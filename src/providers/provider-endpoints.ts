@@ -1,19 +1,26 @@
 /**
  * Where a backend's third-party provider lives (SPEC §3 `upstreamAuth`): configured
  * endpoints (or a preset's, with that provider's quirks: provider-presets.ts), or — with
- * `discover: true` — found from the backend itself (MCP 2025-11-25 "Authorization": its
- * 401 and RFC 9728 metadata name the authorization server, whose RFC 8414 metadata names
- * the endpoints), with a client registered dynamically (RFC 7591) when none is
- * configured. Discovery runs once per backend and is reused; a failure is not.
+ * `discover: true` — found from the backend itself, as an MCP 2025-11-25 client does
+ * ("Authorization"): the challenge of its 401 to a token-less request (backend-challenge.ts),
+ * its RFC 9728 metadata and its authorization server's RFC 8414 metadata, or the 2025-03-26
+ * fallbacks (upstream-discovery.ts); a client identity — configured, a Client ID Metadata
+ * Document, or registered (client-identity.ts) — and the scopes to ask for. Discovery runs
+ * once per backend and is reused; a failure is not.
+ *
+ * Only linking needs it: connecting to a backend and listing what it shows without a token
+ * never waits for discovery (connect/upstream-auth.ts resolves it lazily).
  */
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
+import type { TokenCipher } from '../state/secrets.js';
 import type { ProviderEndpoints, ProviderRequestOptions } from './provider-client.js';
 import { callbackUri } from './redirect-uri.js';
 import { configuredEndpoints } from './provider-presets.js';
 import { guardedFetch } from './safe-fetch.js';
-import { registeredClient } from './client-registration.js';
-import { discoverUpstreamAuth } from './upstream-discovery.js';
+import { backendChallenge } from './backend-challenge.js';
+import { upstreamClient } from './client-identity.js';
+import { discoverUpstreamAuth, type UpstreamAuthMetadata } from './upstream-discovery.js';
 
 /**
  * Endpoints plus how to call them: discovered endpoints come from a backend's say-so, so
@@ -23,10 +30,12 @@ import { discoverUpstreamAuth } from './upstream-discovery.js';
 export type ResolvedProvider = ProviderEndpoints & { request?: ProviderRequestOptions };
 export type EndpointResolver = (backend: BackendConfig) => Promise<ResolvedProvider>;
 
-export function createEndpointResolver(config: Config, store: StateStore): EndpointResolver {
+/** `cipher` seals client secrets a registration returns (the app's token cipher, state/secrets.ts). */
+export function createEndpointResolver(config: Config, store: StateStore, cipher: TokenCipher, log?: { info(obj: object, msg: string): void }): EndpointResolver {
   const discovered = new Map<string, Promise<ResolvedProvider>>();
   // Loopback backends are allowed in discovery only when the gateway itself is local.
   const allowLoopback = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(config.publicUrl);
+  const deps = { store, cipher, publicUrl: config.publicUrl, allowLoopback };
 
   return (backend) => {
     const upstream = backend.upstreamAuth!;
@@ -35,18 +44,20 @@ export function createEndpointResolver(config: Config, store: StateStore): Endpo
     let pending = discovered.get(backend.name);
     if (!pending) {
       pending = (async () => {
-        const found = await discoverUpstreamAuth(backend.url!, undefined, { allowLoopback });
-        const client = upstream.clientId
-          ? { clientId: upstream.clientId, clientSecret: upstream.clientSecret }
-          : await registeredClient(store, upstream.provider, requireRegistration(found.registrationUrl, backend.name), callbackUri(config.publicUrl, upstream.provider), { allowLoopback });
+        const challenge = await backendChallenge(backend.url!, { allowLoopback });
+        const found = await discoverUpstreamAuth(backend.url!, challenge, { allowLoopback });
+        const client = await upstreamClient(deps, upstream, found, callbackUri(config.publicUrl, upstream.provider), backend.name);
+        log?.info({ provider: upstream.provider, foundBy: found.foundBy, client: client.source, tokenEndpointAuthMethod: client.tokenEndpointAuthMethod }, 'authorization server discovered');
+        const resource = upstream.resource ?? found.resource;
         return {
           authorizationUrl: found.authorizationUrl,
           tokenUrl: found.tokenUrl,
           revocationUrl: found.revocationUrl,
           clientId: client.clientId,
           clientSecret: client.clientSecret,
-          scopes: upstream.scopes.length ? upstream.scopes : (found.scopesSupported ?? []),
-          resource: upstream.resource ?? found.resource,
+          tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
+          scopes: upstream.scopes.length ? upstream.scopes : requestedScopes(found),
+          ...(resource ? { resource } : {}),
           // RFC 9207: what the callback compares the authorization response's `iss` with.
           issuer: found.authorizationServer,
           ...(found.issParameterSupported ? { requireIssParameter: true } : {}),
@@ -60,7 +71,10 @@ export function createEndpointResolver(config: Config, store: StateStore): Endpo
   };
 }
 
-function requireRegistration(url: string | undefined, backend: string): string {
-  if (!url) throw new Error(`backend "${backend}": its authorization server offers no dynamic client registration; configure upstreamAuth.clientId`);
-  return url;
+/**
+ * MCP 2025-11-25 "Authorization", §Scope Selection Strategy: the `scope` of the backend's
+ * challenge, else the PRM's `scopes_supported`, else none (the `scope` parameter is left out).
+ */
+export function requestedScopes(found: Pick<UpstreamAuthMetadata, 'challengeScopes' | 'scopesSupported'>): string[] {
+  return found.challengeScopes ?? found.scopesSupported ?? [];
 }

@@ -29,15 +29,15 @@ import { describeUrl, DiscoveryError, discoveryFetch, type DiscoveryOptions } fr
 import { parseWwwAuthenticate } from './www-authenticate.js';
 
 export interface UpstreamAuthMetadata {
-  /** RFC 8707 resource indicator to send (the PRM `resource`). */
-  resource: string;
+  /** RFC 8707 resource indicator to send (the PRM `resource`); absent for a 2025-03-26 server without PRM. */
+  resource?: string;
   /** Issuer identifier of the authorization server. */
   authorizationServer: string;
   authorizationUrl: string;
   tokenUrl: string;
   revocationUrl?: string;
   registrationUrl?: string;
-  /** PRM `scopes_supported`, else the authorization server's. */
+  /** PRM `scopes_supported` (MCP 2025-11-25 scope selection: used when the challenge names none). */
   scopesSupported?: string[];
   /** The `scope` of the 401 challenge, when it had one (MCP 2025-11-25 scope selection). */
   challengeScopes?: string[];
@@ -46,6 +46,12 @@ export interface UpstreamAuthMetadata {
    * its authorization responses, so a response without one is not from it (mix-up defence).
    */
   issParameterSupported?: boolean;
+  /** RFC 8414 `token_endpoint_auth_methods_supported`, when the metadata lists them. */
+  tokenEndpointAuthMethods?: string[];
+  /** `client_id_metadata_document_supported: true` (MCP 2025-11-25, Client ID Metadata Documents). */
+  clientIdMetadataDocuments?: boolean;
+  /** How the server was found: `prm` (RFC 9728), or the 2025-03-26 fallbacks `origin-metadata` and `default-endpoints`. */
+  foundBy: 'prm' | 'origin-metadata' | 'default-endpoints';
 }
 
 /**
@@ -55,15 +61,25 @@ export interface UpstreamAuthMetadata {
 export async function discoverUpstreamAuth(backendUrl: string, wwwAuthenticate?: string, options: DiscoveryOptions = {}): Promise<UpstreamAuthMetadata> {
   const allowLoopback = options.allowLoopback === true;
   const backend = guard(() => checkUrl(backendUrl, allowLoopback), 'backend URL');
-  const challenges = wwwAuthenticate ? parseWwwAuthenticate(wwwAuthenticate) : [];
+  const challenge = readChallenge(wwwAuthenticate);
+  const prmUrls = [...(challenge.resourceMetadata ? [challenge.resourceMetadata] : []), ...wellKnownUrls(backend, 'oauth-protected-resource', false)];
+  const prm = await firstDocument([...new Set(prmUrls)], options, 'protected resource metadata');
+  const found = prm ? await fromProtectedResource(backend, prm, options) : await legacyServer(backend, options);
+  if (challenge.scopes?.length) found.challengeScopes = challenge.scopes;
+  return found;
+}
+
+/** The `resource_metadata` and `scope` of the Bearer challenge (RFC 9728 §5.1; MCP 2025-11-25 scope selection). */
+function readChallenge(header: string | undefined): { resourceMetadata?: string; scopes?: string[] } {
+  const challenges = header ? parseWwwAuthenticate(header) : [];
   const bearer = challenges.find((c) => c.scheme === 'bearer');
-  const fromHeader = bearer?.params.resource_metadata ?? challenges.find((c) => c.params.resource_metadata)?.params.resource_metadata;
-  const challengeScopes = bearer?.params.scope?.split(' ').filter((s) => s !== '');
+  const resourceMetadata = bearer?.params.resource_metadata ?? challenges.find((c) => c.params.resource_metadata)?.params.resource_metadata;
+  const scopes = bearer?.params.scope?.split(' ').filter((s) => s !== '');
+  return { ...(resourceMetadata ? { resourceMetadata } : {}), ...(scopes ? { scopes } : {}) };
+}
 
-  const prmUrls = fromHeader ? [fromHeader] : wellKnownUrls(backend, 'oauth-protected-resource', false);
-  const prm = await firstDocument(prmUrls, options, 'protected resource metadata');
-  if (!prm) throw new DiscoveryError(`no protected resource metadata found for ${describeUrl(backend)}`);
-
+/** MCP 2025-06-18 and later: the PRM names the resource and its authorization server, whose metadata names the endpoints. */
+async function fromProtectedResource(backend: URL, prm: FoundDocument, options: DiscoveryOptions): Promise<UpstreamAuthMetadata> {
   const resource = prm.doc.resource;
   if (typeof resource !== 'string' || !resourceCovers(resource, backend)) {
     throw new DiscoveryError(`protected resource metadata at ${describeUrl(prm.url)} names a resource that does not match ${describeUrl(backend)}`);
@@ -73,44 +89,71 @@ export async function discoverUpstreamAuth(backendUrl: string, wwwAuthenticate?:
     throw new DiscoveryError(`protected resource metadata at ${describeUrl(prm.url)} lists no authorization_servers`);
   }
   const issuer = servers[0];
-  const issuerUrl = guard(() => checkUrl(issuer, allowLoopback), 'authorization server');
-
-  const asUrls = [
-    ...wellKnownUrls(issuerUrl, 'oauth-authorization-server', false),
-    ...wellKnownUrls(issuerUrl, 'openid-configuration', true),
-  ];
+  const issuerUrl = guard(() => checkUrl(issuer, options.allowLoopback === true), 'authorization server');
+  const asUrls = [...wellKnownUrls(issuerUrl, 'oauth-authorization-server', false), ...wellKnownUrls(issuerUrl, 'openid-configuration', true)];
   const as = await firstDocument(asUrls, options, 'authorization server metadata');
   if (!as) throw new DiscoveryError(`no authorization server metadata found for ${describeUrl(issuerUrl)}`);
-  const meta = as.doc;
-  if (typeof meta.issuer !== 'string' || trimSlash(meta.issuer) !== trimSlash(issuer)) {
+  if (typeof as.doc.issuer !== 'string' || trimSlash(as.doc.issuer) !== trimSlash(issuer)) {
     throw new DiscoveryError(`authorization server metadata at ${describeUrl(as.url)} has an issuer that differs from ${describeUrl(issuerUrl)}`);
   }
+  const result = fromServerMetadata(as, issuerUrl, options, 'prm');
+  result.resource = resource;
+  const scopes = stringArray(prm.doc.scopes_supported);
+  if (scopes) result.scopesSupported = scopes;
+  return result;
+}
+
+/**
+ * MCP 2025-03-26 "Authorization" §2.3: a server without protected resource metadata is its
+ * own authorization server at its origin (the path is discarded) — RFC 8414 metadata at
+ * `<origin>/.well-known/oauth-authorization-server`, else the default endpoints
+ * `/authorize`, `/token` and `/register` there. Its metadata's issuer must be on that origin.
+ */
+async function legacyServer(backend: URL, options: DiscoveryOptions): Promise<UpstreamAuthMetadata> {
+  const origin = new URL(backend.origin);
+  const as = await firstDocument([`${backend.origin}/.well-known/oauth-authorization-server`], options, 'authorization server metadata');
+  if (as) {
+    const issuer = typeof as.doc.issuer === 'string' ? guard(() => new URL(as.doc.issuer as string), 'issuer') : undefined;
+    if (issuer?.origin !== backend.origin) throw new DiscoveryError(`authorization server metadata at ${describeUrl(as.url)} has an issuer outside ${backend.origin}`);
+    return fromServerMetadata(as, origin, options, 'origin-metadata');
+  }
+  return {
+    authorizationServer: backend.origin,
+    authorizationUrl: `${backend.origin}/authorize`,
+    tokenUrl: `${backend.origin}/token`,
+    registrationUrl: `${backend.origin}/register`,
+    foundBy: 'default-endpoints',
+  };
+}
+
+/** What RFC 8414 metadata says: endpoints (checked by the SSRF rules), PKCE, auth methods, CIMD, RFC 9207. */
+function fromServerMetadata(as: FoundDocument, issuerUrl: URL, options: DiscoveryOptions, foundBy: UpstreamAuthMetadata['foundBy']): UpstreamAuthMetadata {
+  const meta = as.doc;
   const methods = meta.code_challenge_methods_supported;
   if (methods === undefined) {
     if (!options.allowMissingPkceMetadata) throw new DiscoveryError(`authorization server ${describeUrl(issuerUrl)} does not advertise PKCE (code_challenge_methods_supported)`);
   } else if (!Array.isArray(methods) || !methods.includes('S256')) {
     throw new DiscoveryError(`authorization server ${describeUrl(issuerUrl)} does not support PKCE S256`);
   }
-
   const endpoint = (key: string, required: boolean): string | undefined => {
     const value = meta[key];
     if (value === undefined && !required) return undefined;
     if (typeof value !== 'string') throw new DiscoveryError(`authorization server metadata lacks ${key}`);
-    return guard(() => checkUrl(value, allowLoopback), key).href;
+    return guard(() => checkUrl(value, options.allowLoopback === true), key).href;
   };
   const result: UpstreamAuthMetadata = {
-    resource,
-    authorizationServer: meta.issuer,
+    authorizationServer: meta.issuer as string,
     authorizationUrl: endpoint('authorization_endpoint', true)!,
     tokenUrl: endpoint('token_endpoint', true)!,
+    foundBy,
   };
   const revocationUrl = endpoint('revocation_endpoint', false);
   if (revocationUrl) result.revocationUrl = revocationUrl;
   const registrationUrl = endpoint('registration_endpoint', false);
   if (registrationUrl) result.registrationUrl = registrationUrl;
-  const scopes = stringArray(prm.doc.scopes_supported) ?? stringArray(meta.scopes_supported);
-  if (scopes) result.scopesSupported = scopes;
-  if (challengeScopes?.length) result.challengeScopes = challengeScopes;
+  const authMethods = stringArray(meta.token_endpoint_auth_methods_supported);
+  if (authMethods) result.tokenEndpointAuthMethods = authMethods;
+  if (meta.client_id_metadata_document_supported === true) result.clientIdMetadataDocuments = true;
   if (meta.authorization_response_iss_parameter_supported === true) result.issParameterSupported = true;
   return result;
 }
@@ -152,7 +195,12 @@ function resourceCovers(resource: string, backend: URL): boolean {
 }
 
 /** The first URL that answers 200 with a JSON object; 4xx means "try the next". */
-async function firstDocument(urls: string[], options: DiscoveryOptions, what: string): Promise<{ url: string; doc: Record<string, unknown> } | undefined> {
+interface FoundDocument {
+  url: string;
+  doc: Record<string, unknown>;
+}
+
+async function firstDocument(urls: string[], options: DiscoveryOptions, what: string): Promise<FoundDocument | undefined> {
   for (const url of urls) {
     const res = await discoveryFetch(url, options, { headers: { accept: 'application/json' } }, what);
     if (res.status >= 400 && res.status < 500) continue;

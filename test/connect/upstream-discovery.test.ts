@@ -115,6 +115,7 @@ describe('discovery', () => {
       registrationUrl: `${origin()}/as/register`,
       scopesSupported: ['mcp:tools'],
       challengeScopes: ['mcp:tools', 'mcp:read'],
+      foundBy: 'prm',
     });
     assert.deepEqual(
       fx.requests.map((r) => r.path),
@@ -133,7 +134,8 @@ describe('discovery', () => {
     assert.equal(found.tokenUrl, `${origin()}/tenant/token`);
     assert.equal(found.revocationUrl, undefined);
     assert.equal(found.registrationUrl, undefined);
-    assert.deepEqual(found.scopesSupported, ['as-scope']);
+    // MCP 2025-11-25 scope selection: the PRM's scopes_supported only, never the AS's.
+    assert.equal(found.scopesSupported, undefined);
     assert.deepEqual(
       fx.requests.map((r) => r.path),
       [
@@ -172,13 +174,15 @@ describe('discovery', () => {
     assert.equal(found.authorizationServer, origin());
   });
 
-  test('a PRM for another resource, or none at all, is refused', async () => {
+  test('a PRM for another resource is refused; none at all is a 2025-03-26 server (default endpoints on its origin)', async () => {
     routes['/.well-known/oauth-protected-resource/mcp'] = () => ({ status: 200, body: { resource: 'https://other.example/mcp', authorization_servers: [origin()] } });
     await assert.rejects(discoverUpstreamAuth(`${origin()}/mcp`, undefined, { allowLoopback: true }), /does not match/);
     routes['/.well-known/oauth-protected-resource/mcp'] = () => ({ status: 200, body: { resource: `${origin()}/mcp-other`, authorization_servers: [origin()] } });
     await assert.rejects(discoverUpstreamAuth(`${origin()}/mcp`, undefined, { allowLoopback: true }), /does not match/);
     routes = {};
-    await assert.rejects(discoverUpstreamAuth(`${origin()}/mcp`, undefined, { allowLoopback: true }), /no protected resource metadata/);
+    const legacy = await discoverUpstreamAuth(`${origin()}/mcp`, undefined, { allowLoopback: true });
+    assert.equal(legacy.foundBy, 'default-endpoints');
+    assert.equal(legacy.authorizationUrl, `${origin()}/authorize`);
   });
 
   test('discovered endpoints must pass the same URL rules (no private or plain-http endpoints)', async () => {

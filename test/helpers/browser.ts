@@ -16,6 +16,17 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
+/** Headless, quiet, no network of its own: every test browser is launched with these. */
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LAUNCH_TIMEOUT_MS = 30_000;
 const ACTION_TIMEOUT_MS = 15_000;
@@ -32,7 +43,7 @@ export interface BrowserHandle {
 }
 
 /** Installs Chromium through scripts/test-prerequisites.sh when it is missing. */
-function ensureChromium(): void {
+export function ensureChromium(): void {
   if (existsSync(CHROMIUM)) return;
   const run = spawnSync('bash', ['scripts/test-prerequisites.sh'], { cwd: ROOT, stdio: 'inherit', timeout: 10 * 60_000 });
   if (!existsSync(CHROMIUM)) {
@@ -45,16 +56,7 @@ export async function launchBrowser(): Promise<BrowserHandle> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     timeout: LAUNCH_TIMEOUT_MS,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-quic',
-    ],
+    args: [...CHROMIUM_ARGS],
   });
   const contexts = new Set<BrowserContext>();
   let closing: Promise<void> | undefined;

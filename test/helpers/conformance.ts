@@ -349,14 +349,14 @@ function parseSummary(stdout: string): Map<string, ScenarioResult> {
   return results;
 }
 
-interface CliRun {
+export interface CliRun {
   exitCode: number | null;
   stdout: string;
   stderr: string;
 }
 
 /** Runs a conformance CLI (`cli` = its index.js) with Node 22; rejects on timeout. */
-async function runCli(cli: string, args: string[], timeoutMs: number): Promise<CliRun> {
+export async function runCli(cli: string, args: string[], timeoutMs: number): Promise<CliRun> {
   const stdout = new TailBuffer(1024 * 1024);
   const stderr = new TailBuffer(64 * 1024);
   const child = spawn(NODE22_BIN, [cli, ...args], {

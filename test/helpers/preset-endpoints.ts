@@ -7,6 +7,7 @@
 import { parseConfig } from '../../src/config/load.js';
 import { createEndpointResolver, type ResolvedProvider } from '../../src/providers/provider-endpoints.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
+import { createTokenCipher } from '../../src/state/secrets.js';
 
 export const CLIENT_SECRET = 'sb-secret-value';
 
@@ -16,5 +17,5 @@ export async function resolveUpstream(upstreamAuth: Record<string, unknown>): Pr
     auth: { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp', login: { clientId: 'switchboard-web' } },
     backends: [{ name: 'linked', url: 'https://backend.example/mcp', upstreamAuth: { clientId: 'sb-client', clientSecret: CLIENT_SECRET, ...upstreamAuth } }],
   });
-  return createEndpointResolver(config, new MemoryStore())(config.backends[0]!);
+  return createEndpointResolver(config, new MemoryStore(), createTokenCipher('preset-endpoints-test-key'))(config.backends[0]!);
 }

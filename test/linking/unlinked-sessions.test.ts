@@ -132,7 +132,7 @@ test('a form-only client gets the link as a tool result; another user cannot use
   assert.equal(foreign.status, 404);
 });
 
-test('with discover, a provider whose metadata cannot be fetched is a backend failure (-32010), not unavailable state', { timeout: 60_000 }, async () => {
+test('with discover, a backend that cannot be reached is a backend failure (-32010), not unavailable state (discovery itself is not asked at initialize: test/connect/discovered-link-journey.e2e.test.ts)', { timeout: 60_000 }, async () => {
   const token = await idp.token({ sub: 'gina', aud: AUDIENCE });
   const res = await fetch(gateway.endpoint('gone'), {
     method: 'POST',
