@@ -48,6 +48,9 @@ export async function pumpResuming(t: StreamTarget, relay: StreamRelay, body: As
       relay.fail(new BackendError(name, 'stream_broken', `backend "${name}" answered the resumption of its stream with HTTP ${res.status}`, res.status));
       return;
     }
+    // A GET stream is the backend's to keep open: once the answer is through, the gateway
+    // ends it (a POST stream would end by itself, and is read to its end).
+    relay.onFinish(() => setImmediate(() => res.body.destroy()));
     body = res.body;
   }
 }

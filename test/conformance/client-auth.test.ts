@@ -24,10 +24,6 @@ import { startRedis, type RedisHandle } from '../helpers/redis.js';
 const WAITING: Readonly<Record<string, string>> = {
   // Issue 33 §3: step-up to a new link on 403 insufficient_scope (the second authorization request never comes).
   'auth/scope-step-up': 'issue 33 §3 (step-up on 403 insufficient_scope)',
-  // Issue 33 §7: the stateless server's 404 to GET without a session id ends the client's session.
-  tools_call: 'issue 33 §7 (404 on GET without a session id)',
-  // Issue 33 §8: the gateway must resume the backend's SSE stream itself, honouring its retry.
-  'sse-retry': 'issue 33 §8 (SSE retry and resumption toward the backend)',
 };
 
 const only = process.env.CONFORMANCE_CLIENT_SCENARIOS?.split(',').filter((s) => s !== '');

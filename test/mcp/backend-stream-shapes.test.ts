@@ -10,7 +10,8 @@
  *   to resume with) and of 2025-11-25. The gateway resumes the backend's stream itself, with
  *   `Last-Event-ID`, no sooner than the backend's `retry`, not after its own `streams.retry`
  *   (set to 30 s here, so a gateway that waited for it could not answer within the deadline);
- *   the client gets the answer on the POST it sent, and nothing else.
+ *   the client gets the answer on the POST it sent, and nothing else; the GET stream it
+ *   resumed (which such a backend never ends) is closed once the answer is through.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -95,6 +96,14 @@ describe('a backend closes the call\'s stream before answering, with an event id
       assert.match(resumes[0]!.lastEventId!, /^event-\d+$/);
       const waited = resumes[0]!.at - backend().closedAt()!;
       assert.ok(waited >= 450, `resumed ${waited.toFixed(0)} ms after the close: not before the backend's retry (500 ms)`);
+      // The backend keeps a GET stream open; with the answer through, the gateway lets go of it.
+      await withDeadline(
+        (async () => {
+          while (!resumes[0]!.closed) await new Promise((resolve) => setTimeout(resolve, 50));
+        })(),
+        5_000,
+        'the gateway closing the resumed GET stream once the answer was through',
+      );
     });
   }
 });
