@@ -15,7 +15,7 @@ const SERVER_OPTIONS = fileURLToPath(new URL('../../src/http/server-options.ts',
 function child(then: string, killOnLine = false): Promise<{ stdout: string; code: number | null; signal: NodeJS.Signals | null }> {
   const code = `
     import { serverOptions } from ${JSON.stringify(SERVER_OPTIONS)};
-    const opts = serverOptions({ log: { level: 'info' }, limits: { maxBodyBytes: 1024, bodyTimeout: 1000 } });
+    const opts = serverOptions({ log: { level: 'info' }, listen: {}, limits: { maxBodyBytes: 1024, bodyTimeout: 1000 } });
     opts.loggerInstance.info({ marker: 'buffered-line' }, 'hello');
     ${then}
   `;
