@@ -135,3 +135,29 @@ test('a 403 insufficient_scope leads to a step-up link asking for the union of s
     await client.close();
   }
 });
+
+test('/mcp: a member answering 403 insufficient_scope leads to the step-up link too, and the retry succeeds', { timeout: 120_000 }, async () => {
+  const token = await idp.token({ sub: 'bob', aud: gateway.audience });
+  const client = new Client({ name: 'step-up-aggregate', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+  const completed: string[] = [];
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void completed.push(n.params.elicitationId));
+  await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', gateway.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  try {
+    const asked = backend.authorizeScopes().length;
+    const first = await linkRequired(client, 'scoped__write');
+    await linkInBrowser(first.url, 'bob');
+    await eventually('the first link to complete', () => completed.includes(first.elicitationId));
+    const second = await linkRequired(client, 'scoped__write');
+    assert.match(second.message, /needs more access.*read write/);
+    await linkInBrowser(second.url, 'bob');
+    await eventually('the step-up link to complete', () => completed.includes(second.elicitationId));
+    assert.deepEqual(backend.authorizeScopes().slice(asked), ['read', 'read write']);
+    const retried = (await client.callTool({ name: 'scoped__write', arguments: {} })) as CallToolResult;
+    assert.match(JSON.stringify(retried.content), /write with scope read write/);
+    const refused = await client.callTool({ name: 'scoped__stubborn', arguments: {} }).then((r) => r, (err: unknown) => err);
+    assert.ok(refused instanceof McpError && refused.code === -32010, `expected -32010, got ${JSON.stringify(refused)}`);
+    assert.equal(backend.authorizeScopes().length, asked + 2);
+  } finally {
+    await client.close();
+  }
+});
