@@ -17,6 +17,7 @@
  *   (a cancellation names a request id that only the backend that got it knows);
  * - responses to server→client requests: to the backend named in the qualified id.
  */
+import { insufficientScopeError } from '../connect/upstream-auth.js';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import { BackendError } from '../backends/errors.js';
@@ -166,6 +167,12 @@ export class AggregatedBackend implements McpBackend {
       if (res.status === 401 && backend.config.upstreamAuth) {
         await res.body.dump();
         return this.#elicit(call, request, await this.#members.rejected(call, backend));
+      }
+      // 403 insufficient_scope: a step-up link for the wider scope, or the error when none can help (as on /mcp/{backend}).
+      const stepUp = res.status === 403 && authorization ? await this.#members.stepUp(call, backend, res.headers['www-authenticate']) : undefined;
+      if (stepUp) {
+        await res.body.dump();
+        return 'hopeless' in stepUp ? backendFailureReply(request.id, insufficientScopeError(backend.config, stepUp.hopeless)) : this.#elicit(call, request, stepUp.elicitation);
       }
     } catch (err) {
       if (err instanceof BackendError) return backendFailureReply(request.id, err);

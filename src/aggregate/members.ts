@@ -7,6 +7,7 @@
  */
 import type { BackendCaller, BackendResponse, McpBackend } from '../backends/backend.js';
 import type { Elicitation } from '../connect/elicitations.js';
+import type { StepUp } from '../connect/upstream-auth.js';
 import type { LinkingContext } from '../linking/linking.js';
 import type { BackendCatalog } from '../linking/catalog.js';
 import { LIST_CAPABILITIES } from '../linking/provisional.js';
@@ -84,6 +85,11 @@ export class Members {
   /** The backend refused the token: forget it, so that the next message asks for the link again. */
   async forgetToken(call: AggregateCall, backend: McpBackend): Promise<void> {
     await this.ctx.upstream.forget(call.caller.principal, backend.config);
+  }
+
+  /** The member answered the user's token with 403: a step-up link, the error when none can help, or undefined (connect/upstream-auth.ts). */
+  stepUp(call: AggregateCall, backend: McpBackend, wwwAuthenticate: string | string[] | undefined): Promise<StepUp | undefined> {
+    return this.ctx.upstream.stepUp(call.caller.principal, backend.config, wwwAuthenticate, call.caller.sessionId);
   }
 
   /** The backend refused the token: forget it and start a new elicitation. */

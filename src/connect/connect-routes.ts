@@ -5,7 +5,7 @@
  * - `GET /connect?elicitationId=…`: needs a browser session (else sign-in and back); refuses,
  *   changing nothing, when the signed-in user is not the one the link was made for; else a
  *   consent page naming the server, provider and the scopes the authorization request will
- *   carry (configured, or with `discover` the ones found there).
+ *   carry (configured, or with `discover` the ones found there; a step-up link's own).
  * - `POST /connect`: CSRF-checked. Cancel declines the elicitation; Continue redirects to the
  *   provider with PKCE S256 and a single-use `state` bound to this elicitation and this
  *   browser session (pending-authorization.ts).
@@ -34,7 +34,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
       const checked = await signedInOwner(deps, request, reply, id);
       if (!checked) return reply;
       const { user, elicitation, backend } = checked;
-      const endpoints = await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`);
+      const endpoints = asked(await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`), elicitation);
       if (!endpoints) return reply;
       return sendPage(
         reply,
@@ -68,7 +68,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
         return sendPage(reply, declinedPage({ provider: elicitation.provider }));
       }
       if (form.action !== 'continue') return sendPage(reply, errorPage({ status: 400, title: 'Unknown action', detail: 'Choose Continue or Cancel.' }));
-      const endpoints = await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`);
+      const endpoints = asked(await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`), elicitation);
       if (!endpoints) return reply;
       const location = await beginAuthorization(deps.store, { publicUrl: deps.config.publicUrl, endpoints, user, provider: elicitation.provider, backend: backend.name, elicitationId: elicitation.id });
       return reply.headers(REDIRECT_HEADERS).redirect(location, 303);
@@ -95,6 +95,14 @@ export async function providerOrPage(
     await sendPage(reply, errorPage({ status: 502, title: `Cannot reach ${provider}`, detail: 'The account provider could not be reached. Try again in a moment.', retryUrl }));
     return undefined;
   }
+}
+
+/**
+ * The endpoints with the scopes this elicitation's authorization request asks for: a step-up
+ * link's own (the scopes granted so far and those the backend's 403 wants), else the backend's.
+ */
+function asked(endpoints: ResolvedProvider | undefined, elicitation: Elicitation): ResolvedProvider | undefined {
+  return endpoints && elicitation.scopes ? { ...endpoints, scopes: elicitation.scopes } : endpoints;
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
  * How a client learns that an account must be linked (SPEC §4 step 2):
  *
+ * A step-up link (a backend's 403 `insufficient_scope`) says that more access is asked for.
+ *
  * - clients that declared `elicitation.url`: JSON-RPC error -32042 (URLElicitationRequired,
  *   MCP 2025-11-25 "Elicitation" §"URL Elicitation Required Error") with the connect URL;
  * - form-only clients: the same link as text they can show — a `tools/call` gets a tool
@@ -18,7 +20,9 @@ export function supportsUrlElicitation(capabilities: Record<string, unknown> | u
 
 export function elicitationRequiredMessages(requests: ReadonlyArray<JsonRpcMessage & { id: JsonRpcId }>, elicitation: Elicitation, publicUrl: string, urlMode: boolean): JsonRpcMessage[] {
   const url = connectUrl(publicUrl, elicitation.id);
-  const message = `Connect your ${elicitation.provider} account to use "${elicitation.backend}".`;
+  const message = elicitation.scopes
+    ? `"${elicitation.backend}" needs more access to your ${elicitation.provider} account (${elicitation.scopes.join(' ')}). Connect it again to grant it.`
+    : `Connect your ${elicitation.provider} account to use "${elicitation.backend}".`;
   return requests.map((request) => {
     if (urlMode) {
       return errorResponse(request.id, ErrorCode.UrlElicitationRequired, message, { elicitations: [{ mode: 'url', elicitationId: elicitation.id, url, message }] });

@@ -24,6 +24,12 @@ export interface Elicitation {
   mcpSessionId?: string;
   backend: string;
   provider: string;
+  /**
+   * A step-up link (MCP 2025-11-25 "Authorization", §Step-Up Authorization Flow): the scopes
+   * its authorization request asks for, instead of the backend's usual ones. Kept here because
+   * the connect page and the authorization request are made later, on any replica.
+   */
+  scopes?: string[];
   status: ElicitationStatus;
   createdAt: number;
   expiresAt: number;
@@ -37,7 +43,7 @@ export class ElicitationStore {
     private readonly ttlMs = DEFAULT_ELICITATION_TTL_MS,
   ) {}
 
-  async create(principal: Principal, origin: { mcpSessionId?: string; backend: string; provider: string }): Promise<Elicitation> {
+  async create(principal: Principal, origin: { mcpSessionId?: string; backend: string; provider: string; scopes?: string[] }): Promise<Elicitation> {
     const now = Date.now();
     const elicitation: Elicitation = {
       id: randomBytes(24).toString('base64url'),
@@ -47,6 +53,7 @@ export class ElicitationStore {
       ...(origin.mcpSessionId ? { mcpSessionId: origin.mcpSessionId } : {}),
       backend: origin.backend,
       provider: origin.provider,
+      ...(origin.scopes ? { scopes: origin.scopes } : {}),
       status: 'pending',
       createdAt: now,
       expiresAt: now + this.ttlMs,

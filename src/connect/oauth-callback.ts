@@ -110,7 +110,9 @@ async function exchangeAndStore(
   retryUrl: string,
 ): Promise<boolean> {
   try {
-    const endpoints = await deps.endpoints(backend);
+    const discovered = await deps.endpoints(backend);
+    // The scopes this request asked for (a step-up link's own): the granted ones when the answer does not name them.
+    const endpoints = pending.scopes ? { ...discovered, scopes: pending.scopes } : discovered;
     const tokens = await exchangeCode(endpoints, { code, redirectUri: pending.redirectUri, codeVerifier: pending.codeVerifier }, endpoints.request);
     await deps.vault.put(user.userKey, pending.provider, tokens);
     return true;

@@ -33,6 +33,8 @@ export interface PendingAuthorization {
   codeVerifier: string;
   /** The `redirect_uri` of the request: the code exchange must repeat it (RFC 6749 §4.1.3). */
   redirectUri: string;
+  /** The scopes the request asked for: what the token was granted when the token response does not say (RFC 6749 §5.1). */
+  scopes?: string[];
   /** RFC 9207: the issuer identifier of the authorization server, when known. */
   issuer?: string;
   /** RFC 9207 §3: the server advertises `iss` in its responses, so one without is refused. */
@@ -64,6 +66,7 @@ export async function beginAuthorization(
     userKey: o.user.userKey,
     codeVerifier: pkce.verifier,
     redirectUri,
+    scopes: o.endpoints.scopes,
     ...(o.endpoints.issuer ? { issuer: o.endpoints.issuer } : {}),
     ...(o.endpoints.requireIssParameter ? { requireIss: true } : {}),
   };

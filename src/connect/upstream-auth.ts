@@ -17,8 +17,17 @@ import type { ResolvedProvider } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 import { usableToken } from './usable-token.js';
 import { ProviderError } from '../providers/provider-client.js';
+import { BackendError } from '../backends/errors.js';
+import { insufficientScope, splitScopes } from '../providers/www-authenticate.js';
 
 export type UpstreamDecision = { authorization: string } | { elicitation: Elicitation };
+
+/**
+ * What a backend's 403 `insufficient_scope` to the user's token leads to: a step-up link
+ * asking for more, or — when it asks for nothing the token lacks — nothing a link could
+ * change (`wanted`: the challenge's scopes; `granted`: the token's).
+ */
+export type StepUp = { elicitation: Elicitation } | { hopeless: { wanted: string[]; granted: string[] } };
 
 export interface UpstreamAuthDeps {
   store: StateStore;
@@ -71,12 +80,31 @@ export class UpstreamAuth {
     return { elicitation: await this.elicit(principal, backend, mcpSessionId) };
   }
 
-  /** Starts the elicitation a client is about to be shown (SPEC §4 step 2). */
-  async elicit(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined): Promise<Elicitation> {
+  /** Starts the elicitation a client is about to be shown (SPEC §4 step 2); `scopes` for a step-up link. */
+  async elicit(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined, scopes?: string[]): Promise<Elicitation> {
     const provider = backend.upstreamAuth!.provider;
-    const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider });
+    const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider, ...(scopes ? { scopes } : {}) });
     this.deps.metrics.elicitations.inc({ provider, event: 'started' });
     return elicitation;
+  }
+
+  /**
+   * The backend answered the user's token with 403 (MCP 2025-11-25 "Authorization", §Step-Up
+   * Authorization Flow); `wwwAuthenticate` is its challenge. Undefined when it is not an
+   * `insufficient_scope` one (the 403 stays the backend's failure). Else a step-up link for
+   * the union of the scopes the token was granted (the vault's record) and those the
+   * challenge names — or, when the challenge names none the token lacks, `hopeless`: a new
+   * link would ask for the same again, so the retries end here (conformance
+   * auth/scope-retry-limit). The stored token stays usable until a new link replaces it.
+   */
+  async stepUp(principal: Principal, backend: BackendConfig, wwwAuthenticate: string | string[] | undefined, mcpSessionId: string | undefined): Promise<StepUp | undefined> {
+    const wanted = insufficientScope(wwwAuthenticate);
+    if (!wanted) return undefined;
+    const tokens = await this.deps.vault.get(principal.userKey, backend.upstreamAuth!.provider);
+    const granted = splitScopes(tokens?.scope);
+    if (wanted.every((s) => granted.includes(s))) return { hopeless: { wanted, granted } };
+    const scopes = [...new Set([...granted, ...wanted])];
+    return { elicitation: await this.elicit(principal, backend, mcpSessionId, scopes) };
   }
 
   /** The backend refused our token (401): forget it, so that the next message asks again. */
@@ -89,4 +117,16 @@ export class UpstreamAuth {
     await this.forget(principal, backend);
     return this.elicit(principal, backend, mcpSessionId);
   }
+}
+
+/**
+ * The JSON-RPC error for a 403 `insufficient_scope` no new link can help (-32010, the
+ * backend's failure): which scopes the backend wants, and that the account already granted them.
+ */
+export function insufficientScopeError(backend: BackendConfig, hopeless: { wanted: string[]; granted: string[] }): BackendError {
+  const provider = backend.upstreamAuth!.provider;
+  const message = hopeless.wanted.length
+    ? `backend "${backend.name}" refused the request for want of scope ${hopeless.wanted.join(' ')}, which the linked ${provider} account already has; linking again would not change that`
+    : `backend "${backend.name}" refused the linked ${provider} account for insufficient scope without naming the scope it wants`;
+  return new BackendError(backend.name, 'bad_status', message, 403, { error: 'insufficient_scope', requiredScopes: hopeless.wanted, grantedScopes: hopeless.granted });
 }

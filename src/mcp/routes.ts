@@ -17,7 +17,7 @@ import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protoc
 import { headerValue } from '../wire/headers.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
 import { StateUnavailableError } from '../state/errors.js';
-import { backendRefused, passUpstreamGate } from './upstream-gate.js';
+import { backendRefused, passUpstreamGate, stepUp } from './upstream-gate.js';
 import { firstPageList, relayRememberingList } from './remembered-lists.js';
 import { keepsList } from '../linking/catalog.js';
 import { endLostBackendSession, openStandaloneStream, relayPostStream, resumeStream, type StreamTarget } from './stream-service.js';
@@ -137,6 +137,10 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
   if (res.status === 401 && linkable) {
     await res.body.dump();
     return backendRefused(t, messages, batch, authorization !== undefined);
+  }
+  if (res.status === 403 && linkable && authorization !== undefined) {
+    const answered = await stepUp(t, res, messages, batch);
+    if (answered) return answered;
   }
   const listMethod = linkable && res.status === 200 ? firstPageList(messages) : undefined;
   const provenance = authorization ? 'user' : 'anonymous';

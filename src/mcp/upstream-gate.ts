@@ -7,7 +7,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
-import { supportsUrlElicitation } from '../connect/elicitation-replies.js';
+import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
+import { insufficientScopeError } from '../connect/upstream-auth.js';
+import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { openBackendSession } from '../linking/backend-session.js';
 import { linkedAuthorization } from '../linking/linked-authorization.js';
@@ -58,6 +60,31 @@ export async function backendRefused(t: StreamTarget, messages: JsonRpcMessage[]
     await t.ctx.upstream.forget(principalOf(t.request), t.backend.config);
   }
   return answerForUnlinked(t, messages.filter(isRequest) as OpenRequest[], batch);
+}
+
+/**
+ * The backend answered the user's token with 403 (MCP 2025-11-25 "Authorization", §Step-Up
+ * Authorization Flow): for `insufficient_scope`, every request gets the step-up link (-32042
+ * or its text form, as for a first link) asking for the wider scope, and the client's retry
+ * after the link goes with the new token; a 403 asking for nothing the token lacks gets the
+ * error instead. The token is kept either way. Undefined (body unread) for any other 403.
+ */
+export async function stepUp(t: StreamTarget, res: BackendResponse, messages: JsonRpcMessage[], batch: boolean): Promise<FastifyReply | undefined> {
+  const { ctx, request, reply, backend } = t;
+  const requests = messages.filter(isRequest) as OpenRequest[];
+  const decision = await ctx.upstream.stepUp(principalOf(request), backend.config, res.headers['www-authenticate'], t.sessionId);
+  if (!decision) return undefined;
+  await res.body.dump().catch(() => {});
+  const provider = backend.config.upstreamAuth!.provider;
+  if ('hopeless' in decision) {
+    request.log.info({ provider, ...decision.hopeless }, 'backend wants scopes the linked token already has; no new link');
+    return sendBackendError(reply, insufficientScopeError(backend.config, decision.hopeless), requests.map((r) => r.id), batch);
+  }
+  request.log.info({ provider, scopes: decision.elicitation.scopes }, 'backend wants more scopes; asking the user for a step-up link');
+  if (!requests.length) return reply.code(202).send();
+  request.mcpOutcome = 'answered_by_gateway';
+  const answers = elicitationRequiredMessages(requests, decision.elicitation, ctx.config.publicUrl, supportsUrlElicitation(t.session.clientCapabilities));
+  return reply.code(200).type('application/json').header(HEADER.sessionId, t.sessionId).send(batch ? answers : answers[0]);
 }
 
 /** Answers requests for a backend whose account is not linked (notifications and responses: 202). */

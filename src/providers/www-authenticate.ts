@@ -72,3 +72,21 @@ export function parseWwwAuthenticate(header: string): Challenge[] {
   }
   return out;
 }
+
+/**
+ * The scopes a backend's 403 asks for (RFC 6750 §3.1 `insufficient_scope`; MCP 2025-11-25
+ * "Authorization", §Step-Up Authorization Flow): the `scope` of its Bearer challenge whose
+ * `error` is `insufficient_scope` (empty when it names none), or undefined when the field
+ * holds no such challenge (a 403 for another reason).
+ */
+export function insufficientScope(header: string | string[] | undefined): string[] | undefined {
+  const text = Array.isArray(header) ? header.join(', ') : header;
+  if (!text) return undefined;
+  const challenge = parseWwwAuthenticate(text).find((c) => c.scheme === 'bearer' && c.params.error === 'insufficient_scope');
+  return challenge && splitScopes(challenge.params.scope);
+}
+
+/** A scope string as a list: space-separated (RFC 6749 §3.3), commas tolerated (Slack). */
+export function splitScopes(scope: string | undefined): string[] {
+  return (scope ?? '').split(/[\s,]+/).filter((s) => s !== '');
+}

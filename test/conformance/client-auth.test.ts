@@ -21,10 +21,7 @@ import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 
 /** Scenarios that cannot pass before another part of issue 33 lands (then remove them here). */
-const WAITING: Readonly<Record<string, string>> = {
-  // Issue 33 §3: step-up to a new link on 403 insufficient_scope (the second authorization request never comes).
-  'auth/scope-step-up': 'issue 33 §3 (step-up on 403 insufficient_scope)',
-};
+const WAITING: Readonly<Record<string, string>> = {};
 
 const only = process.env.CONFORMANCE_CLIENT_SCENARIOS?.split(',').filter((s) => s !== '');
 const scenarios = only?.length ? CLIENT_SCENARIOS.filter((s) => only.includes(s)) : CLIENT_SCENARIOS;
