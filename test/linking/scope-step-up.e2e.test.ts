@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitationCompleteNotificationSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
-import { withDeadline } from '../helpers/deadline.js';
+import { eventually, linkInBrowser, linkRequired } from '../helpers/linking-journey.js';
 import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -51,44 +51,6 @@ after(async () => {
   await Promise.allSettled([backend?.close(), idp?.stop(), redis?.stop()]);
 });
 
-/** The -32042 a call gets: its link and message. */
-async function linkRequired(client: Client, name: string): Promise<{ elicitationId: string; url: string; message: string }> {
-  const refused = await client.callTool({ name, arguments: {} }).then(
-    (result) => result,
-    (err: unknown) => err,
-  );
-  assert.ok(refused instanceof McpError, `expected -32042 for ${name}, got ${JSON.stringify(refused)}`);
-  assert.equal(refused.code, -32042, refused.message);
-  return (refused.data as { elicitations: Array<{ elicitationId: string; url: string; message: string }> }).elicitations[0]!;
-}
-
-/** Sign-in at the MCP authorization server, consent (its text returned), the provider, back: in Chromium. */
-async function linkInBrowser(link: string, sub: string): Promise<string> {
-  const context = await browser.newContext();
-  try {
-    await context.addCookies([idp.subjectCookie(sub)]);
-    const page = await context.newPage();
-    const consent = await page.goto(link);
-    const consentText = (await page.textContent('body')) ?? '';
-    assert.equal(consent?.status(), 200, consentText);
-    await Promise.all([page.waitForURL(/\/oauth\/callback\/acme\?/, { timeout: 15_000 }), page.click('button[value="continue"]')]);
-    assert.match((await page.textContent('body')) ?? '', /return to your client/i);
-    return consentText;
-  } finally {
-    await context.close();
-  }
-}
-
-async function eventually(what: string, check: () => boolean): Promise<void> {
-  await withDeadline(
-    (async () => {
-      while (!check()) await new Promise((resolve) => setTimeout(resolve, 100));
-    })(),
-    15_000,
-    `waiting for ${what}`,
-  );
-}
-
 test('a 403 insufficient_scope leads to a step-up link asking for the union of scopes; the retry succeeds; a 403 for granted scopes is an error, not a link', { timeout: 120_000 }, async () => {
   const token = await idp.token({ sub: 'alice', aud: gateway.audience });
   const client = new Client({ name: 'step-up', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
@@ -98,7 +60,7 @@ test('a 403 insufficient_scope leads to a step-up link asking for the union of s
   try {
     // First link: the configured scope.
     const first = await linkRequired(client, 'write');
-    await linkInBrowser(first.url, 'alice');
+    await linkInBrowser(browser, first.url, 'acme', [idp.subjectCookie('alice')]);
     await eventually('the first link to complete', () => completed.includes(first.elicitationId));
     assert.deepEqual(backend.authorizeScopes(), ['read']);
 
@@ -110,7 +72,7 @@ test('a 403 insufficient_scope leads to a step-up link asking for the union of s
     const meanwhile = (await client.callTool({ name: 'whoami', arguments: {} })) as CallToolResult;
     assert.match(JSON.stringify(meanwhile.content), /whoami with scope read"/);
 
-    const consent = await linkInBrowser(second.url, 'alice');
+    const consent = await linkInBrowser(browser, second.url, 'acme', [idp.subjectCookie('alice')]);
     assert.match(consent, /write/, 'the consent page names the wider scope');
     await eventually('the step-up link to complete', () => completed.includes(second.elicitationId));
     assert.deepEqual(backend.authorizeScopes(), ['read', 'read write'], 'the provider saw the wider scope requested');
@@ -145,11 +107,11 @@ test('/mcp: a member answering 403 insufficient_scope leads to the step-up link 
   try {
     const asked = backend.authorizeScopes().length;
     const first = await linkRequired(client, 'scoped__write');
-    await linkInBrowser(first.url, 'bob');
+    await linkInBrowser(browser, first.url, 'acme', [idp.subjectCookie('bob')]);
     await eventually('the first link to complete', () => completed.includes(first.elicitationId));
     const second = await linkRequired(client, 'scoped__write');
     assert.match(second.message, /needs more access.*read write/);
-    await linkInBrowser(second.url, 'bob');
+    await linkInBrowser(browser, second.url, 'acme', [idp.subjectCookie('bob')]);
     await eventually('the step-up link to complete', () => completed.includes(second.elicitationId));
     assert.deepEqual(backend.authorizeScopes().slice(asked), ['read', 'read write']);
     const retried = (await client.callTool({ name: 'scoped__write', arguments: {} })) as CallToolResult;

@@ -16,9 +16,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitationCompleteNotificationSchema, McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitationCompleteNotificationSchema, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
-import { withDeadline } from '../helpers/deadline.js';
+import { eventually, linkInBrowser, linkRequired } from '../helpers/linking-journey.js';
 import { allToolNames } from '../helpers/pages.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
@@ -80,45 +80,6 @@ async function toolNames(client: Client): Promise<string[]> {
   return (await allToolNames(client)).items.sort();
 }
 
-/** The -32042 a call gets, with its connect link. */
-async function linkRequired(client: Client, name: string): Promise<{ elicitationId: string; url: string }> {
-  const refused = await client.callTool({ name, arguments: {} }).then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  assert.ok(refused instanceof McpError, `expected -32042 for ${name}, got ${String(refused)}`);
-  assert.equal(refused.code, -32042);
-  const [elicitation] = (refused.data as { elicitations: Array<{ mode: string; elicitationId: string; url: string }> }).elicitations;
-  assert.equal(elicitation!.mode, 'url');
-  return elicitation!;
-}
-
-/** Sign-in at the MCP authorization server, consent, the provider, back: in Chromium. */
-async function linkInBrowser(link: string, sub: string, providerSub: string): Promise<void> {
-  const context = await browser.newContext();
-  try {
-    await context.addCookies([idp.subjectCookie(sub), provider.subjectCookie(providerSub)]);
-    const page = await context.newPage();
-    const consent = await page.goto(link);
-    assert.equal(consent?.status(), 200, (await page.textContent('body')) ?? '');
-    assert.match((await page.textContent('body')) ?? '', /acme/);
-    await Promise.all([page.waitForURL(/\/oauth\/callback(\/[a-z0-9-]+)?\?/, { timeout: 15_000 }), page.click('button[value="continue"]')]);
-    assert.match((await page.textContent('body')) ?? '', /return to your client/i);
-  } finally {
-    await context.close();
-  }
-}
-
-async function eventually(what: string, check: () => boolean): Promise<void> {
-  await withDeadline(
-    (async () => {
-      while (!check()) await new Promise((resolve) => setTimeout(resolve, 100));
-    })(),
-    15_000,
-    `waiting for ${what}`,
-  );
-}
-
 test('/mcp/{backend}: connect and list before linking, link through the browser, then the real tools with the user\'s own identity', { timeout: 120_000 }, async () => {
   const alice = await connect('/mcp/protected', 'alice');
   try {
@@ -127,7 +88,7 @@ test('/mcp/{backend}: connect and list before linking, link through the browser,
     assert.equal(await backend.sessionsOpened(), 0);
     const link = await linkRequired(alice.client, 'connect');
 
-    await linkInBrowser(link.url, 'alice', 'alice-at-acme');
+    assert.match(await linkInBrowser(browser, link.url, 'acme', [idp.subjectCookie('alice'), provider.subjectCookie('alice-at-acme')]), /acme/);
     await eventually('notifications/elicitation/complete', () => alice.completed.includes(link.elicitationId));
     await eventually('notifications/tools/list_changed', () => alice.toolListChanges > 0);
 
@@ -171,7 +132,7 @@ test('/mcp: the backend stays a member waiting for the link; {backend}__connect 
     const link = await linkRequired(carol.client, 'crm__connect');
     await linkRequired(carol.client, 'protected__connect');
 
-    await linkInBrowser(link.url, 'carol', 'carol-at-acme');
+    assert.match(await linkInBrowser(browser, link.url, 'acme', [idp.subjectCookie('carol'), provider.subjectCookie('carol-at-acme')]), /acme/);
     await eventually('notifications/elicitation/complete', () => carol.completed.includes(link.elicitationId));
     await eventually('notifications/tools/list_changed', () => carol.toolListChanges > 0);
 
