@@ -8,7 +8,7 @@
  * those requests; this one applies safe-fetch's rules to them:
  * - the URL's form (https only, no credentials, no non-public IP literal) — `checkUrl`,
  *   which throws, so the request is never made;
- * - every address a host name resolves to must be public (`classifyAddress`), checked in the
+ * - every address a host name resolves to must be public (`addressRefusal`), checked in the
  *   lookup the connection itself uses, so a name that re-resolves elsewhere (DNS rebinding)
  *   cannot slip past;
  * - loopback is never allowed here, not even in development: no broker feature needs the
@@ -20,7 +20,7 @@
  */
 import { lookup, type LookupAddress, type LookupAllOptions, type LookupOneOptions } from 'node:dns';
 import type { Configuration } from 'oidc-provider';
-import { checkUrl, classifyAddress, SafeFetchError } from '../providers/safe-fetch.js';
+import { addressRefusal, checkUrl, SafeFetchError } from '../providers/safe-fetch.js';
 
 const TIMEOUT_MS = 5_000;
 
@@ -38,11 +38,8 @@ function publicOnlyLookup(hostname: string, options: LookupOneOptions | LookupAl
   const wantsAll = typeof options === 'object' && options.all === true;
   lookup(hostname, { all: true }, (err, addresses) => {
     if (err) return done(err, []);
-    const refused = addresses.find((a) => classifyAddress(a.address) !== 'public');
-    if (refused || addresses.length === 0) {
-      const reason = refused ? `resolves to a ${classifyAddress(refused.address)} address` : 'does not resolve';
-      return done(Object.assign(new SafeFetchError('address', `${hostname}: refused, the host ${reason}`), { code: 'ESSRFREFUSED' }), []);
-    }
+    const refusal = addresses.length === 0 ? 'refused, the host does not resolve' : addressRefusal(addresses, false);
+    if (refusal) return done(Object.assign(new SafeFetchError('address', `${hostname}: ${refusal}`), { code: 'ESSRFREFUSED' }), []);
     if (wantsAll) return done(null, addresses);
     done(null, addresses[0]!.address, addresses[0]!.family);
   });

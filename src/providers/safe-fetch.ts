@@ -103,16 +103,26 @@ async function checkedAddresses(target: URL, where: string, init: SafeFetchInit,
     }
     if (addresses.length === 0) throw new SafeFetchError('dns', `${where}: the host name does not resolve`);
   }
-  for (const a of addresses) {
-    const verdict = classifyAddress(a.address);
-    if (verdict === 'public') continue;
-    if (verdict === 'loopback' && init.allowLoopback) continue;
-    throw new SafeFetchError('address', `${where}: refused, the host resolves to a ${verdict} address`);
-  }
+  const refusal = addressRefusal(addresses, Boolean(init.allowLoopback));
+  if (refusal) throw new SafeFetchError('address', `${where}: ${refusal}`);
   if (target.protocol === 'http:' && !addresses.every((a) => classifyAddress(a.address) === 'loopback')) {
     throw new SafeFetchError('url', `${where}: refused, http is allowed for loopback hosts only`);
   }
   return addresses;
+}
+
+/**
+ * Why a host with these addresses may not be connected to — the first that is not public
+ * (nor loopback, where allowed) — or undefined when every one may. Also the broker's guard on
+ * its provider's own HTTP client (broker/outbound-guard.ts).
+ */
+export function addressRefusal(addresses: readonly LookupAddress[], allowLoopback: boolean): string | undefined {
+  for (const a of addresses) {
+    const verdict = classifyAddress(a.address);
+    if (verdict === 'public' || (verdict === 'loopback' && allowLoopback)) continue;
+    return `refused, the host resolves to a ${verdict} address`;
+  }
+  return undefined;
 }
 
 /** A connection pool that connects only to `pinned`, the addresses just checked (no second lookup to rebind). */
