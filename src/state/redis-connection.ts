@@ -186,3 +186,25 @@ function tlsOptions(settings: RedisTlsSettings | undefined): ConnectionOptions |
   };
   return { ...pem('ca'), ...pem('cert'), ...pem('key'), ...(settings.servername ? { servername: settings.servername } : {}) };
 }
+
+/**
+ * Connection errors surface through the commands that fail, so the client's `error` events
+ * are only silenced here. ioredis listens for a socket's first `error` only (`once`); a TLS
+ * socket can raise a second one, an alert arriving while it is being closed, and with no
+ * listener left Node turns it into an uncaught exception that ends the process. So every
+ * socket that erred, and the one being closed, keeps a listener until it is gone.
+ */
+export function silenceConnectionErrors(client: RedisClient): void {
+  client.on('error', () => keepSocketQuiet(client));
+}
+
+/** Before `disconnect()`: the socket being closed may still report an alert from the peer. */
+export function keepSocketQuiet(client: RedisClient): void {
+  const stream = (client as { stream?: NodeJS.EventEmitter }).stream;
+  if (stream && !QUIETED.has(stream)) {
+    QUIETED.add(stream);
+    stream.on('error', () => {});
+  }
+}
+
+const QUIETED = new WeakSet<NodeJS.EventEmitter>();

@@ -18,7 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from './coordinator.js';
-import { isCluster, subscriberFor, type RedisClient } from './redis-connection.js';
+import { isCluster, keepSocketQuiet, silenceConnectionErrors, subscriberFor, type RedisClient } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
 import { CLAIM_STANDALONE, RELEASE_IF_HELD, RENEW_IF_HELD } from './redis-scripts.js';
 import type { StoredEvent, StreamKey } from './store.js';
@@ -53,7 +53,7 @@ export class RedisCoordinator implements Coordinator {
     this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE_IF_HELD });
     // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
     this.#subscriber = subscriberFor(redis);
-    this.#subscriber.on('error', () => {});
+    silenceConnectionErrors(this.#subscriber);
     this.#inbox = this.#keys.replicaChannel(keyPrefix, this.replicaId);
     this.#everyone = this.#keys.broadcastChannel(keyPrefix);
     this.#subscriber.on('message', (channel: string, text: string) => this.#dispatch(channel, text));
@@ -127,6 +127,7 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async close(): Promise<void> {
+    keepSocketQuiet(this.#subscriber);
     this.#subscriber.disconnect();
   }
 

@@ -14,7 +14,7 @@
 import calculateSlot from 'cluster-key-slot';
 import type { RedisOptions } from 'ioredis';
 import { AppendBatcher } from './append-batcher.js';
-import { connectRedis, isCluster, type RedisClient, type RedisEndpoint, type RedisMode } from './redis-connection.js';
+import { connectRedis, isCluster, keepSocketQuiet, silenceConnectionErrors, type RedisClient, type RedisEndpoint, type RedisMode } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
 import { appendEventsScript, CREATE_SESSION, DELETE_IF, DELETE_SESSION, MARK_SESSIONS_IN_USE, RELEASE_SESSION_IN_USE, TOUCH_SESSION } from './redis-scripts.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
@@ -90,9 +90,7 @@ export class RedisStore implements StateStore {
     this.redis.defineCommand('sbDeleteSession', { numberOfKeys: 3, lua: DELETE_SESSION });
     this.redis.defineCommand('sbMarkSessionsInUse', { numberOfKeys: 2, lua: MARK_SESSIONS_IN_USE });
     this.redis.defineCommand('sbReleaseSessionInUse', { numberOfKeys: 2, lua: RELEASE_SESSION_IN_USE });
-    // Connection errors surface through the commands that fail; without a listener ioredis
-    // would print them as unhandled.
-    this.redis.on('error', () => {});
+    silenceConnectionErrors(this.redis);
   }
 
   /**
@@ -243,6 +241,7 @@ export class RedisStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    keepSocketQuiet(this.redis);
     this.redis.disconnect();
   }
 }

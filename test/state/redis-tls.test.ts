@@ -73,4 +73,16 @@ describe('Redis over TLS', () => {
       await Promise.all(attempts.map(([, store]) => store.close()));
     }
   });
+
+  test('a socket that reports a second error, or an alert while closing, does not end the process', async (t) => {
+    const store = storeFor(block());
+    t.after(() => store.close());
+    await store.ready(10_000);
+    const socket = (store as unknown as { redis: { stream: NodeJS.EventEmitter } }).redis.stream;
+    // ioredis listens for a socket's first error only; the TLS alert that failed CI came after.
+    socket.emit('error', new Error('tlsv1 alert decode error (first)'));
+    assert.doesNotThrow(() => socket.emit('error', new Error('tlsv1 alert decode error (second)')));
+    await store.close();
+    assert.doesNotThrow(() => socket.emit('error', new Error('alert after close')));
+  });
 });
