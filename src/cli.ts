@@ -2,20 +2,42 @@
 /**
  * `switchboard [--config file.yaml]` (SPEC §3). With a config file: validate it and serve.
  * Without one: the embedded development default, which prints the endpoint and a ready
- * bearer token.
+ * bearer token. `switchboard validate --config file.yaml` only validates (issue 32 §2), and
+ * `--version` prints the package version; both load neither the server nor its
+ * dependencies, so they start nothing.
  */
-import { startDevelopment } from './dev/development.js';
 import { ConfigError } from './config/errors.js';
 import { findConfigFile, loadConfigFile } from './config/load.js';
-import { closeOnSignals, startServer } from './server.js';
+import { validateConfigFile } from './config/validate.js';
+import { packageVersion } from './ops/version.js';
+
+const USAGE = `usage:
+  switchboard [--config <file.yaml>]           serve (no file: the development default)
+  switchboard [--port <n>]                     the development default on this port
+  switchboard validate [--config <file.yaml>]  check the file as the start would; exit 0 or 1
+  switchboard --version                        print the version
+  switchboard --help                           print this
+`;
 
 async function main(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write('usage: switchboard [--config <file.yaml>] [--port <n> (development default only)]\n');
+    process.stdout.write(USAGE);
     return;
   }
+  if (argv.includes('--version') || argv.includes('-v')) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return;
+  }
+  if (argv[0] === 'validate') {
+    const file = findConfigFile(argv.slice(1), process.env);
+    if (!file) throw new ConfigError([], 'validate needs a config file: --config <file.yaml>, $SWITCHBOARD_CONFIG or ./switchboard.yaml');
+    process.stdout.write(`${validateConfigFile(file, process.env).join('\n')}\n`);
+    return;
+  }
+  const { closeOnSignals, startServer } = await import('./server.js');
   const file = findConfigFile(argv, process.env);
   if (!file) {
+    const { startDevelopment } = await import('./dev/development.js');
     await startDevelopment(argv, { start: startServer, closeOnSignals });
     return;
   }
