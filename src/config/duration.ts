@@ -3,9 +3,23 @@
  * "500ms", "1d"); a bare number (or a string of one, as `${VAR}` yields) means seconds. Everything inside the gateway is
  * milliseconds, converted once here.
  */
+import { PLACEHOLDER_PATTERN } from './json-hints.js';
+
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/;
+
+/**
+ * What a duration may be in the file as written (config/json-schema.ts): a number of
+ * seconds, a string parseDuration reads (it trims), or one holding a `${VAR}`.
+ */
+export const DURATION_JSON_SCHEMA = {
+  anyOf: [
+    { type: 'number', minimum: 0 },
+    { type: 'string', pattern: `^\\s*${DURATION.source.slice(1, -1)}\\s*$|${PLACEHOLDER_PATTERN}` },
+  ],
+  description: 'a duration: 500ms, 30s, 5m, 24h, 7d; a bare number means seconds',
+};
 
 /** Parses "90s" / "24h" / 30 (seconds) into milliseconds; returns undefined when malformed. */
 export function parseDuration(value: string | number): number | undefined {

@@ -7,14 +7,14 @@ import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
 import { brokerModeIssues, brokerSchema } from './broker-schema.js';
 import { statelessSchema } from './stateless-schema.js';
-import { parseDuration } from './duration.js';
+import { DURATION_JSON_SCHEMA, parseDuration } from './duration.js';
+import { jsonHint } from './json-hints.js';
 import { httpUrl } from './http-url.js';
 import { upstreamAuthSchema } from './upstream-auth-schema.js';
 import { trustProxySchema } from './trust-proxy-schema.js';
 
 const duration = (fallback: string) =>
-  z
-    .union([z.string(), z.number()])
+  jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
     .default(fallback)
     .transform((value, ctx) => {
       const ms = parseDuration(value);
@@ -30,7 +30,8 @@ const duration = (fallback: string) =>
  * `${VAR}` is substituted into the parsed YAML, so a number supplied from the environment
  * arrives as a string ("8080"); accept such strings wherever a whole number is expected.
  */
-const wholeNumber = () => z.preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v), z.number().int());
+const wholeNumber = () =>
+  jsonHint(z.preprocess((v) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v), z.number().int()), { kind: 'wholeNumber' });
 
 const trimSlash = (u: string) => u.replace(/\/+$/, '');
 

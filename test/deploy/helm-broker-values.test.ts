@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { coalesceValues, readRepoFile } from './support.js';
@@ -17,6 +18,8 @@ const CHART = 'helm/switchboard';
 const defaults = parseYaml(readRepoFile(`${CHART}/values.yaml`)) as Values;
 const broker = coalesceValues(defaults, parseYaml(readRepoFile(`${CHART}/ci/broker-values.yaml`)) as Values) as Values;
 const ajv = new Ajv({ strict: true, allowUnionTypes: true, allErrors: true });
+// The config block is the generated config schema (schema/switchboard.schema.json), which uses `format: uri`.
+addFormats.default(ajv);
 const validate = ajv.compile(JSON.parse(readRepoFile(`${CHART}/values.schema.json`)) as object);
 const pem = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
 import { ROOT, blockProblems, coalesceValues, execForm, hasPath, parseDockerfile, readRepoFile, templateActions, valuesPaths, withoutActions } from './support.js';
@@ -39,6 +40,8 @@ const [imageConfigPath] = execForm(finalStage.instructions.filter((i) => i.keywo
 const imageNode = execForm(finalStage.instructions.filter((i) => i.keyword === 'ENTRYPOINT').at(-1)!.args)![0]!;
 
 const ajv = new Ajv({ strict: true, allowUnionTypes: true, allErrors: true });
+// The config block is the generated config schema (schema/switchboard.schema.json), which uses `format: uri`.
+addFormats.default(ajv);
 const validateValues = ajv.compile(schema);
 
 function schemaErrors(candidate: unknown): string {
