@@ -8,7 +8,7 @@
  * chart is also linted and rendered for real.
  */
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -17,7 +17,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
-import { ROOT, blockProblems, coalesceValues, execForm, hasPath, parseDockerfile, readRepoFile, templateActions, valuesPaths, withoutActions } from './support.js';
+import { ROOT, blockProblems, helmBinary, coalesceValues, execForm, hasPath, parseDockerfile, readRepoFile, templateActions, valuesPaths, withoutActions } from './support.js';
 
 const run = promisify(execFile);
 const CHART = 'helm/switchboard';
@@ -129,9 +129,11 @@ describe('the rendered Switchboard config (ConfigMap = toYaml .Values.config)', 
   test('the production-shaped config is valid with the variables its Secret provides', () => {
     const rendered = parseYaml(stringifyYaml(production.config)) as unknown;
     const needed = placeholders(rendered);
-    assert.deepEqual(needed, ['COOKIE_KEY', 'GH_CLIENT_ID', 'GH_CLIENT_SECRET', 'LOGIN_SECRET', 'REDIS_URL', 'TOKEN_KEY']);
-    const env = Object.fromEntries(needed.map((n) => [n, n === 'REDIS_URL' ? 'rediss://:pw@redis.acme.example:6380/0' : `${n.toLowerCase()}-`.padEnd(40, 'x')]));
+    // External Redis behind Sentinel (issue 32 §3): its password, not a REDIS_URL.
+    assert.deepEqual(needed, ['COOKIE_KEY', 'GH_CLIENT_ID', 'GH_CLIENT_SECRET', 'LOGIN_SECRET', 'REDIS_PASSWORD', 'TOKEN_KEY']);
+    const env = Object.fromEntries(needed.map((n) => [n, `${n.toLowerCase()}-`.padEnd(40, 'x')]));
     const config = parseConfig(rendered, env);
+    assert.equal(config.redis?.mode, 'sentinel');
     assert.equal(config.backends.length, 2);
     assert.equal(config.auth.requiredScopes[0], 'mcp');
     assert.equal(config.listen.port, 8080, 'defaults merged under the override, as Helm does');
@@ -160,6 +162,7 @@ describe('templates', () => {
     assert.deepEqual(Object.fromEntries([...kinds].sort()), {
       ConfigMap: 'v1',
       Deployment: 'apps/v1',
+      HTTPRoute: 'gateway.networking.k8s.io/v1',
       HorizontalPodAutoscaler: 'autoscaling/v2',
       Ingress: 'networking.k8s.io/v1',
       NetworkPolicy: 'networking.k8s.io/v1',
@@ -330,23 +333,6 @@ describe('Ingress, Service, autoscaling', () => {
     assert.match(helpers, /define "switchboard\.redis\.selectorLabels" -\}\}\n(?:.*\n){2}app\.kubernetes\.io\/component: redis/);
   });
 });
-
-/**
- * A helm binary: HELM_BIN, the one scripts/fetch-helm.sh unpacks (CI runs it), or `helm`
- * on PATH. CI requires it (SB_REQUIRE_HELM=1) so the rendered checks cannot be skipped there.
- */
-function helmBinary(): string | undefined {
-  const candidates = [process.env.HELM_BIN, join(ROOT, '.cache/helm/helm'), 'helm'].filter((c): c is string => Boolean(c));
-  for (const candidate of candidates) {
-    try {
-      execFileSync(candidate, ['version', '--short'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // not there
-    }
-  }
-  return undefined;
-}
 
 describe('Redis modes (issue 17): standalone, cluster, sentinel, TLS', () => {
   const withRedis = (redis: Values, tls = '') => {

@@ -5,7 +5,9 @@
  * machine, so these implement just enough of each tool's documented rules to check the
  * files for real instead of by eye.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -331,4 +333,25 @@ export function composeVariablesInTree(node: unknown): ComposeVariable[] {
   if (Array.isArray(node)) return node.flatMap(composeVariablesInTree);
   if (node && typeof node === 'object') return Object.values(node).flatMap(composeVariablesInTree);
   return [];
+}
+
+// ---------------------------------------------------------------------------------------
+// helm
+// ---------------------------------------------------------------------------------------
+
+/**
+ * A helm binary: HELM_BIN, the one scripts/fetch-helm.sh unpacks (CI runs it), or `helm`
+ * on PATH. CI requires it (SB_REQUIRE_HELM=1) so the rendered checks cannot be skipped there.
+ */
+export function helmBinary(): string | undefined {
+  const candidates = [process.env.HELM_BIN, join(ROOT, '.cache/helm/helm'), 'helm'].filter((c): c is string => Boolean(c));
+  for (const candidate of candidates) {
+    try {
+      execFileSync(candidate, ['version', '--short'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
 }

@@ -16,6 +16,7 @@ import addFormats from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { developmentConfigFile } from '../../src/config/default.js';
 import { parseConfig } from '../../src/config/load.js';
+import { coalesceValues } from '../deploy/support.js';
 import { SCHEMA_COMMAND, SCHEMA_FILE, VALUES_SCHEMA_FILE, compactJson, generatedSchemaFiles } from '../../scripts/config-schema.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -90,7 +91,8 @@ describe('the schema accepts the configs the repository ships', () => {
     test(`the config block of ${file} (with the chart defaults where it has none)`, () => {
       const values = parseYaml(read(file)) as Json;
       const defaults = parseYaml(read('helm/switchboard/values.yaml')) as Json;
-      const config = { ...defaults.config, ...values.config };
+      // Helm's merge (maps key by key, null deletes), as the ConfigMap gets it.
+      const config = (coalesceValues(defaults, values) as Json).config;
       assert.equal(errors(config), '');
     });
   }
