@@ -37,6 +37,7 @@ interface Healthcheck {
 }
 interface Service {
   image?: string;
+  profiles?: string[];
   build?: { context: string; dockerfile?: string };
   command?: string[] | string;
   environment?: Record<string, string>;
@@ -125,8 +126,11 @@ function mockOAuthClaims(issuerId: string, form: Record<string, string>): Record
 }
 
 describe('docker-compose.yml', () => {
-  test('has the gateway, Redis, a demo backend and a development OAuth server', () => {
-    assert.deepEqual(Object.keys(services).sort(), ['everything', 'oauth', 'redis', 'switchboard']);
+  test('has the gateway, Redis, a demo backend and a development OAuth server (and the optional TLS front)', () => {
+    // Services with `profiles` start only when one of them is asked for (compose's profiles rule).
+    const always = Object.keys(services).filter((name) => !services[name]!.profiles);
+    assert.deepEqual(always.sort(), ['everything', 'oauth', 'redis', 'switchboard']);
+    assert.deepEqual(service('tls').profiles, ['tls']);
   });
 
   test('every service has a health check, in exec form', () => {
