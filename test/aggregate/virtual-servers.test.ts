@@ -7,6 +7,7 @@
  *   and `repo` fixed (hidden from the model), the optional `labels` hidden; its prompt
  *   `triage` as `triage_bug`; its resources under `repo://acme/` only;
  * - `docs` (2026-07-28 only, v2 SDK): `search_docs` as `find_docs`, optional `limit` hidden;
+ *   `admin_reset` selected too, but denied by the backend's tool policy;
  * - `crm` (needs the user's own account, `upstreamAuth`): `whoami`, which leads to the link.
  *
  * Clients: the v1 SDK (2025-11-25 sessions) and the v2 SDK pinned to 2026-07-28 (stateless,
@@ -45,6 +46,8 @@ const TRIAGE = {
     { from: 'docs.search_docs', as: 'find_docs', title: 'Find docs', arguments: { limit: { hide: true } } },
     { from: 'crm.whoami' },
     { from: 'issues.announce' },
+    // Selected, but the backend's tool policy denies it: the policy, which sees the real name, wins.
+    { from: 'docs.admin_reset' },
   ],
   prompts: [{ from: 'issues.triage', as: 'triage_bug' }],
   resources: [{ from: 'issues', uriPrefix: 'repo://acme/' }],
@@ -60,7 +63,7 @@ before(async () => {
     auth: { login: { clientId: 'switchboard-web', scopes: ['openid'] } },
     backends: [
       { name: 'issues', url: issues.url },
-      { name: 'docs', url: docs.url },
+      { name: 'docs', url: docs.url, access: { tools: { deny: ['admin_reset'] } } },
       {
         name: 'crm',
         url: crm.url,
@@ -161,10 +164,16 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
   });
 
   test('tools the server does not select cannot be called, by either name', async () => {
-    for (const name of ['delete_repo', 'issues__delete_repo', 'issues__create_issue', 'create_issue', 'admin_reset']) {
+    for (const name of ['delete_repo', 'issues__delete_repo', 'issues__create_issue', 'create_issue', 'docs__admin_reset']) {
       await refused(client.callTool({ name, arguments: { owner: 'acme', repo: 'web' } }), -32602, /Unknown tool/);
     }
     assert.ok(!issues.calls.some((c) => c.tool === 'delete_repo'));
+  });
+
+  test('the backend\'s tool policy sees the real tool: a selected tool it denies is neither listed nor called', async () => {
+    assert.ok(!(await client.listTools()).tools.some((t) => t.name === 'admin_reset'));
+    await refused(client.callTool({ name: 'admin_reset', arguments: {} }), -32602, /Unknown tool/);
+    assert.ok(!docs.calls.some((c) => c.tool === 'admin_reset'), 'the backend never ran it');
   });
 
   test('prompts by name, resources by URI prefix; the renamed tool\'s UI resource stays readable', async () => {
