@@ -20,6 +20,7 @@ import type { BackendConfig } from '../config/schema.js';
 import type { ServerConfig } from '../config/servers-schema.js';
 import type { LinkingContext } from '../linking/linking.js';
 import { ErrorCode, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { isToolAllowed } from '../policy/tool-policy.js';
 import { AggregatedBackend } from './aggregated-backend.js';
 import { LIST_METHODS } from './lists.js';
 import { splitName } from './names.js';
@@ -41,22 +42,24 @@ export class VirtualServer implements McpBackend {
   readonly #inner: AggregatedBackend;
   readonly #selection: Selection;
   readonly #server: ServerConfig;
+  readonly #backends: LinkingContext['backends'];
 
   constructor(ctx: LinkingContext, server: ServerConfig, index: number) {
     this.#server = server;
+    this.#backends = ctx.backends;
     this.#selection = new Selection(server, index);
     this.#inner = new AggregatedBackend(ctx, { name: server.name, members: this.#selection.backends });
     this.name = server.name;
     this.config = this.#inner.config;
   }
 
-  async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  async post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
     const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
-    if (!Array.isArray(parsed)) return this.#one(parsed, body, headers, signal);
+    if (!Array.isArray(parsed)) return this.#one(parsed, body, headers);
     // JSON-RPC batches (2025-03-26 sessions only): each message on its own, answers gathered.
     const answers: JsonRpcMessage[] = [];
     for (const message of parsed) {
-      const res = await this.#one(message, JSON.stringify(message), headers, signal);
+      const res = await this.#one(message, JSON.stringify(message), headers);
       answers.push(...(await collectMessages(res)).messages.filter((m) => m.method === undefined));
     }
     return answers.length ? jsonResponse(answers) : emptyResponse(202);
@@ -66,7 +69,7 @@ export class VirtualServer implements McpBackend {
     return this.#inner.get(headers, signal);
   }
 
-  delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  delete(headers: BackendCallHeaders): Promise<BackendResponse> {
     return this.#inner.delete(headers);
   }
 
@@ -74,11 +77,11 @@ export class VirtualServer implements McpBackend {
     return this.#inner.close();
   }
 
-  #one(message: JsonRpcMessage, body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  #one(message: JsonRpcMessage, body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
     // Responses to a member's requests and notifications name no selected item: as on `/mcp`.
     if (!isRequest(message) || PASSED_ON.has(message.method)) return this.#inner.post(body, headers);
     const request = message as Request;
-    if (request.method === 'initialize') return this.#initialize(body, headers, signal);
+    if (request.method === 'initialize') return this.#initialize(body, headers);
     if (LIST_METHODS[request.method]) return virtualList(this.#inner, this.#selection, headers, request);
     const rewritten = this.#rewrite(request, headers);
     if ('refused' in rewritten) return Promise.resolve(errorReply(request.id, ErrorCode.InvalidParams, rewritten.refused));
@@ -92,7 +95,9 @@ export class VirtualServer implements McpBackend {
     switch (request.method) {
       case 'tools/call': {
         const selected = this.#selection.toolByOffered(params.name);
-        if (!selected) {
+        const config = selected && this.#backends.get(selected.backend)?.config;
+        // A tool its backend's policy hides is unknown here too, and named as the client named it (the aggregated layer would name `{backend}__{tool}`).
+        if (!selected || !config || !isToolAllowed(config, selected.name)) {
           if (this.#selection.isConnectTool(params.name) && this.#waitsForLink(params.name as string, headers)) return { message: request };
           return { refused: `Unknown tool: ${String(params.name)}` };
         }
@@ -135,7 +140,7 @@ export class VirtualServer implements McpBackend {
   }
 
   /** The aggregated `initialize`, presented as this server: its name, title and instructions. */
-  async #initialize(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  async #initialize(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
     const res = await this.#inner.post(body, headers);
     if (res.status !== 200 || res.contentType !== 'application/json') return res;
     const answer = JSON.parse(await res.body.text()) as JsonRpcMessage;

@@ -26,6 +26,8 @@ import { linkRequired } from '../helpers/linking-journey.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { startResumableBackend } from '../helpers/resumable-backend.js';
+import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 
 let idp: OAuthHandle;
@@ -34,6 +36,7 @@ let redis: RedisHandle;
 let issues: VirtualBackend;
 let docs: VirtualBackend;
 let crm: ProtectedBackend;
+let counter: { url: string; stop(): Promise<void> };
 let set: ReplicaSet;
 const closers: Array<() => Promise<unknown>> = [];
 
@@ -48,6 +51,8 @@ const TRIAGE = {
     { from: 'issues.announce' },
     // Selected, but the backend's tool policy denies it: the policy, which sees the real name, wins.
     { from: 'docs.admin_reset' },
+    // A long call with progress, its pace pinned: resumed with Last-Event-ID on the other replica.
+    { from: 'counter.count', as: 'count_slowly', arguments: { intervalMs: { value: 400 } } },
   ],
   prompts: [{ from: 'issues.triage', as: 'triage_bug' }],
   resources: [{ from: 'issues', uriPrefix: 'repo://acme/' }],
@@ -55,7 +60,7 @@ const TRIAGE = {
 
 before(async () => {
   [idp, provider, redis, issues, docs] = await Promise.all([startOAuthServer(), startOAuthServer(), startRedis(), startIssuesBackend(), startDocsBackend()]);
-  crm = await startProtectedBackend(provider.issuer, { openListing: true });
+  [crm, counter] = await Promise.all([startProtectedBackend(provider.issuer, { openListing: true }), startResumableBackend()]);
   set = await startReplicas({
     count: 2,
     redisUrl: redis.url,
@@ -64,6 +69,7 @@ before(async () => {
     backends: [
       { name: 'issues', url: issues.url },
       { name: 'docs', url: docs.url, access: { tools: { deny: ['admin_reset'] } } },
+      { name: 'counter', url: counter.url },
       {
         name: 'crm',
         url: crm.url,
@@ -77,7 +83,7 @@ before(async () => {
 after(async () => {
   for (const close of closers) await close().catch(() => {});
   await set?.stop();
-  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
+  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), counter?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
 });
 
 const contentText = (r: { contents: unknown[] }) => (r.contents[0] as { text?: string } | undefined)?.text;
@@ -119,7 +125,7 @@ async function refused(promise: Promise<unknown>, code: number, pattern: RegExp)
 function assertTriageTools(tools: Array<Record<string, unknown>>): void {
   assert.deepEqual(
     tools.map((t) => t.name),
-    ['file_bug', 'find_docs', 'whoami', 'announce'],
+    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly'],
   );
   const fileBug = tools[0]!;
   assert.equal(fileBug.description, 'File a bug against the acme web app');
@@ -172,7 +178,7 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
 
   test('the backend\'s tool policy sees the real tool: a selected tool it denies is neither listed nor called', async () => {
     assert.ok(!(await client.listTools()).tools.some((t) => t.name === 'admin_reset'));
-    await refused(client.callTool({ name: 'admin_reset', arguments: {} }), -32602, /Unknown tool/);
+    await refused(client.callTool({ name: 'admin_reset', arguments: {} }), -32602, /^(MCP error -32602: )?Unknown tool: admin_reset$/);
     assert.ok(!docs.calls.some((c) => c.tool === 'admin_reset'), 'the backend never ran it');
   });
 
@@ -199,6 +205,36 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
     for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(changed, 1);
+  });
+});
+
+describe('resuming a virtual server\'s call stream on the other replica (Last-Event-ID)', () => {
+  test('a call begun on replica A, its connection dropped, is resumed on replica B: every progress event once, then the result', async () => {
+    const auth = `Bearer ${await token('dora')}`;
+    const headers = (extra: Record<string, string> = {}) => ({ authorization: auth, accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25', ...extra });
+    const init = await fetch(set.endpoint(0, 'triage'), {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    });
+    assert.equal(init.status, 200);
+    await init.text();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    assert.equal((await fetch(set.endpoint(1, 'triage'), { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).status, 202);
+    const controller = new AbortController();
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'count_slowly', arguments: { steps: 5 }, _meta: { progressToken: 'p7' } } };
+    const res = await fetch(set.endpoint(0, 'triage'), { method: 'POST', headers: headers(session), signal: controller.signal, body: JSON.stringify(call) });
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    const progress = (events: SseEvent[]) => events.map(messageOf).filter((m) => m?.method === 'notifications/progress').map((m) => (m!.params as { progress: number }).progress);
+    let wanted = 2;
+    const first = await new SseReader(res).until((e) => progress([e]).length > 0 && --wanted === 0, 15_000);
+    controller.abort();
+    const lastId = [...first].reverse().find((e) => e.id)!.id!;
+    const resumed = await fetch(set.endpoint(1, 'triage'), { headers: headers({ ...session, accept: 'text/event-stream', 'last-event-id': lastId }) });
+    assert.equal(resumed.status, 200);
+    const rest = await new SseReader(resumed).until((e) => messageOf(e)?.id === 7, 20_000);
+    assert.deepEqual([...progress(first), ...progress(rest)], [1, 2, 3, 4, 5], 'every progress event exactly once, in order');
+    assert.match(JSON.stringify(messageOf(rest.at(-1)!)?.result), /counted 5/);
   });
 });
 
