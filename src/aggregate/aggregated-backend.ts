@@ -48,19 +48,37 @@ interface MemberStream {
 /** The session record's backend name for aggregated sessions; outside [a-z0-9-]+, so no backend can have it. */
 export const AGGREGATE_NAME = '*';
 
+/** The configs of aggregated endpoints (`/mcp` and every virtual server): their answers depend on who asks. */
+const AGGREGATED_CONFIGS = new WeakSet<BackendConfig>();
+
+/** True for the config of an aggregated endpoint (`/mcp` or a virtual server), whose lists are per user. */
+export function isAggregatedEndpoint(config: BackendConfig): boolean {
+  return AGGREGATED_CONFIGS.has(config);
+}
+
+/**
+ * Which endpoint an aggregated backend serves: `/mcp` (every backend, session records named
+ * `*`), or a virtual server (its name, and only the backends its entries name).
+ */
+export interface AggregateEndpoint {
+  name: string;
+  members?: ReadonlySet<string>;
+}
+
 export class AggregatedBackend implements McpBackend {
-  readonly name = AGGREGATE_NAME;
+  readonly name: string;
   readonly config: BackendConfig;
   readonly #members: Members;
   readonly #rejoiner: Rejoiner;
   readonly #linker: MemberLinker;
 
-  constructor(ctx: LinkingContext) {
-    this.#members = new Members(ctx);
-    this.#rejoiner = new Rejoiner(ctx, this.#members, AGGREGATE_NAME);
-    this.#linker = new MemberLinker(ctx, this.#members, AGGREGATE_NAME);
+  constructor(ctx: LinkingContext, endpoint: AggregateEndpoint = { name: AGGREGATE_NAME }) {
+    this.name = endpoint.name;
+    this.#members = new Members(ctx, endpoint.members);
+    this.#rejoiner = new Rejoiner(ctx, this.#members, endpoint.name);
+    this.#linker = new MemberLinker(ctx, this.#members, endpoint.name);
     this.config = {
-      name: AGGREGATE_NAME,
+      name: endpoint.name,
       transport: 'streamable-http',
       args: [],
       env: {},
@@ -70,6 +88,7 @@ export class AggregatedBackend implements McpBackend {
       timeout: Math.max(...[...ctx.backends.values()].map((b) => b.config.timeout), 0),
       access: { scopes: [], tenants: [], claims: {}, tools: { allow: [], deny: [] } },
     } as BackendConfig;
+    AGGREGATED_CONFIGS.add(this.config);
   }
 
   async post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {

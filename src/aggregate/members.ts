@@ -24,19 +24,23 @@ export interface AggregateCall {
 }
 
 export class Members {
-  constructor(private readonly ctx: LinkingContext) {}
+  /** @param only the backends a virtual server is built from (virtual-server.ts); all of them for `/mcp`. */
+  constructor(
+    private readonly ctx: LinkingContext,
+    private readonly only?: ReadonlySet<string>,
+  ) {}
 
   /** Backends this user may use now, in configuration order. */
   allowed(caller: BackendCaller): McpBackend[] {
     const tenantClaim = this.ctx.config.auth.tenantClaim;
-    return [...this.ctx.backends.values()].filter((b) => !backendAccessDenial(caller.principal, b.config, tenantClaim));
+    return [...this.ctx.backends.values()].filter((b) => (!this.only || this.only.has(b.name)) && !backendAccessDenial(caller.principal, b.config, tenantClaim));
   }
 
   /** The member backend `name` of this session, if it joined and the user may still use it. */
   member(call: AggregateCall, name: string): { backend: McpBackend; session: MemberSession } | undefined {
     const session = call.map[name];
     const backend = this.ctx.backends.get(name);
-    if (!session || !backend) return undefined;
+    if (!session || !backend || (this.only && !this.only.has(name))) return undefined;
     if (backendAccessDenial(call.caller.principal, backend.config, this.ctx.config.auth.tenantClaim)) return undefined;
     return { backend, session };
   }

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { AuthError, wwwAuthenticate } from './errors.js';
-import { acceptedAudiences, advertisedScopes, audienceMatches } from './resources.js';
+import { acceptedAudiences, advertisedScopes, audienceMatches, namedEndpoints } from './resources.js';
 import type { Principal } from './principal.js';
 import { SubjectToken } from './subject-token.js';
 import type { TokenVerifier } from './token-verifier.js';
@@ -59,11 +59,9 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
   const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes], advertised: advertisedScopes(config), audiences: acceptedAudiences(config) };
   // Backends with `tokenExchange` get a token exchanged for the caller's (src/exchange/).
   const keepsToken = config.backends.some((b) => b.tokenExchange);
+  // Backends and virtual servers (`servers`): each `/mcp/{name}` is a resource of its own.
   const perBackend = new Map<string, PathRequirement>(
-    config.backends.map((b) => [
-      b.name,
-      { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes], advertised: advertisedScopes(config, b), audiences: acceptedAudiences(config, b.name) },
-    ]),
+    namedEndpoints(config).map((e) => [e.name, { metadataUrl: resourceMetadataUrl(config, e.name), required: e.required, advertised: e.advertised, audiences: acceptedAudiences(config, e.name) }]),
   );
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/schema.js';
-import { advertisedScopes, endpointResource } from './resources.js';
+import { advertisedScopes, endpointResource, namedEndpoints } from './resources.js';
 
 export function registerMetadataRoutes(app: FastifyInstance, config: Config): void {
   const document = (resource: string, scopes: string[]) => ({
@@ -21,7 +21,8 @@ export function registerMetadataRoutes(app: FastifyInstance, config: Config): vo
   });
   const root = document(config.auth.audience, advertisedScopes(config));
   const aggregated = document(endpointResource(config), advertisedScopes(config));
-  const perBackend = new Map(config.backends.map((b) => [b.name, document(endpointResource(config, b.name), advertisedScopes(config, b))]));
+  // Backends and virtual servers (`servers`, issue 31 §1) alike.
+  const perBackend = new Map(namedEndpoints(config).map((e) => [e.name, document(endpointResource(config, e.name), e.advertised)]));
   const send = { schema: undefined } as const;
   app.get('/.well-known/oauth-protected-resource', send, async () => root);
   app.get('/.well-known/oauth-protected-resource/mcp', send, async () => aggregated);

@@ -23,7 +23,32 @@ export function acceptedAudiences(config: Config, backend?: string): string[] {
 
 /** Every audience some endpoint accepts (what the signature check lets through; the endpoint then checks its own). */
 export function allAudiences(config: Config): string[] {
-  return [...new Set([config.auth.audience, endpointResource(config), ...config.backends.map((b) => endpointResource(config, b.name))])];
+  return [...new Set([config.auth.audience, endpointResource(config), ...namedEndpoints(config).map((e) => endpointResource(config, e.name))])];
+}
+
+/** An endpoint `/mcp/{name}`: the scopes a token must carry, and those advertised (RFC 9728 `scopes_supported`, the challenge). */
+export interface NamedEndpoint {
+  name: string;
+  required: string[];
+  advertised: string[];
+}
+
+/**
+ * Every `/mcp/{name}` endpoint: each backend, and each virtual server (`servers`, issue 31 §1),
+ * a resource of its own like any endpoint. A virtual server requires what `/mcp` requires (a
+ * member the token's scopes do not admit is left out, as on `/mcp`) and advertises its
+ * members' scopes too, so a client asks for what they need.
+ */
+export function namedEndpoints(config: Config): NamedEndpoint[] {
+  const backends = new Map(config.backends.map((b) => [b.name, b]));
+  return [
+    ...config.backends.map((b) => ({ name: b.name, required: [...config.auth.requiredScopes, ...b.access.scopes], advertised: advertisedScopes(config, b) })),
+    ...config.servers.map((s) => {
+      const members = new Set([...s.tools, ...s.prompts].map((e) => e.from.slice(0, e.from.indexOf('.'))).concat(s.resources.map((r) => r.from)));
+      const scopes = [...members].flatMap((name) => backends.get(name)?.access.scopes ?? []);
+      return { name: s.name, required: [...config.auth.requiredScopes], advertised: advertisedScopes(config, { access: { scopes } }) };
+    }),
+  ];
 }
 
 /**

@@ -12,7 +12,7 @@
  * not granted; what a token lacks is refused later by the endpoint (403 `insufficient_scope`).
  */
 import { errors, type ResourceServer } from 'oidc-provider';
-import { advertisedScopes, endpointResource } from '../auth/resources.js';
+import { advertisedScopes, endpointResource, namedEndpoints } from '../auth/resources.js';
 import type { SigningAlgorithm } from '../config/broker-schema.js';
 import type { Config } from '../config/schema.js';
 
@@ -30,7 +30,8 @@ export function resourceScopes(config: Config): Map<string, string[]> {
     [config.auth.audience, everything],
     [endpointResource(config), everything],
   ]);
-  for (const b of config.backends) scopes.set(endpointResource(config, b.name), [...new Set([...config.auth.requiredScopes, ...advertisedScopes(config, b)])]);
+  // Backends and virtual servers (`servers`, issue 31 §1): each `/mcp/{name}` is a resource indicator.
+  for (const e of namedEndpoints(config)) scopes.set(endpointResource(config, e.name), [...new Set([...config.auth.requiredScopes, ...e.advertised])]);
   return scopes;
 }
 

@@ -12,6 +12,7 @@ import { jsonHint } from './json-hints.js';
 import { httpUrl } from './http-url.js';
 import { upstreamAuthSchema } from './upstream-auth-schema.js';
 import { trustProxySchema } from './trust-proxy-schema.js';
+import { serverIssues, serverSchema } from './servers-schema.js';
 
 const duration = (fallback: string) =>
   jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
@@ -298,6 +299,8 @@ export const configSchema = z
       .default({}),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
+    /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */
+    servers: z.array(serverSchema).default([]),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -341,6 +344,7 @@ export const configSchema = z
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'transport'], message: `${b.transport} backends keep per-session state in this process and cannot be used with redis (multi-replica) state; run a single replica without redis` });
       }
     });
+    for (const issue of serverIssues(c.servers, seen)) ctx.addIssue({ code: z.ZodIssueCode.custom, ...issue });
   });
 
 export type Config = z.output<typeof configSchema>;

@@ -9,4 +9,6 @@ import type { StatelessContext } from '../stateless/context.js';
 
 export interface McpContext extends StatelessContext {
   readonly aggregate: McpBackend;
+  /** The virtual servers (`servers`, issue 31 §1), by name: `/mcp/{name}` beside the backends. */
+  readonly virtualServers: ReadonlyMap<string, McpBackend>;
 }

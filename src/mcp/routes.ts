@@ -48,10 +48,10 @@ export function registerMcpRoutes(app: FastifyInstance, ctx: McpContext, hooks: 
   app.delete('/mcp', options, (req, reply) => handleDelete(ctx, req as McpRequest, reply));
 }
 
-/** The backend a request addresses: `/mcp/{backend}`, or the aggregated backend for `/mcp`. */
+/** The backend a request addresses: `/mcp/{backend}` (a backend or a virtual server), or the aggregated backend for `/mcp`. */
 function backendOf(ctx: McpContext, request: McpRequest): McpBackend | undefined {
   const name = request.params.backend;
-  return name === undefined ? ctx.aggregate : ctx.backends.get(name);
+  return name === undefined ? ctx.aggregate : (ctx.backends.get(name) ?? ctx.virtualServers.get(name));
 }
 
 async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyReply) {

@@ -29,7 +29,7 @@ async function endEvicted(ctx: McpContext, principal: Principal, sessionId: stri
     await ctx.coordinator.send(holder.replicaId, { type: 'stop', userKey, sessionId, streamId: holder.streamId });
   }
   if (!record.backendSessionId) return;
-  const backend = ctx.aggregate?.name === record.backend ? ctx.aggregate : ctx.backends.get(record.backend);
+  const backend = ctx.aggregate?.name === record.backend ? ctx.aggregate : (ctx.backends.get(record.backend) ?? ctx.virtualServers.get(record.backend));
   if (!backend) return;
   const authorization = Boolean(backend.config.upstreamAuth) ? await ctx.upstream.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;
   const caller = { principal, sessionId, clientCapabilities: record.clientCapabilities, log };

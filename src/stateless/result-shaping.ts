@@ -14,7 +14,7 @@
  *   tool policy filters per user or tenant. A backend that sent no hints gets `ttlMs: 0`
  *   (the spec's default reading) and `"private"`.
  */
-import { AGGREGATE_NAME } from '../aggregate/aggregated-backend.js';
+import { isAggregatedEndpoint } from '../aggregate/aggregated-backend.js';
 import type { BackendConfig } from '../config/schema.js';
 import { withResultType, withResultTypeBytes, withResultTypeText } from '../wire/result-type.js';
 import { narrowDiscover } from './discover.js';
@@ -26,8 +26,8 @@ const CACHEABLE_METHODS = new Set(['server/discover', 'tools/list', 'prompts/lis
 export function sharesAnswersAcrossUsers(config: BackendConfig): boolean {
   const { access } = config;
   return (
-    // `/mcp` answers with the backends each user may use.
-    config.name !== AGGREGATE_NAME &&
+    // `/mcp` and virtual servers answer with the backends each user may use.
+    !isAggregatedEndpoint(config) &&
     !config.upstreamAuth &&
     !config.tokenExchange &&
     !access.scopes.length &&

@@ -43,7 +43,7 @@ export function offersMcp(header: string | string[] | undefined): boolean {
 export async function registerWebSocketTransport(app: FastifyInstance, config: Config, hooks: WebSocketRouteHooks): Promise<void> {
   const loopback = new Loopback(app.server);
   const bridges = new Set<WebSocketBridge>();
-  const backendNames = new Set(config.backends.map((b) => b.name));
+  const backendNames = new Set([...config.backends, ...config.servers].map((b) => b.name));
   const accessGuard = createBackendAccessGuard(app.mcp);
   // Sessions and streams behind a connection are counted where they live; this is the sockets.
   new Gauge({

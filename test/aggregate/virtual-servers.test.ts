@@ -1,0 +1,283 @@
+/**
+ * Virtual servers (issue 31 §1) on two real gateway replicas sharing one real Redis, every
+ * client request alternating between them (so a session started on replica A continues on
+ * replica B). One server, `triage`, is built from three real backends:
+ *
+ * - `issues` (2025-11-25, v1 SDK): `create_issue` renamed `file_bug`, described anew, `owner`
+ *   and `repo` fixed (hidden from the model), the optional `labels` hidden; its prompt
+ *   `triage` as `triage_bug`; its resources under `repo://acme/` only;
+ * - `docs` (2026-07-28 only, v2 SDK): `search_docs` as `find_docs`, optional `limit` hidden;
+ *   `admin_reset` selected too, but denied by the backend's tool policy;
+ * - `crm` (needs the user's own account, `upstreamAuth`): `whoami`, which leads to the link.
+ *
+ * Clients: the v1 SDK (2025-11-25 sessions) and the v2 SDK pinned to 2026-07-28 (stateless,
+ * through the gateway's bridge). Both must see the same server.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { startDocsBackend, startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
+import { withDeadline } from '../helpers/deadline.js';
+import { linkRequired } from '../helpers/linking-journey.js';
+import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { startResumableBackend } from '../helpers/resumable-backend.js';
+import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
+import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+
+let idp: OAuthHandle;
+let provider: OAuthHandle;
+let redis: RedisHandle;
+let issues: VirtualBackend;
+let docs: VirtualBackend;
+let crm: ProtectedBackend;
+let counter: { url: string; stop(): Promise<void> };
+let set: ReplicaSet;
+const closers: Array<() => Promise<unknown>> = [];
+
+const TRIAGE = {
+  name: 'triage',
+  title: 'Triage desk',
+  instructions: 'File bugs with file_bug; look things up with find_docs.',
+  tools: [
+    { from: 'issues.create_issue', as: 'file_bug', description: 'File a bug against the acme web app', arguments: { owner: { value: 'acme' }, repo: { value: 'web' }, labels: { hide: true } } },
+    { from: 'docs.search_docs', as: 'find_docs', title: 'Find docs', arguments: { limit: { hide: true } } },
+    { from: 'crm.whoami' },
+    { from: 'issues.announce' },
+    // Selected, but the backend's tool policy denies it: the policy, which sees the real name, wins.
+    { from: 'docs.admin_reset' },
+    // A long call with progress, its pace pinned: resumed with Last-Event-ID on the other replica.
+    { from: 'counter.count', as: 'count_slowly', arguments: { intervalMs: { value: 400 } } },
+  ],
+  prompts: [{ from: 'issues.triage', as: 'triage_bug' }],
+  resources: [{ from: 'issues', uriPrefix: 'repo://acme/' }],
+};
+
+before(async () => {
+  [idp, provider, redis, issues, docs] = await Promise.all([startOAuthServer(), startOAuthServer(), startRedis(), startIssuesBackend(), startDocsBackend()]);
+  [crm, counter] = await Promise.all([startProtectedBackend(provider.issuer, { openListing: true }), startResumableBackend()]);
+  set = await startReplicas({
+    count: 2,
+    redisUrl: redis.url,
+    issuer: idp.issuer,
+    auth: { login: { clientId: 'switchboard-web', scopes: ['openid'] } },
+    backends: [
+      { name: 'issues', url: issues.url },
+      { name: 'docs', url: docs.url, access: { tools: { deny: ['admin_reset'] } } },
+      { name: 'counter', url: counter.url },
+      {
+        name: 'crm',
+        url: crm.url,
+        upstreamAuth: { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] },
+      },
+    ],
+    extra: { servers: [TRIAGE], secrets: { cookieKey: randomBytes(32).toString('base64url'), tokenKey: randomBytes(32).toString('base64url') } },
+  });
+});
+
+after(async () => {
+  for (const close of closers) await close().catch(() => {});
+  await set?.stop();
+  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), counter?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
+});
+
+const contentText = (r: { contents: unknown[] }) => (r.contents[0] as { text?: string } | undefined)?.text;
+
+const textOf = (r: unknown) => ((r as CallToolResult).content ?? []).map((c) => (c.type === 'text' ? c.text : '')).join('');
+
+async function token(sub: string, aud = set.audience): Promise<string> {
+  return idp.token({ sub, aud });
+}
+
+/** A v1 SDK client (2025-11-25 sessions) of `/mcp/triage`, its requests alternating between the replicas. */
+async function sessionClient(sub: string): Promise<Client> {
+  const client = new Client({ name: 'virtual-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+  const transport = new StreamableHTTPClientTransport(set.endpoint(0, 'triage'), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } });
+  await withDeadline(client.connect(transport), 15_000, 'connect to /mcp/triage');
+  closers.push(() => client.close());
+  return client;
+}
+
+/** A v2 SDK client pinned to 2026-07-28 (no session; the gateway bridges), alternating between the replicas. */
+async function statelessClient(sub: string): Promise<V2Client> {
+  const client = new V2Client({ name: 'virtual-v2', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new V2Transport(set.endpoint(0, 'triage'), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } }));
+  closers.push(() => client.close());
+  return client;
+}
+
+async function refused(promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
+  const err = await promise.then(
+    (value) => value,
+    (e: unknown) => e,
+  );
+  const error = err as { code?: unknown; message?: string };
+  assert.equal(error.code, code, `expected ${code}, got ${JSON.stringify(err)}`);
+  assert.match(String(error.message), pattern);
+}
+
+/** What every client of `/mcp/triage` must see listed, whichever revision it speaks. */
+function assertTriageTools(tools: Array<Record<string, unknown>>): void {
+  assert.deepEqual(
+    tools.map((t) => t.name),
+    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly'],
+  );
+  const fileBug = tools[0]!;
+  assert.equal(fileBug.description, 'File a bug against the acme web app');
+  const schema = fileBug.inputSchema as { properties: Record<string, unknown>; required?: string[] };
+  assert.deepEqual(Object.keys(schema.properties), ['title'], 'owner and repo (fixed) and labels (hidden) are not advertised');
+  assert.deepEqual(schema.required, ['title']);
+  assert.ok(fileBug.outputSchema, 'the outputSchema stays');
+  assert.deepEqual(fileBug.annotations, { title: 'Create issue', destructiveHint: false });
+  assert.deepEqual(fileBug._meta, { ui: { resourceUri: 'issues+ui://issues/form.html' } });
+  const findDocs = tools[1]!;
+  assert.equal(findDocs.title, 'Find docs');
+  assert.equal(findDocs.description, 'Full-text search over the documentation');
+  assert.deepEqual(Object.keys((findDocs.inputSchema as { properties: object }).properties), ['query']);
+}
+
+describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
+  let client: Client;
+  before(async () => {
+    client = await sessionClient('alice');
+  });
+
+  test('initialize names the server; tools are selected, renamed, described, with fixed and hidden arguments gone', async () => {
+    assert.equal(client.getServerVersion()?.name, 'triage');
+    assert.equal(client.getServerVersion()?.title, 'Triage desk');
+    assert.equal(client.getInstructions(), TRIAGE.instructions);
+    const { tools, nextCursor } = await client.listTools();
+    assert.equal(nextCursor, undefined);
+    assertTriageTools(tools as unknown as Array<Record<string, unknown>>);
+  });
+
+  test('a call gets the fixed arguments; a client value for a fixed or hidden one is refused with -32602', async () => {
+    issues.calls.length = 0;
+    const result = (await client.callTool({ name: 'file_bug', arguments: { title: 'Login is broken' } })) as CallToolResult;
+    assert.deepEqual(issues.calls, [{ tool: 'create_issue', args: { owner: 'acme', repo: 'web', title: 'Login is broken' } }]);
+    assert.deepEqual(result.structuredContent, { number: 7, owner: 'acme', repo: 'web' });
+    await refused(client.callTool({ name: 'file_bug', arguments: { title: 'x', owner: 'evil' } }), -32602, /argument "owner" of tool "file_bug" is fixed/);
+    await refused(client.callTool({ name: 'file_bug', arguments: { title: 'x', labels: ['p1'] } }), -32602, /argument "labels" of tool "file_bug" is not offered/);
+    assert.equal(issues.calls.length, 1, 'refused calls never reach the backend');
+    docs.calls.length = 0;
+    assert.equal(JSON.parse(textOf(await client.callTool({ name: 'find_docs', arguments: { query: 'login' } }))).query, 'login');
+    assert.deepEqual(docs.calls, [{ tool: 'search_docs', args: { query: 'login' } }]);
+  });
+
+  test('tools the server does not select cannot be called, by either name', async () => {
+    for (const name of ['delete_repo', 'issues__delete_repo', 'issues__create_issue', 'create_issue', 'docs__admin_reset']) {
+      await refused(client.callTool({ name, arguments: { owner: 'acme', repo: 'web' } }), -32602, /Unknown tool/);
+    }
+    assert.ok(!issues.calls.some((c) => c.tool === 'delete_repo'));
+  });
+
+  test('the backend\'s tool policy sees the real tool: a selected tool it denies is neither listed nor called', async () => {
+    assert.ok(!(await client.listTools()).tools.some((t) => t.name === 'admin_reset'));
+    await refused(client.callTool({ name: 'admin_reset', arguments: {} }), -32602, /^(MCP error -32602: )?Unknown tool: admin_reset$/);
+    assert.ok(!docs.calls.some((c) => c.tool === 'admin_reset'), 'the backend never ran it');
+  });
+
+  test('prompts by name, resources by URI prefix; the renamed tool\'s UI resource stays readable', async () => {
+    assert.deepEqual((await client.listPrompts()).prompts.map((p) => p.name), ['triage_bug']);
+    const prompt = await client.getPrompt({ name: 'triage_bug', arguments: { issue: 'crash' } });
+    assert.deepEqual(prompt.messages[0]!.content, { type: 'text', text: 'Triage: crash' });
+    await refused(client.getPrompt({ name: 'secret' }), -32602, /Unknown prompt/);
+    assert.deepEqual((await client.listResources()).resources.map((r) => r.uri), ['issues+repo://acme/readme']);
+    assert.equal(contentText(await client.readResource({ uri: 'issues+repo://acme/readme' })), 'readme of acme');
+    await refused(client.readResource({ uri: 'issues+repo://other/readme' }), -32602, /Unknown resource/);
+    const ui = await client.readResource({ uri: 'issues+ui://issues/form.html' });
+    assert.equal(contentText(ui), '<form>issue</form>');
+  });
+
+  test('a member that needs the user\'s account leads to the link (-32042), as on /mcp', async () => {
+    const elicitation = await linkRequired(client, 'whoami');
+    assert.match(elicitation.url, /\/connect\?elicitationId=/);
+  });
+
+  test('a member\'s list_changed reaches the client on the merged stream', async () => {
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
+    for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(changed, 1);
+  });
+});
+
+describe('resuming a virtual server\'s call stream on the other replica (Last-Event-ID)', () => {
+  test('a call begun on replica A, its connection dropped, is resumed on replica B: every progress event once, then the result', async () => {
+    const auth = `Bearer ${await token('dora')}`;
+    const headers = (extra: Record<string, string> = {}) => ({ authorization: auth, accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25', ...extra });
+    const init = await fetch(set.endpoint(0, 'triage'), {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    });
+    assert.equal(init.status, 200);
+    await init.text();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    assert.equal((await fetch(set.endpoint(1, 'triage'), { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).status, 202);
+    const controller = new AbortController();
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'count_slowly', arguments: { steps: 5 }, _meta: { progressToken: 'p7' } } };
+    const res = await fetch(set.endpoint(0, 'triage'), { method: 'POST', headers: headers(session), signal: controller.signal, body: JSON.stringify(call) });
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    const progress = (events: SseEvent[]) => events.map(messageOf).filter((m) => m?.method === 'notifications/progress').map((m) => (m!.params as { progress: number }).progress);
+    let wanted = 2;
+    const first = await new SseReader(res).until((e) => progress([e]).length > 0 && --wanted === 0, 15_000);
+    controller.abort();
+    const lastId = [...first].reverse().find((e) => e.id)!.id!;
+    const resumed = await fetch(set.endpoint(1, 'triage'), { headers: headers({ ...session, accept: 'text/event-stream', 'last-event-id': lastId }) });
+    assert.equal(resumed.status, 200);
+    const rest = await new SseReader(resumed).until((e) => messageOf(e)?.id === 7, 20_000);
+    assert.deepEqual([...progress(first), ...progress(rest)], [1, 2, 3, 4, 5], 'every progress event exactly once, in order');
+    assert.match(JSON.stringify(messageOf(rest.at(-1)!)?.result), /counted 5/);
+  });
+});
+
+describe('a 2026-07-28 client of the same virtual server', () => {
+  test('the same tools and arguments; fixed values set, client values refused; the link', async () => {
+    const client = await statelessClient('bob');
+    const { tools } = await client.listTools();
+    assertTriageTools(tools as unknown as Array<Record<string, unknown>>);
+    issues.calls.length = 0;
+    await client.callTool({ name: 'file_bug', arguments: { title: 'From 2026' } });
+    assert.deepEqual(issues.calls, [{ tool: 'create_issue', args: { owner: 'acme', repo: 'web', title: 'From 2026' } }]);
+    await refused(client.callTool({ name: 'file_bug', arguments: { title: 'x', repo: 'other' } }), -32602, /argument "repo" of tool "file_bug" is fixed/);
+    assert.equal(issues.calls.length, 1);
+    docs.calls.length = 0;
+    await client.callTool({ name: 'find_docs', arguments: { query: 'sso' } });
+    assert.deepEqual(docs.calls, [{ tool: 'search_docs', args: { query: 'sso' } }]);
+    const ui = await client.readResource({ uri: 'issues+ui://issues/form.html' });
+    assert.equal((ui.contents[0] as { text?: string }).text, '<form>issue</form>');
+    // The unlinked member leads to the link as it does through /mcp: -32042 with the gateway's connect URL.
+    const link = (await client.callTool({ name: 'whoami', arguments: {} }).then(
+      (r) => r,
+      (e: unknown) => e,
+    )) as { code?: number; data?: { elicitations?: Array<{ mode: string; url: string }> } };
+    assert.equal(link.code, -32042, JSON.stringify(link));
+    assert.equal(link.data?.elicitations?.[0]?.mode, 'url');
+    assert.match(link.data!.elicitations![0]!.url, /\/connect\?elicitationId=/);
+  });
+});
+
+describe('the virtual server is an endpoint of its own (RFC 9728)', () => {
+  test('its protected-resource metadata names /mcp/triage, and a token made out to it opens it', async () => {
+    const base = set.replicas[0]!.url;
+    const metadata = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/triage`)).json()) as { resource: string };
+    assert.equal(metadata.resource, `${set.audience}/triage`);
+    const own = await token('carol', `${set.audience}/triage`);
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    const post = (path: string) =>
+      fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${own}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(init) });
+    const opened = await post('/mcp/triage');
+    assert.equal(opened.status, 200, await opened.clone().text());
+    await opened.body?.cancel();
+    const other = await post('/mcp/issues');
+    assert.equal(other.status, 401, 'a token for /mcp/triage opens no other endpoint');
+    await other.body?.cancel();
+  });
+});
