@@ -15,6 +15,8 @@ export interface BackendBody extends AsyncIterable<Buffer> {
   bytes(): Promise<Uint8Array>;
   /** Stops reading; a body still arriving from a backend closes its connection. */
   destroy(): void;
+  /** True once the whole body has arrived (read or not), so reading the rest waits for nothing; absent when unknown. */
+  readonly arrived?: boolean;
 }
 
 /** Wraps text or a chunk source as a BackendBody. */

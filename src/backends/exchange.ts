@@ -121,6 +121,11 @@ export class ExchangeBody implements BackendBody {
     this.#abort = abort;
   }
 
+  /** The whole body is here: reading the rest of it waits for nothing (held-answer.ts). */
+  get arrived(): boolean {
+    return this.#ended && this.#error === undefined && !this.#destroyed;
+  }
+
   /** From undici: false pauses the socket. */
   push(chunk: Buffer): boolean {
     if (this.#destroyed) return true;

@@ -15,6 +15,7 @@ import { handleInitialize } from './initialize.js';
 import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protocol.js';
 import { headerValue } from '../wire/headers.js';
+import { holdAnswer } from '../backends/held-answer.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
 import { StateUnavailableError } from '../state/errors.js';
 import { backendRefused, passUpstreamGate, stepUp } from './upstream-gate.js';
@@ -240,20 +241,13 @@ function statelessVerbRefused(request: McpRequest, reply: FastifyReply): boolean
   return true;
 }
 
-/** Answers up to this size whose length the backend declared are read whole, then sent. */
-const BUFFERED_ANSWER_MAX_BYTES = 1024 * 1024;
-
 /**
- * What to send for a backend's JSON answer. A small one with a declared length is read whole
- * and sent in one write with its length: piping a stream through the reply costs about a
- * tenth of the gateway's CPU per call (`npm run bench:compare`). Larger or unannounced
- * bodies are piped, so the gateway never holds a big answer in memory.
+ * What to send for a backend's JSON answer: read whole and sent in one write with its length
+ * when small and quick, else piped as it comes, never held whole (backends/held-answer.ts).
  */
 async function jsonAnswerPayload(res: BackendResponse): Promise<Buffer | Readable> {
-  const declared = Number(headerValue(res.headers['content-length']));
-  if (!(declared <= BUFFERED_ANSWER_MAX_BYTES)) return Readable.from(res.body, { objectMode: false });
-  const bytes = await res.body.bytes();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const held = await holdAnswer(res);
+  return held.whole ?? Readable.from(held.stream, { objectMode: false });
 }
 
 /**

@@ -2,8 +2,13 @@
  * A 2026-07-28 backend's answer, relayed to a 2026-07-28 client (MCP 2026-07-28
  * "Transports" §Receiving Messages, §Cancellation).
  *
- * - A JSON answer is read whole (one response, bounded by the backend's own size) and sent
- *   with its results shaped (result-shaping.ts).
+ * - A JSON answer that is one message, small and ended soon, is read whole and sent in one
+ *   write with its result shaped (result-shaping.ts; the bounds: backends/held-answer.ts).
+ *   Several messages as JSON lines — the conformance suite's reference server answers
+ *   `subscriptions/listen` so, chunked and left open, and a call with its progress first — and
+ *   a body that does not end soon are relayed message by message as they come, as SSE events:
+ *   the framing every 2026-07-28 client accepts for a stream (it must list `text/event-stream`
+ *   in `Accept`, §Sending Messages), where an `application/json` body is one message.
  * - An SSE answer is rewritten event by event as it arrives, so progress and log
  *   notifications reach the client while the call runs: the revision has no resumption, so
  *   event ids and priming events are dropped (a client must not try `Last-Event-ID` against
@@ -21,7 +26,9 @@ import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError } from '../http/replies.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { formatSseEvent, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { createJsonMessageSplitter, maySpanLines } from '../wire/json-lines.js';
+import { holdAnswer } from '../backends/held-answer.js';
 import { shapeMessageBytes, shapeMessageText } from './result-shaping.js';
 
 export interface StatelessAnswer {
@@ -41,32 +48,56 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     return reply.code(202).send();
   }
   if (ok && res.contentType === 'application/json') {
-    const bytes = await res.body.bytes();
-    // Not `return reply`: an async function that returns the reply makes every caller's await
-    // adopt it as a thenable, two more turns each (npm run bench, issue 15).
-    reply.code(200).type('application/json').send(shapeMessageBytes(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), answer.method, answer.shared));
-    return;
+    const held = await holdAnswer(res);
+    const messages = held.whole && maySpanLines(held.whole) ? createJsonMessageSplitter().feed(held.whole) : undefined;
+    const one = messages?.length === 1 ? messages[0] : messages ? undefined : held.whole;
+    if (one) {
+      // Not `return reply`: an async function that returns the reply makes every caller's await
+      // adopt it as a thenable, two more turns each (npm run bench, issue 15).
+      reply.code(200).type('application/json').send(shapeMessageBytes(one, answer.method, answer.shared));
+      return;
+    }
+    // A stream's headers go at once: a listen with nothing to say yet, or a message still
+    // arriving, is an open answer the client sees begin (its first bytes are then events).
+    const begin = held.stream ? () => reply.raw.flushHeaders() : undefined;
+    return sendEvents(reply, res, jsonMessagesAsEvents(held.stream ?? [held.whole!], answer, begin));
   }
-  if (ok && res.contentType === 'text/event-stream') return relayEvents(reply, res, answer);
+  if (ok && res.contentType === 'text/event-stream') {
+    const events = transformSse(res.body, (data) => {
+      if (data === '') return undefined;
+      return { data: shapeMessageText(data, answer.method, answer.shared) };
+    });
+    return sendEvents(reply, res, events);
+  }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
-    return reply.code(res.status).type('application/json').send(await res.body.text());
+    const held = await holdAnswer(res);
+    return reply.code(res.status).type('application/json').send(held.whole ?? Readable.from(held.stream, { objectMode: false }));
   }
   await res.body.dump().catch(() => {});
   const failure = new BackendError(answer.backend, 'bad_status', `backend "${answer.backend}" answered HTTP ${res.status}`, res.status);
   return sendBackendError(reply, failure, answer.id === undefined ? [] : [answer.id], false);
 }
 
-function relayEvents(reply: FastifyReply, res: BackendResponse, answer: StatelessAnswer): FastifyReply {
+/** JSON messages one after another (JSON lines), each shaped and sent as an SSE event as soon as it is complete. */
+async function* jsonMessagesAsEvents(chunks: AsyncIterable<Buffer> | Iterable<Buffer>, answer: StatelessAnswer, begin?: () => void): AsyncGenerator<Buffer> {
+  begin?.();
+  const splitter = createJsonMessageSplitter();
+  const event = (message: Buffer) => formatSseEvent(shapeMessageText(message.toString('utf8'), answer.method, answer.shared));
+  for await (const chunk of chunks) {
+    const messages = splitter.feed(chunk);
+    if (messages.length) yield Buffer.from(messages.map(event).join(''));
+  }
+  const rest = splitter.end();
+  if (rest) yield Buffer.from(event(rest));
+}
+
+function sendEvents(reply: FastifyReply, res: BackendResponse, events: AsyncIterable<Buffer>): FastifyReply {
   // The client leaving is the request's cancellation: stop reading, which closes the backend's
   // connection. (The response's `close`, not the request's: that one fires once the body is read.)
   const cancel = () => {
     if (!reply.raw.writableFinished) res.body.destroy();
   };
   reply.raw.once('close', cancel);
-  const events = transformSse(res.body, (data) => {
-    if (data === '') return undefined;
-    return { data: shapeMessageText(data, answer.method, answer.shared) };
-  });
   const body = Readable.from(events, { objectMode: false });
   body.once('close', () => reply.raw.off('close', cancel));
   return reply

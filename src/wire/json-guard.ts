@@ -35,12 +35,13 @@ export const MAX_JSON_DEPTH = 128;
 
 export type JsonShapeProblem = { kind: 'depth' } | { kind: 'duplicate'; name: string };
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
+/** The bytes (and UTF-16 units) of JSON's structure; shared with json-lines.ts. */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 
 /**

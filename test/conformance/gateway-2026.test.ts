@@ -15,7 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { formatTally, runConformance, startConformanceServer, tallyConformance, type ConformanceServer } from '../helpers/conformance.js';
+import { formatTally, runConformance, startConformanceServer, tallyConformance, type ConformanceServer, type ScenarioResult } from '../helpers/conformance.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startTokenProxy, type TokenProxy } from '../helpers/token-proxy.js';
@@ -121,6 +121,36 @@ describe('conformance 2025-11-25 requirements (0.2.0-alpha.11) through the gatew
       }
     } finally {
       await Promise.allSettled([dual.stop(), modern.stop()]);
+    }
+  });
+});
+
+/** The checks of `server-stateless` that read a `subscriptions/listen` stream (MCP 2026-07-28 "Subscriptions"). */
+const LISTEN_CHECKS = ['sep-2575-server-sends-subscription-ack', 'sep-2575-server-tags-subscription-id', 'sep-2575-server-honors-notification-filter'];
+
+describe('conformance 2026-07-28 through the gateway, backend answering subscriptions/listen as JSON lines (the suite\'s current reference server)', () => {
+  test('the listen checks pass through the gateway, as directly (issue 29)', async (t) => {
+    const backend = await startConformanceServer({ eras: '2026', listen: 'json-lines' });
+    try {
+      const statusesOf = (results: Map<string, ScenarioResult>) => {
+        const checks = results.get('server-stateless')?.checks ?? [];
+        return LISTEN_CHECKS.map((id) => `${id}: ${checks.filter((c) => c.id === id).map((c) => c.status).join(',') || 'not run'}`);
+      };
+      const passing = LISTEN_CHECKS.map((id) => `${id}: SUCCESS`);
+      const direct = await runConformance(backend.url, { requirements: '2026-07-28', scenario: 'server-stateless' });
+      assert.deepEqual(statusesOf(direct), passing, 'the fixture must pass the listen checks directly');
+      const { gateway, proxy } = await throughGateway(backend);
+      try {
+        const proxied = await runConformance(proxy.url, { requirements: '2026-07-28', scenario: 'server-stateless' });
+        t.diagnostic(`through the gateway: ${statusesOf(proxied).join('; ')}`);
+        assert.deepEqual(statusesOf(proxied), passing);
+        assert.deepEqual(tallyConformance(proxied).failures, new Map());
+      } finally {
+        await proxy.close();
+        await gateway.close();
+      }
+    } finally {
+      await backend.stop();
     }
   });
 });

@@ -160,6 +160,8 @@ export interface ConformanceServerOptions {
    * does), '2025' (the session era only). Unset: conformance-server.ts, as before.
    */
   eras?: 'both' | '2026' | '2025';
+  /** With `eras`: 'json-lines' answers `subscriptions/listen` as the suite's current reference server does (test/fixtures/json-lines-listen.ts). */
+  listen?: 'json-lines';
 }
 
 export async function startConformanceServer(opts: ConformanceServerOptions = {}): Promise<ConformanceServer> {
@@ -170,6 +172,7 @@ export async function startConformanceServer(opts: ConformanceServerOptions = {}
     env: childEnv({
       PORT: String(opts.port ?? 0),
       CONFORMANCE_ERAS: opts.eras,
+      CONFORMANCE_LISTEN: opts.listen,
       CONFORMANCE_REQUIRE_TOKEN: opts.requireToken,
       CONFORMANCE_RETRY_INTERVAL_MS: opts.retryIntervalMs === undefined ? undefined : String(opts.retryIntervalMs),
       CONFORMANCE_DEBUG: opts.debug ? '1' : undefined,

@@ -1,0 +1,138 @@
+/**
+ * Backend answers in the shapes SDK servers send (issue 29), on the wire, through the gateway,
+ * for a session client (2025-11-25, `/mcp/{backend}` piped) and a stateless one (2026-07-28):
+ *
+ * - a small chunked JSON answer reaches the client whole, its bytes intact, with
+ *   `Content-Length` (read whole and sent in one write: backends/held-answer.ts);
+ * - a 1 MB result is streamed, not held whole: the client has its first bytes while the
+ *   backend still holds back its last ones;
+ * - a chunked answer whose end is slow is not held back: the client has its first bytes
+ *   before the backend sends the rest.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { BIG_TEXT_BYTES, startAnswerShapesBackend, type AnswerShapesBackend } from '../fixtures/answer-shapes-backend.js';
+import { withDeadline } from '../helpers/deadline.js';
+import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
+import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { statelessMeta } from '../helpers/stateless-call.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
+
+let redis: RedisHandle;
+let idp: OAuthHandle;
+let backend: AnswerShapesBackend;
+let gateway: GatewayHandle;
+let token: string;
+
+before(async () => {
+  [redis, idp, backend] = await Promise.all([startRedis(), startOAuthServer(), startAnswerShapesBackend()]);
+  gateway = await startGateway({
+    issuer: idp.issuer,
+    redisUrl: redis.url,
+    backends: [
+      { name: 'shapes', url: backend.url, protocol: '2025-11-25' },
+      { name: 'shapes-2026', url: backend.url, protocol: '2026-07-28' },
+    ],
+  });
+  token = await idp.token({ sub: 'shaper', aud: gateway.audience });
+});
+
+after(async () => {
+  await gateway?.close();
+  await Promise.allSettled([backend?.close(), idp?.stop(), redis?.stop()]);
+});
+
+const SESSION_HEADERS = () => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' });
+
+/** A session with the gateway, opened as a 2025-11-25 client opens one. */
+async function openSession(): Promise<Record<string, string>> {
+  const init = await fetch(gateway.endpoint('shapes'), {
+    method: 'POST',
+    headers: SESSION_HEADERS(),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'shapes', version: '1' } } }),
+  });
+  assert.equal(init.status, 200, await init.text());
+  const headers = { ...SESSION_HEADERS(), 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+  const initialized = await fetch(gateway.endpoint('shapes'), { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  assert.equal(initialized.status, 202);
+  return headers;
+}
+
+const sessionCall = (headers: Record<string, string>, id: number, name: string) =>
+  fetch(gateway.endpoint('shapes'), { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } }) });
+
+const statelessCall = (id: number, name: string) =>
+  fetch(gateway.endpoint('shapes-2026'), {
+    method: 'POST',
+    headers: statelessHeaders(token, 'tools/call', name),
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, _meta: statelessMeta({}) } }),
+  });
+
+/** Reads the body; `midway` runs once the first bytes are in, before the rest is awaited. */
+async function readAll(res: Response, midway?: () => void): Promise<Buffer> {
+  const reader = res.body!.getReader();
+  const chunks: Buffer[] = [];
+  for (let step = await reader.read(); !step.done; step = await reader.read()) {
+    if (!chunks.length) midway?.();
+    chunks.push(Buffer.from(step.value));
+  }
+  return Buffer.concat(chunks);
+}
+
+describe('a session client (2025-11-25)', () => {
+  let headers: Record<string, string>;
+  before(async () => {
+    headers = await openSession();
+  });
+
+  test('a small chunked JSON answer arrives with its bytes intact and with Content-Length', async () => {
+    const res = await sessionCall(headers, 1, 'chunked');
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('content-length'), String(backend.sent.get('chunked')!.length));
+    assert.ok(body.equals(backend.sent.get('chunked')!), 'the bytes the backend sent');
+  });
+
+  test('a 1 MB chunked answer is streamed: the client has its first bytes while the backend holds back its last', async () => {
+    const res = await withDeadline(sessionCall(headers, 2, 'big'), 10_000, 'the answer headers before the backend sent its last bytes');
+    assert.equal(res.headers.get('content-length'), null);
+    const body = await withDeadline(readAll(res, () => backend.release()), 10_000, 'the whole answer');
+    assert.ok(body.equals(backend.sent.get('big')!), 'the bytes the backend sent');
+    assert.equal((JSON.parse(body.toString('utf8')) as { result: { content: Array<{ text: string }> } }).result.content[0]!.text.length, BIG_TEXT_BYTES);
+  });
+
+  test('a chunked answer whose end is slow is relayed as it comes, not held back', async () => {
+    const res = await withDeadline(sessionCall(headers, 3, 'slow'), 10_000, 'the answer headers before the backend sent its end');
+    const body = await withDeadline(readAll(res, () => backend.release()), 10_000, 'the whole answer');
+    assert.ok(body.equals(backend.sent.get('slow')!), 'the bytes the backend sent');
+  });
+});
+
+describe('a stateless client (2026-07-28)', () => {
+  test('a small chunked JSON answer arrives as one JSON message with Content-Length', async () => {
+    const res = await statelessCall(11, 'chunked');
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('content-length'), String(body.length));
+    assert.deepEqual(JSON.parse(body.toString('utf8')), JSON.parse(backend.sent.get('chunked')!.toString('utf8')));
+  });
+
+  test('a 1 MB chunked answer is streamed as an SSE event: the client has the answer begun before the backend sends its last bytes', async () => {
+    const res = await withDeadline(statelessCall(12, 'big'), 10_000, 'the answer headers before the backend sent its last bytes');
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    backend.release();
+    const events = (await res.text()).split('\n').filter((line) => line.startsWith('data: '));
+    assert.equal(events.length, 1);
+    assert.deepEqual(JSON.parse(events[0]!.slice('data: '.length)), JSON.parse(backend.sent.get('big')!.toString('utf8')));
+  });
+
+  test('a chunked answer whose end is slow is streamed: the client has the answer begun before the backend sends its end', async () => {
+    const res = await withDeadline(statelessCall(13, 'slow'), 10_000, 'the answer headers before the backend sent its end');
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    backend.release();
+    const events = (await res.text()).split('\n').filter((line) => line.startsWith('data: '));
+    assert.deepEqual(events.map((line) => JSON.parse(line.slice('data: '.length))), [JSON.parse(backend.sent.get('slow')!.toString('utf8'))]);
+  });
+});
