@@ -54,8 +54,8 @@ export function configJsonSchema(): JsonObject {
 function hinted(def: ZodTypeDef, refs: Refs): JsonSchema7Type | typeof ignoreOverride {
   const pipe = def as ZodTypeDef & { in?: { _def: ZodTypeDef }; out?: { _def: ZodTypeDef } };
   if (pipe.in && pipe.out && hintOf(pipe.in._def)?.kind === 'wholeNumber') {
-    // The number's bounds are on the pipe's output side (e.g. `.pipe(z.number().min(1))`).
-    // The integer check is on the input side (wholeNumber), the bounds on the output side.
+    // The integer check is on the input side (wholeNumber), the bounds on the output side
+    // (e.g. `.pipe(z.number().min(1))`).
     return { anyOf: [{ ...(parseDef(pipe.out._def, refs) as JsonObject), type: 'integer' }, NUMBER_STRING] } as JsonSchema7Type;
   }
   const hint = hintOf(def);

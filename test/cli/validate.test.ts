@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { before, describe, test } from 'node:test';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -133,6 +133,14 @@ describe('switchboard --version and --help', () => {
     const out = await cli(['--version']);
     assert.equal(out.code, 0);
     assert.equal(out.stdout, `${pkg.version}\n`);
+  });
+
+  test('the version is found from the build output too: dist/ mirrors src/ (tsconfig.build.json)', async () => {
+    // src/ops/version.ts reads ../../package.json; built, it is dist/ops/version.js, as deep.
+    const build = JSON.parse(await readFile(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { rootDir: string; outDir: string } };
+    assert.deepEqual([build.compilerOptions.rootDir, build.compilerOptions.outDir], ['src', 'dist']);
+    const built = new URL('../../package.json', pathToFileURL(join(ROOT, build.compilerOptions.outDir, 'ops/version.js')));
+    assert.equal(fileURLToPath(built), join(ROOT, 'package.json'));
   });
 
   test('--help lists validate and --version', async () => {
