@@ -8,7 +8,10 @@
  *   `triage` as `triage_bug`; its resources under `repo://acme/` only;
  * - `docs` (2026-07-28 only, v2 SDK): `search_docs` as `find_docs`, optional `limit` hidden;
  *   `admin_reset` selected too, but denied by the backend's tool policy;
- * - `crm` (needs the user's own account, `upstreamAuth`): `whoami`, which leads to the link.
+ * - `crm` (needs the user's own account, `upstreamAuth`, lists without it): `whoami`, which leads to the link.
+ *
+ * A second server, `vault-desk`, selects a tool of `vault`, which refuses everything (initialize
+ * included) until the account is linked: the gateway's `connect` tool stands in for it.
  *
  * Clients: the v1 SDK (2025-11-25 sessions) and the v2 SDK pinned to 2026-07-28 (stateless,
  * through the gateway's bridge). Both must see the same server.
@@ -37,6 +40,8 @@ let issues: VirtualBackend;
 let docs: VirtualBackend;
 let crm: ProtectedBackend;
 let counter: { url: string; stop(): Promise<void> };
+/** Refuses everything, initialize included, without the user's own token: its tools are unknown until the link. */
+let vault: ProtectedBackend;
 let set: ReplicaSet;
 const closers: Array<() => Promise<unknown>> = [];
 
@@ -60,7 +65,8 @@ const TRIAGE = {
 
 before(async () => {
   [idp, provider, redis, issues, docs] = await Promise.all([startOAuthServer(), startOAuthServer(), startRedis(), startIssuesBackend(), startDocsBackend()]);
-  [crm, counter] = await Promise.all([startProtectedBackend(provider.issuer, { openListing: true }), startResumableBackend()]);
+  [crm, vault, counter] = await Promise.all([startProtectedBackend(provider.issuer, { openListing: true }), startProtectedBackend(provider.issuer), startResumableBackend()]);
+  const acme = { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] };
   set = await startReplicas({
     count: 2,
     redisUrl: redis.url,
@@ -70,20 +76,17 @@ before(async () => {
       { name: 'issues', url: issues.url },
       { name: 'docs', url: docs.url, access: { tools: { deny: ['admin_reset'] } } },
       { name: 'counter', url: counter.url },
-      {
-        name: 'crm',
-        url: crm.url,
-        upstreamAuth: { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] },
-      },
+      { name: 'crm', url: crm.url, upstreamAuth: acme },
+      { name: 'vault', url: vault.url, upstreamAuth: acme },
     ],
-    extra: { servers: [TRIAGE], secrets: { cookieKey: randomBytes(32).toString('base64url'), tokenKey: randomBytes(32).toString('base64url') } },
+    extra: { servers: [TRIAGE, { name: 'vault-desk', tools: [{ from: 'vault.whoami', as: 'who_am_i' }] }], secrets: { cookieKey: randomBytes(32).toString('base64url'), tokenKey: randomBytes(32).toString('base64url') } },
   });
 });
 
 after(async () => {
   for (const close of closers) await close().catch(() => {});
   await set?.stop();
-  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), counter?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
+  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), vault?.stop(), counter?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
 });
 
 const contentText = (r: { contents: unknown[] }) => (r.contents[0] as { text?: string } | undefined)?.text;
@@ -94,10 +97,10 @@ async function token(sub: string, aud = set.audience): Promise<string> {
   return idp.token({ sub, aud });
 }
 
-/** A v1 SDK client (2025-11-25 sessions) of `/mcp/triage`, its requests alternating between the replicas. */
-async function sessionClient(sub: string): Promise<Client> {
+/** A v1 SDK client (2025-11-25 sessions) of `/mcp/{server}`, its requests alternating between the replicas. */
+async function sessionClient(sub: string, server = 'triage'): Promise<Client> {
   const client = new Client({ name: 'virtual-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
-  const transport = new StreamableHTTPClientTransport(set.endpoint(0, 'triage'), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } });
+  const transport = new StreamableHTTPClientTransport(set.endpoint(0, server), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } });
   await withDeadline(client.connect(transport), 15_000, 'connect to /mcp/triage');
   closers.push(() => client.close());
   return client;
@@ -205,6 +208,22 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
     for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(changed, 1);
+  });
+});
+
+describe('a virtual server over a backend that refuses everything until the user links the account', () => {
+  test('its tools are unknown: the gateway\'s connect tool is offered in their place, and it and the selected tool lead to the link', async () => {
+    const client = await sessionClient('erin', 'vault-desk');
+    const { tools } = await client.listTools();
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['vault__connect'],
+    );
+    for (const name of ['vault__connect', 'who_am_i']) {
+      const elicitation = await linkRequired(client, name);
+      assert.match(elicitation.url, /\/connect\?elicitationId=/, name);
+    }
+    await refused(client.callTool({ name: 'triage__connect', arguments: {} }), -32602, /Unknown tool/);
   });
 });
 
