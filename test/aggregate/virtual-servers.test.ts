@@ -1,14 +1,16 @@
 /**
  * Virtual servers (issue 31 §1) on two real gateway replicas sharing one real Redis, every
  * client request alternating between them (so a session started on replica A continues on
- * replica B). One server, `triage`, is built from three real backends:
+ * replica B). One server, `triage`, is built from real backends:
  *
  * - `issues` (2025-11-25, v1 SDK): `create_issue` renamed `file_bug`, described anew, `owner`
  *   and `repo` fixed (hidden from the model), the optional `labels` hidden; its prompt
  *   `triage` as `triage_bug`; its resources under `repo://acme/` only;
  * - `docs` (2026-07-28 only, v2 SDK): `search_docs` as `find_docs`, optional `limit` hidden;
  *   `admin_reset` selected too, but denied by the backend's tool policy;
- * - `crm` (needs the user's own account, `upstreamAuth`, lists without it): `whoami`, which leads to the link.
+ * - `crm` (needs the user's own account, `upstreamAuth`, lists without it): `whoami`, which leads to the link;
+ * - `pages` (lists in pages of 2): `t05`, on its last page, as `fifth`;
+ * - `counter` (resumable streams): `count`, its pace pinned, as `count_slowly`.
  *
  * A second server, `vault-desk`, selects a tool of `vault`, which refuses everything (initialize
  * included) until the account is linked: the gateway's `connect` tool stands in for it.
@@ -23,6 +25,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
 import { startDocsBackend, startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { linkRequired } from '../helpers/linking-journey.js';
@@ -42,6 +45,7 @@ let crm: ProtectedBackend;
 let counter: { url: string; stop(): Promise<void> };
 /** Refuses everything, initialize included, without the user's own token: its tools are unknown until the link. */
 let vault: ProtectedBackend;
+let pages: PagingBackend;
 let set: ReplicaSet;
 const closers: Array<() => Promise<unknown>> = [];
 
@@ -58,6 +62,8 @@ const TRIAGE = {
     { from: 'docs.admin_reset' },
     // A long call with progress, its pace pinned: resumed with Last-Event-ID on the other replica.
     { from: 'counter.count', as: 'count_slowly', arguments: { intervalMs: { value: 400 } } },
+    // On the member's last page: the server walks every page and answers with one.
+    { from: 'pages.t05', as: 'fifth' },
   ],
   prompts: [{ from: 'issues.triage', as: 'triage_bug' }],
   resources: [{ from: 'issues', uriPrefix: 'repo://acme/' }],
@@ -65,7 +71,12 @@ const TRIAGE = {
 
 before(async () => {
   [idp, provider, redis, issues, docs] = await Promise.all([startOAuthServer(), startOAuthServer(), startRedis(), startIssuesBackend(), startDocsBackend()]);
-  [crm, vault, counter] = await Promise.all([startProtectedBackend(provider.issuer, { openListing: true }), startProtectedBackend(provider.issuer), startResumableBackend()]);
+  [crm, vault, counter, pages] = await Promise.all([
+    startProtectedBackend(provider.issuer, { openListing: true }),
+    startProtectedBackend(provider.issuer),
+    startResumableBackend(),
+    startPagingBackend({ tools: 5, resources: 1, pageSize: 2 }),
+  ]);
   const acme = { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] };
   set = await startReplicas({
     count: 2,
@@ -76,6 +87,7 @@ before(async () => {
       { name: 'issues', url: issues.url },
       { name: 'docs', url: docs.url, access: { tools: { deny: ['admin_reset'] } } },
       { name: 'counter', url: counter.url },
+      { name: 'pages', url: pages.url },
       { name: 'crm', url: crm.url, upstreamAuth: acme },
       { name: 'vault', url: vault.url, upstreamAuth: acme },
     ],
@@ -86,7 +98,7 @@ before(async () => {
 after(async () => {
   for (const close of closers) await close().catch(() => {});
   await set?.stop();
-  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), vault?.stop(), counter?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
+  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), vault?.stop(), counter?.stop(), pages?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
 });
 
 const contentText = (r: { contents: unknown[] }) => (r.contents[0] as { text?: string } | undefined)?.text;
@@ -128,7 +140,7 @@ async function refused(promise: Promise<unknown>, code: number, pattern: RegExp)
 function assertTriageTools(tools: Array<Record<string, unknown>>): void {
   assert.deepEqual(
     tools.map((t) => t.name),
-    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly'],
+    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly', 'fifth'],
   );
   const fileBug = tools[0]!;
   assert.equal(fileBug.description, 'File a bug against the acme web app');
@@ -157,6 +169,8 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     const { tools, nextCursor } = await client.listTools();
     assert.equal(nextCursor, undefined);
     assertTriageTools(tools as unknown as Array<Record<string, unknown>>);
+    assert.equal(textOf(await client.callTool({ name: 'fifth', arguments: { n: 5 } })), 't05:{"n":5}');
+    await refused(client.listTools({ cursor: 'made-up' }), -32602, /cursor/);
   });
 
   test('a call gets the fixed arguments; a client value for a fixed or hidden one is refused with -32602', async () => {
