@@ -9,7 +9,7 @@
  * - `docs` (2026-07-28 only, v2 SDK): `search_docs` as `find_docs`, optional `limit` hidden;
  *   `admin_reset` selected too, but denied by the backend's tool policy;
  * - `crm` (needs the user's own account, `upstreamAuth`, lists without it): `whoami`, which leads to the link;
- * - `pages` (lists in pages of 2): `t05`, on its last page, as `fifth`;
+ * - `pages` (lists in pages of 2): `t05`, on its last page, as `fifth`; `notify`;
  * - `counter` (resumable streams): `count`, its pace pinned, as `count_slowly`.
  *
  * A second server, `vault-desk`, selects a tool of `vault`, which refuses everything (initialize
@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
 import { startDocsBackend, startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
@@ -64,6 +64,8 @@ const TRIAGE = {
     { from: 'counter.count', as: 'count_slowly', arguments: { intervalMs: { value: 400 } } },
     // On the member's last page: the server walks every page and answers with one.
     { from: 'pages.t05', as: 'fifth' },
+    // Sends resources/updated for a resource the server does not offer, then tools/list_changed.
+    { from: 'pages.notify' },
   ],
   prompts: [{ from: 'issues.triage', as: 'triage_bug' }],
   resources: [{ from: 'issues', uriPrefix: 'repo://acme/' }],
@@ -140,7 +142,7 @@ async function refused(promise: Promise<unknown>, code: number, pattern: RegExp)
 function assertTriageTools(tools: Array<Record<string, unknown>>): void {
   assert.deepEqual(
     tools.map((t) => t.name),
-    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly', 'fifth'],
+    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly', 'fifth', 'notify'],
   );
   const fileBug = tools[0]!;
   assert.equal(fileBug.description, 'File a bug against the acme web app');
@@ -222,6 +224,18 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
     for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(changed, 1);
+  });
+
+  test('a member\'s notification about a resource the server does not offer is not passed on; its list_changed is', async () => {
+    let changed = 0;
+    const updated: string[] = [];
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    assert.equal(textOf(await client.callTool({ name: 'notify', arguments: {} })), 'notified');
+    // Sent after resources/updated on the same member stream: once it is here, the other would be too.
+    for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(changed, 1);
+    assert.deepEqual(updated, [], 'pages+paging://item/1 is not selected by this server');
   });
 });
 

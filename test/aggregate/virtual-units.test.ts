@@ -108,4 +108,18 @@ describe('a tool as a virtual server offers it', () => {
     assert.ok(!withResources.readsResource('docs+ui://form'), 'docs gives the server no tool');
     assert.deepEqual([...withResources.backends].sort(), ['docs', 'github']);
   });
+
+  test('notifications are narrowed to what the server offers, per member', () => {
+    const server = new Selection(parseConfig(config([{ ...bugs, resources: [{ from: 'docs', uriPrefix: 'docs://public/' }] }])).servers[0]!, 0);
+    const note = (method: string, params?: unknown) => ({ method: `notifications/${method}`, params });
+    assert.ok(server.keeps('github', note('tools/list_changed')), 'github gives the server a tool');
+    assert.ok(!server.keeps('docs', note('tools/list_changed')), 'docs gives it none');
+    assert.ok(!server.keeps('github', note('prompts/list_changed')), 'no prompt entry');
+    assert.ok(server.keeps('docs', note('resources/list_changed')));
+    assert.ok(!server.keeps('github', note('resources/list_changed')));
+    assert.ok(server.keeps('docs', note('resources/updated', { uri: 'docs+docs://public/a' })));
+    assert.ok(!server.keeps('docs', note('resources/updated', { uri: 'docs+docs://private/a' })));
+    assert.ok(server.keeps('docs', note('progress', { progressToken: 1, progress: 1 })), 'messages about the client\'s own requests pass');
+    assert.ok(server.keeps('docs', note('message', { level: 'info', data: 'x' })));
+  });
 });
