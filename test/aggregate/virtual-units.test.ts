@@ -10,6 +10,8 @@ import { ConfigError } from '../../src/config/errors.js';
 import { parseConfig } from '../../src/config/load.js';
 import { Selection } from '../../src/aggregate/virtual-selection.js';
 import { callArguments, presentTool } from '../../src/aggregate/virtual-tools.js';
+import { allAudiences, namedEndpoints } from '../../src/auth/resources.js';
+import { resourceScopes } from '../../src/broker/resource-servers.js';
 
 function config(servers: unknown[]): Record<string, unknown> {
   return {
@@ -62,6 +64,16 @@ describe('the servers config block', () => {
     fails([{ name: 'x', tools: [{ from: 'github.a', as: 'bad name' }] }], 'servers[0].tools[0].as', /MCP tool names/);
     fails([{ name: 'x' }], 'servers[0].tools', /at least one/);
   });
+});
+
+test('a virtual server is an endpoint of its own: its resource, and the scopes it requires and advertises', () => {
+  const input = config([bugs]);
+  const parsed = parseConfig({ ...input, auth: { ...(input.auth as object), requiredScopes: ['mcp'] }, backends: [{ name: 'github', url: 'https://github.example.com/mcp', access: { scopes: ['repo'] } }, { name: 'docs', url: 'https://docs.example.com/mcp' }] });
+  assert.ok(allAudiences(parsed).includes('https://mcp.example.com/mcp/bugs'));
+  const bugsEndpoint = namedEndpoints(parsed).find((e) => e.name === 'bugs');
+  // A member whose scope the token lacks is left out (as on /mcp), so only the gateway's scopes are required; the member's are advertised.
+  assert.deepEqual(bugsEndpoint, { name: 'bugs', required: ['mcp'], advertised: ['mcp', 'repo'] });
+  assert.deepEqual(resourceScopes(parsed).get('https://mcp.example.com/mcp/bugs'), ['mcp', 'repo'], 'a resource indicator in broker mode too');
 });
 
 describe('a tool as a virtual server offers it', () => {
