@@ -74,7 +74,7 @@ export interface Gateway {
  * `default` for the shipped one (no `log` block), unset for `silent`; the child's stdout is
  * read by this process into a bounded log (test/helpers/child.ts), as a log collector would.
  */
-export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap }): Promise<Gateway> {
+export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap; extra?: Record<string, unknown> }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -99,6 +99,8 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
       const entry = { name: b.name ?? (b.sse ? 'fast-sse' : 'fast'), url: `http://127.0.0.1:${b.port}/mcp` };
       return b.sse || b.name ? [entry] : [entry, { name: NATIVE_BACKEND, url: entry.url, protocol: '2026-07-28' }];
     }),
+    // More top-level keys for one figure (e.g. `servers`, bench/virtual.ts).
+    ...opts.extra,
   };
   const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
   // JSON is YAML.

@@ -63,6 +63,8 @@ export function isAggregatedEndpoint(config: BackendConfig): boolean {
 export interface AggregateEndpoint {
   name: string;
   members?: ReadonlySet<string>;
+  /** Whether a member's notification (names already qualified) reaches the client; all do on `/mcp`. */
+  keeps?: (backend: string, notification: JsonRpcMessage) => boolean;
 }
 
 export class AggregatedBackend implements McpBackend {
@@ -71,9 +73,11 @@ export class AggregatedBackend implements McpBackend {
   readonly #members: Members;
   readonly #rejoiner: Rejoiner;
   readonly #linker: MemberLinker;
+  readonly #keeps: AggregateEndpoint['keeps'];
 
   constructor(ctx: LinkingContext, endpoint: AggregateEndpoint = { name: AGGREGATE_NAME }) {
     this.name = endpoint.name;
+    this.#keeps = endpoint.keeps;
     this.#members = new Members(ctx, endpoint.members);
     this.#rejoiner = new Rejoiner(ctx, this.#members, endpoint.name);
     this.#linker = new MemberLinker(ctx, this.#members, endpoint.name);
@@ -204,7 +208,7 @@ export class AggregatedBackend implements McpBackend {
   /** A member's answer on its way to the client: names, URIs and request ids rewritten, the stream kept a stream. */
   async #toClient(call: AggregateCall, backend: string, res: BackendResponse, request: Request): Promise<BackendResponse> {
     const methodOf = (id: unknown) => (id === request.id ? request.method : undefined);
-    const rewrite = (text: string) => rewriteText(backend, text, methodOf);
+    const rewrite = (text: string) => rewriteText(backend, text, methodOf, this.#keeps);
     if (res.status === 202) {
       await res.body.dump();
       return emptyResponse(202);
@@ -214,7 +218,8 @@ export class AggregatedBackend implements McpBackend {
         transformSse(res.body, (data, id) => {
           // Event ids name the member stream, so a client resuming it reaches the same backend.
           const qualifiedId = id === undefined ? undefined : `${backend}:${id}`;
-          return data.trim() ? { data: rewrite(data), id: qualifiedId } : qualifiedId ? { data: '', id: qualifiedId } : undefined;
+          const rewritten = data.trim() ? rewrite(data) : '';
+          return rewritten ? { data: rewritten, id: qualifiedId } : qualifiedId ? { data: '', id: qualifiedId } : undefined;
         }),
       );
     }
@@ -306,8 +311,8 @@ export class AggregatedBackend implements McpBackend {
         return 'none';
       }
       const source = transformSse(res.body, (data, id) => {
-        if (!data.trim()) return undefined;
-        const rewritten = rewriteText(name, data, () => undefined);
+        const rewritten = data.trim() ? rewriteText(name, data, () => undefined, this.#keeps) : '';
+        if (!rewritten) return undefined;
         return lastEventId === undefined ? { data: rewritten } : { data: rewritten, id: id === undefined ? undefined : `${name}:${id}` };
       });
       return { source, close: () => res.body.destroy() };
@@ -330,8 +335,8 @@ export class AggregatedBackend implements McpBackend {
   }
 }
 
-/** Rewrites one SSE data payload or JSON body (a message or a batch) from `backend`. */
-function rewriteText(backend: string, text: string, methodOf: (id: unknown) => string | undefined): string {
+/** Rewrites one SSE data payload or JSON body (a message or a batch) from `backend`; '' for a notification `keeps` drops. */
+function rewriteText(backend: string, text: string, methodOf: (id: unknown) => string | undefined, keeps?: AggregateEndpoint['keeps']): string {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -339,5 +344,10 @@ function rewriteText(backend: string, text: string, methodOf: (id: unknown) => s
     return text;
   }
   const one = (m: unknown) => (m && typeof m === 'object' ? messageToClient(backend, m as JsonRpcMessage, methodOf) : m);
-  return JSON.stringify(Array.isArray(value) ? value.map(one) : one(value));
+  if (Array.isArray(value)) return JSON.stringify(value.map(one));
+  const message = one(value) as JsonRpcMessage;
+  if (keeps && message && typeof message === 'object' && isNotification(message) && !keeps(backend, message)) return '';
+  return JSON.stringify(message);
 }
+
+const isNotification = (m: JsonRpcMessage) => typeof m.method === 'string' && m.id === undefined;

@@ -98,6 +98,27 @@ export class Selection {
   }
 
   /**
+   * Whether a member's notification concerns what this server offers (`list_changed` and
+   * `resources/updated` are narrowed; everything else — progress, logs, cancellations — is a
+   * message about the client's own requests or the session, and passes). Per member: a
+   * `tools/list_changed` from a backend that gives the server no tool cannot change its list.
+   */
+  keeps(backend: string, notification: { method?: unknown; params?: unknown }): boolean {
+    switch (notification.method) {
+      case 'notifications/tools/list_changed':
+        return this.#toolBackends.has(backend);
+      case 'notifications/prompts/list_changed':
+        return this.prompts.some((p) => p.backend === backend);
+      case 'notifications/resources/list_changed':
+        return this.#prefixes.has(backend);
+      case 'notifications/resources/updated':
+        return this.readsResource((notification.params as { uri?: unknown } | undefined)?.uri);
+      default:
+        return true;
+    }
+  }
+
+  /**
    * The gateway's `connect` tool of a member whose account is not linked (linking/provisional.ts,
    * `{backend}__connect`): offered under that name so the model can lead the user to the link.
    */

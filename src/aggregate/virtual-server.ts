@@ -12,7 +12,10 @@
  * and tool, since the members are the same policy-applied backend clients — and the 2026-07-28
  * bridge (src/stateless/, which reaches it as one more 2025-11-25 backend) work unchanged.
  * Answers to calls pass through untouched: the aggregated layer already made their URIs
- * (`{backend}+{uri}`, MCP Apps' `_meta.ui.resourceUri`) readable here.
+ * (`{backend}+{uri}`, MCP Apps' `_meta.ui.resourceUri`) readable here. The members'
+ * notifications are narrowed per member by the selection (`list_changed` from a member that
+ * gives the server nothing of that kind, `resources/updated` of a resource it does not offer:
+ * dropped) — cheap, as the aggregated layer parses each message anyway.
  */
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { collectMessages } from '../backends/backend-body.js';
@@ -48,7 +51,8 @@ export class VirtualServer implements McpBackend {
     this.#server = server;
     this.#backends = ctx.backends;
     this.#selection = new Selection(server, index);
-    this.#inner = new AggregatedBackend(ctx, { name: server.name, members: this.#selection.backends });
+    const selection = this.#selection;
+    this.#inner = new AggregatedBackend(ctx, { name: server.name, members: selection.backends, keeps: (backend, notification) => selection.keeps(backend, notification) });
     this.name = server.name;
     this.config = this.#inner.config;
   }

@@ -1,14 +1,19 @@
 /**
  * Virtual servers (issue 31 §1) on two real gateway replicas sharing one real Redis, every
  * client request alternating between them (so a session started on replica A continues on
- * replica B). One server, `triage`, is built from three real backends:
+ * replica B). One server, `triage`, is built from real backends:
  *
  * - `issues` (2025-11-25, v1 SDK): `create_issue` renamed `file_bug`, described anew, `owner`
  *   and `repo` fixed (hidden from the model), the optional `labels` hidden; its prompt
  *   `triage` as `triage_bug`; its resources under `repo://acme/` only;
  * - `docs` (2026-07-28 only, v2 SDK): `search_docs` as `find_docs`, optional `limit` hidden;
  *   `admin_reset` selected too, but denied by the backend's tool policy;
- * - `crm` (needs the user's own account, `upstreamAuth`): `whoami`, which leads to the link.
+ * - `crm` (needs the user's own account, `upstreamAuth`, lists without it): `whoami`, which leads to the link;
+ * - `pages` (lists in pages of 2): `t05`, on its last page, as `fifth`; `notify`;
+ * - `counter` (resumable streams): `count`, its pace pinned, as `count_slowly`.
+ *
+ * A second server, `vault-desk`, selects a tool of `vault`, which refuses everything (initialize
+ * included) until the account is linked: the gateway's `connect` tool stands in for it.
  *
  * Clients: the v1 SDK (2025-11-25 sessions) and the v2 SDK pinned to 2026-07-28 (stateless,
  * through the gateway's bridge). Both must see the same server.
@@ -18,8 +23,9 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
 import { startDocsBackend, startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { linkRequired } from '../helpers/linking-journey.js';
@@ -37,6 +43,9 @@ let issues: VirtualBackend;
 let docs: VirtualBackend;
 let crm: ProtectedBackend;
 let counter: { url: string; stop(): Promise<void> };
+/** Refuses everything, initialize included, without the user's own token: its tools are unknown until the link. */
+let vault: ProtectedBackend;
+let pages: PagingBackend;
 let set: ReplicaSet;
 const closers: Array<() => Promise<unknown>> = [];
 
@@ -53,6 +62,10 @@ const TRIAGE = {
     { from: 'docs.admin_reset' },
     // A long call with progress, its pace pinned: resumed with Last-Event-ID on the other replica.
     { from: 'counter.count', as: 'count_slowly', arguments: { intervalMs: { value: 400 } } },
+    // On the member's last page: the server walks every page and answers with one.
+    { from: 'pages.t05', as: 'fifth' },
+    // Sends resources/updated for a resource the server does not offer, then tools/list_changed.
+    { from: 'pages.notify' },
   ],
   prompts: [{ from: 'issues.triage', as: 'triage_bug' }],
   resources: [{ from: 'issues', uriPrefix: 'repo://acme/' }],
@@ -60,7 +73,13 @@ const TRIAGE = {
 
 before(async () => {
   [idp, provider, redis, issues, docs] = await Promise.all([startOAuthServer(), startOAuthServer(), startRedis(), startIssuesBackend(), startDocsBackend()]);
-  [crm, counter] = await Promise.all([startProtectedBackend(provider.issuer, { openListing: true }), startResumableBackend()]);
+  [crm, vault, counter, pages] = await Promise.all([
+    startProtectedBackend(provider.issuer, { openListing: true }),
+    startProtectedBackend(provider.issuer),
+    startResumableBackend(),
+    startPagingBackend({ tools: 5, resources: 1, pageSize: 2 }),
+  ]);
+  const acme = { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] };
   set = await startReplicas({
     count: 2,
     redisUrl: redis.url,
@@ -70,20 +89,18 @@ before(async () => {
       { name: 'issues', url: issues.url },
       { name: 'docs', url: docs.url, access: { tools: { deny: ['admin_reset'] } } },
       { name: 'counter', url: counter.url },
-      {
-        name: 'crm',
-        url: crm.url,
-        upstreamAuth: { provider: 'acme', authorizationUrl: provider.authorizationEndpoint, tokenUrl: provider.tokenEndpoint, clientId: 'switchboard', clientSecret: 'acme-client-secret', scopes: ['repo'] },
-      },
+      { name: 'pages', url: pages.url },
+      { name: 'crm', url: crm.url, upstreamAuth: acme },
+      { name: 'vault', url: vault.url, upstreamAuth: acme },
     ],
-    extra: { servers: [TRIAGE], secrets: { cookieKey: randomBytes(32).toString('base64url'), tokenKey: randomBytes(32).toString('base64url') } },
+    extra: { servers: [TRIAGE, { name: 'vault-desk', tools: [{ from: 'vault.whoami', as: 'who_am_i' }] }], secrets: { cookieKey: randomBytes(32).toString('base64url'), tokenKey: randomBytes(32).toString('base64url') } },
   });
 });
 
 after(async () => {
   for (const close of closers) await close().catch(() => {});
   await set?.stop();
-  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), counter?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
+  await Promise.allSettled([issues?.close(), docs?.close(), crm?.stop(), vault?.stop(), counter?.stop(), pages?.stop(), redis?.stop(), provider?.stop(), idp?.stop()]);
 });
 
 const contentText = (r: { contents: unknown[] }) => (r.contents[0] as { text?: string } | undefined)?.text;
@@ -94,10 +111,10 @@ async function token(sub: string, aud = set.audience): Promise<string> {
   return idp.token({ sub, aud });
 }
 
-/** A v1 SDK client (2025-11-25 sessions) of `/mcp/triage`, its requests alternating between the replicas. */
-async function sessionClient(sub: string): Promise<Client> {
+/** A v1 SDK client (2025-11-25 sessions) of `/mcp/{server}`, its requests alternating between the replicas. */
+async function sessionClient(sub: string, server = 'triage'): Promise<Client> {
   const client = new Client({ name: 'virtual-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
-  const transport = new StreamableHTTPClientTransport(set.endpoint(0, 'triage'), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } });
+  const transport = new StreamableHTTPClientTransport(set.endpoint(0, server), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } });
   await withDeadline(client.connect(transport), 15_000, 'connect to /mcp/triage');
   closers.push(() => client.close());
   return client;
@@ -125,7 +142,7 @@ async function refused(promise: Promise<unknown>, code: number, pattern: RegExp)
 function assertTriageTools(tools: Array<Record<string, unknown>>): void {
   assert.deepEqual(
     tools.map((t) => t.name),
-    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly'],
+    ['file_bug', 'find_docs', 'whoami', 'announce', 'count_slowly', 'fifth', 'notify'],
   );
   const fileBug = tools[0]!;
   assert.equal(fileBug.description, 'File a bug against the acme web app');
@@ -154,6 +171,8 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     const { tools, nextCursor } = await client.listTools();
     assert.equal(nextCursor, undefined);
     assertTriageTools(tools as unknown as Array<Record<string, unknown>>);
+    assert.equal(textOf(await client.callTool({ name: 'fifth', arguments: { n: 5 } })), 't05:{"n":5}');
+    await refused(client.listTools({ cursor: 'made-up' }), -32602, /cursor/);
   });
 
   test('a call gets the fixed arguments; a client value for a fixed or hidden one is refused with -32602', async () => {
@@ -205,6 +224,34 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
     for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(changed, 1);
+  });
+
+  test('a member\'s notification about a resource the server does not offer is not passed on; its list_changed is', async () => {
+    let changed = 0;
+    const updated: string[] = [];
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
+    assert.equal(textOf(await client.callTool({ name: 'notify', arguments: {} })), 'notified');
+    // Sent after resources/updated on the same member stream: once it is here, the other would be too.
+    for (let i = 0; i < 100 && changed === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(changed, 1);
+    assert.deepEqual(updated, [], 'pages+paging://item/1 is not selected by this server');
+  });
+});
+
+describe('a virtual server over a backend that refuses everything until the user links the account', () => {
+  test('its tools are unknown: the gateway\'s connect tool is offered in their place, and it and the selected tool lead to the link', async () => {
+    const client = await sessionClient('erin', 'vault-desk');
+    const { tools } = await client.listTools();
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['vault__connect'],
+    );
+    for (const name of ['vault__connect', 'who_am_i']) {
+      const elicitation = await linkRequired(client, name);
+      assert.match(elicitation.url, /\/connect\?elicitationId=/, name);
+    }
+    await refused(client.callTool({ name: 'triage__connect', arguments: {} }), -32602, /Unknown tool/);
   });
 });
 

@@ -10,6 +10,8 @@ import { ConfigError } from '../../src/config/errors.js';
 import { parseConfig } from '../../src/config/load.js';
 import { Selection } from '../../src/aggregate/virtual-selection.js';
 import { callArguments, presentTool } from '../../src/aggregate/virtual-tools.js';
+import { allAudiences, namedEndpoints } from '../../src/auth/resources.js';
+import { resourceScopes } from '../../src/broker/resource-servers.js';
 
 function config(servers: unknown[]): Record<string, unknown> {
   return {
@@ -64,6 +66,16 @@ describe('the servers config block', () => {
   });
 });
 
+test('a virtual server is an endpoint of its own: its resource, and the scopes it requires and advertises', () => {
+  const input = config([bugs]);
+  const parsed = parseConfig({ ...input, auth: { ...(input.auth as object), requiredScopes: ['mcp'] }, backends: [{ name: 'github', url: 'https://github.example.com/mcp', access: { scopes: ['repo'] } }, { name: 'docs', url: 'https://docs.example.com/mcp' }] });
+  assert.ok(allAudiences(parsed).includes('https://mcp.example.com/mcp/bugs'));
+  const bugsEndpoint = namedEndpoints(parsed).find((e) => e.name === 'bugs');
+  // A member whose scope the token lacks is left out (as on /mcp), so only the gateway's scopes are required; the member's are advertised.
+  assert.deepEqual(bugsEndpoint, { name: 'bugs', required: ['mcp'], advertised: ['mcp', 'repo'] });
+  assert.deepEqual(resourceScopes(parsed).get('https://mcp.example.com/mcp/bugs'), ['mcp', 'repo'], 'a resource indicator in broker mode too');
+});
+
 describe('a tool as a virtual server offers it', () => {
   const selection = new Selection(parseConfig(config([bugs])).servers[0]!, 0);
   const selected = selection.toolByOffered('file_bug')!;
@@ -107,5 +119,19 @@ describe('a tool as a virtual server offers it', () => {
     assert.ok(withResources.readsResource('github+ui://form'));
     assert.ok(!withResources.readsResource('docs+ui://form'), 'docs gives the server no tool');
     assert.deepEqual([...withResources.backends].sort(), ['docs', 'github']);
+  });
+
+  test('notifications are narrowed to what the server offers, per member', () => {
+    const server = new Selection(parseConfig(config([{ ...bugs, resources: [{ from: 'docs', uriPrefix: 'docs://public/' }] }])).servers[0]!, 0);
+    const note = (method: string, params?: unknown) => ({ method: `notifications/${method}`, params });
+    assert.ok(server.keeps('github', note('tools/list_changed')), 'github gives the server a tool');
+    assert.ok(!server.keeps('docs', note('tools/list_changed')), 'docs gives it none');
+    assert.ok(!server.keeps('github', note('prompts/list_changed')), 'no prompt entry');
+    assert.ok(server.keeps('docs', note('resources/list_changed')));
+    assert.ok(!server.keeps('github', note('resources/list_changed')));
+    assert.ok(server.keeps('docs', note('resources/updated', { uri: 'docs+docs://public/a' })));
+    assert.ok(!server.keeps('docs', note('resources/updated', { uri: 'docs+docs://private/a' })));
+    assert.ok(server.keeps('docs', note('progress', { progressToken: 1, progress: 1 })), 'messages about the client\'s own requests pass');
+    assert.ok(server.keeps('docs', note('message', { level: 'info', data: 'x' })));
   });
 });
