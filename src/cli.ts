@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * `switchboard [--config file.yaml]` (SPEC §3). With a config file: validate it and serve.
+ * `switchboard [--config file.yaml]` (SPEC §3). With a config file: validate it and serve,
+ * and reload it on SIGHUP or when it changes (src/reload/).
  * Without one: the embedded development default, which prints the endpoint and a ready
  * bearer token.
  */
@@ -8,6 +9,7 @@ import { startDevelopment } from './dev/development.js';
 import { ConfigError } from './config/errors.js';
 import { findConfigFile, loadConfigFile } from './config/load.js';
 import { closeOnSignals, startServer } from './server.js';
+import { watchConfigFile } from './reload/config-watch.js';
 
 async function main(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -21,7 +23,9 @@ async function main(argv: string[]): Promise<void> {
   }
   const config = loadConfigFile(file, process.env);
   const server = await startServer(config);
-  closeOnSignals(server);
+  // Reloads on SIGHUP and when the file's directory changes (docs/operations-reload.md).
+  const watch = watchConfigFile(server.app, { file, env: process.env });
+  closeOnSignals(server, async () => watch.close());
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

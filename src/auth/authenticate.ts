@@ -6,6 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
+import { derived } from '../config/live-config.js';
 import { AuthError, wwwAuthenticate } from './errors.js';
 import { acceptedAudiences, advertisedScopes, audienceMatches } from './resources.js';
 import type { Principal } from './principal.js';
@@ -54,19 +55,12 @@ interface PathRequirement {
 }
 
 export function createAuthenticate(config: Config, verifier: TokenVerifier, onFailure: (code: AuthError['code']) => void = () => {}) {
-  // Worked out once per backend, not per request. An unknown backend's challenge points at
-  // the gateway-wide metadata, which exists.
-  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes], advertised: advertisedScopes(config), audiences: acceptedAudiences(config) };
-  // Backends with `tokenExchange` get a token exchanged for the caller's (src/exchange/).
-  const keepsToken = config.backends.some((b) => b.tokenExchange);
-  const perBackend = new Map<string, PathRequirement>(
-    config.backends.map((b) => [
-      b.name,
-      { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes], advertised: advertisedScopes(config, b), audiences: acceptedAudiences(config, b.name) },
-    ]),
-  );
+  // Worked out once per backend, not per request, and again after a reload changed the
+  // backends (config/live-config.ts).
+  const paths = derived(config, pathRequirements);
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
+    const { gatewayWide, keepsToken, perBackend } = paths();
     const { metadataUrl, required, advertised, audiences } = (backendName && perBackend.get(backendName)) || gatewayWide;
     try {
       const token = bearerToken(request.headers.authorization);
@@ -101,4 +95,20 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
         .send({ error: err.code === 'missing_token' ? 'invalid_request' : err.code, error_description: err.message });
     }
   };
+}
+
+/**
+ * What each path asks of a token. An unknown backend's challenge points at the gateway-wide
+ * metadata, which exists. Backends with `tokenExchange` need the caller's token kept (src/exchange/).
+ */
+function pathRequirements(config: Config): { gatewayWide: PathRequirement; keepsToken: boolean; perBackend: Map<string, PathRequirement> } {
+  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes], advertised: advertisedScopes(config), audiences: acceptedAudiences(config) };
+  const keepsToken = config.backends.some((b) => b.tokenExchange);
+  const perBackend = new Map<string, PathRequirement>(
+    config.backends.map((b) => [
+      b.name,
+      { metadataUrl: resourceMetadataUrl(config, b.name), required: [...config.auth.requiredScopes, ...b.access.scopes], advertised: advertisedScopes(config, b), audiences: acceptedAudiences(config, b.name) },
+    ]),
+  );
+  return { gatewayWide, keepsToken, perBackend };
 }

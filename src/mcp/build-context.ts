@@ -31,5 +31,5 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked) };
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, () => parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked) };
 }
