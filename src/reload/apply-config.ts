@@ -13,7 +13,8 @@
  * on this replica end with `retry` as their last event, and its sessions then meet 404 ("No
  * backend named …") on their next request, as a client expects of a session the server ended.
  * A backend pointed at another server (url, transport, command, args, env, protocol) is a
- * removal and an addition: the same, then the next `initialize` reaches the new server.
+ * removal and an addition: the same, then the next `initialize` reaches the new server. An
+ * added backend joins existing `/mcp` sessions on their next message (aggregate/rejoin.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';

@@ -11,9 +11,11 @@ import { after, before, describe, test } from 'node:test';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config, ConfigInput } from '../../src/config/schema.js';
 import { restartOnlyChanges } from '../../src/reload/restart-keys.js';
+import { waitUntil } from '../helpers/child.js';
 import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { sessionToolNames } from '../helpers/pages.js';
 import { sessionClient } from '../helpers/session-client.js';
 
 let oauth: OAuthHandle;
@@ -90,6 +92,17 @@ describe('applying a reloaded config', () => {
     const again = await alphaClient.initialize(token);
     assert.equal(await alphaClient.pingStatus(token, again), 200);
     gateway.app.applyConfig(configWith({}));
+  });
+
+  test('a backend added joins existing /mcp sessions on their next message', async () => {
+    const aggregated = sessionClient(() => new URL(`${gateway.url}/mcp`), 'apply-test');
+    const sessionId = await aggregated.initialize(token);
+    const names = () => sessionToolNames(aggregated, token, sessionId);
+    assert.deepEqual(await names(), ['alpha__announce']);
+    assert.equal(gateway.app.applyConfig(configWith({ backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }] })), 'applied');
+    await waitUntil(async () => ((await names()).includes('beta__announce') ? true : undefined), { what: 'beta to join the /mcp session', timeoutMs: 15_000, intervalMs: 100 });
+    gateway.app.applyConfig(configWith({}));
+    assert.deepEqual(await names(), ['alpha__announce'], 'a removed member leaves the lists at once');
   });
 
   test('a restart-only change applies nothing, not even the rest of the file', async () => {

@@ -24,6 +24,7 @@ import { freePort } from '../helpers/free-port.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis-topology.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { sessionToolNames } from '../helpers/pages.js';
 import { SESSION_VERSION, sessionClient } from '../helpers/session-client.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 
@@ -136,16 +137,7 @@ describe('config reload on two replicas from a ConfigMap-style mount', () => {
     assert.match(await call.text(), /announced hello-beta/);
     // As a member of the aggregated /mcp too.
     const aggregated = sessionClient(() => new URL(`${set.replicas[1]!.url}/mcp`), 'reload-test');
-    const aggregatedSession = await aggregated.initialize(token);
-    const names: string[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < 10; page++) {
-      const list = await aggregated.post(token, { jsonrpc: '2.0', id: page, method: 'tools/list', params: cursor ? { cursor } : {} }, aggregatedSession);
-      assert.equal(list.status, 200);
-      const { result } = (await list.json()) as { result: { tools: Array<{ name: string }>; nextCursor?: string } };
-      names.push(...result.tools.map((t) => t.name));
-      if (!(cursor = result.nextCursor)) break;
-    }
+    const names = await sessionToolNames(aggregated, token, await aggregated.initialize(token));
     assert.deepEqual(names, ['alpha__announce', 'beta__announce']);
 
     // alpha: the same session id answers, and the stream opened before the reload still receives.
