@@ -12,6 +12,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { Config, ConfigInput } from '../../src/config/schema.js';
 import { restartOnlyChanges } from '../../src/reload/restart-keys.js';
 import { waitUntil } from '../helpers/child.js';
+import { exchangesOf, startExchangeBackend, startExchangeServer } from '../helpers/exchange.js';
 import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -103,6 +104,34 @@ describe('applying a reloaded config', () => {
     await waitUntil(async () => ((await names()).includes('beta__announce') ? true : undefined), { what: 'beta to join the /mcp session', timeoutMs: 15_000, intervalMs: 100 });
     gateway.app.applyConfig(configWith({}));
     assert.deepEqual(await names(), ['alpha__announce'], 'a removed member leaves the lists at once');
+  });
+
+  test('tokenExchange added to a backend by a reload: its calls get a token exchanged for the user; removed: they do not', async () => {
+    const exchange = await startExchangeServer({ idpIssuer: oauth.issuer });
+    const hr = await startExchangeBackend(exchange.issuer, 'hr-api');
+    try {
+      const hrClient = sessionClient(() => gateway.endpoint('hr'), 'apply-test');
+      const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'apply-test', version: '1' } } };
+      const plain = { name: 'hr', url: hr.url };
+      assert.equal(gateway.app.applyConfig(configWith({ backends: [{ name: 'alpha', url: alpha.url }, plain] })), 'applied');
+      const refused = await hrClient.post(token, initialize);
+      const refusedText = await refused.text();
+      assert.ok(refused.status !== 200 || /"error"/.test(refusedText), `the backend accepts only exchanged tokens: ${refused.status} ${refusedText}`);
+      const tokenExchange = { tokenUrl: exchange.tokenUrl, clientId: exchange.clientId, clientSecret: exchange.clientSecret, audience: 'hr-api' };
+      assert.equal(gateway.app.applyConfig(configWith({ backends: [{ name: 'alpha', url: alpha.url }, { ...plain, tokenExchange }] })), 'applied');
+      const sessionId = await hrClient.initialize(token);
+      assert.equal(await hrClient.pingStatus(token, sessionId), 200);
+      assert.ok(exchangesOf(await exchange.exchanges(), 'applying-user').some((e) => e.aud === 'hr-api'));
+      assert.equal(gateway.app.applyConfig(configWith({ backends: [{ name: 'alpha', url: alpha.url }, plain] })), 'applied');
+      const seen = (await hr.seenAuthorizations()).length;
+      const unexchanged = await hrClient.post(token, { jsonrpc: '2.0', id: 'p', method: 'ping' }, sessionId);
+      const unexchangedText = await unexchanged.text();
+      assert.ok(unexchanged.status !== 200 || /"error"/.test(unexchangedText), `without tokenExchange the backend refuses the call: ${unexchanged.status} ${unexchangedText}`);
+      assert.equal((await hr.seenAuthorizations()).length, seen, 'and it was sent no token at all');
+    } finally {
+      gateway.app.applyConfig(configWith({}));
+      await Promise.allSettled([hr.stop(), exchange.stop()]);
+    }
   });
 
   test('a restart-only change applies nothing, not even the rest of the file', async () => {
