@@ -64,6 +64,13 @@ describe('applying a reloaded config', () => {
     assert.equal(gateway.app.applyConfig(configWith({})), 'unchanged');
   });
 
+  test('log.level changes at once', () => {
+    assert.equal(gateway.app.applyConfig(configWith({ log: { level: 'warn' } })), 'applied');
+    assert.equal(gateway.app.log.level, 'warn');
+    gateway.app.applyConfig(configWith({}));
+    assert.equal(gateway.app.log.level, 'silent');
+  });
+
   test("a backend's required scopes change what its path asks of a token", async () => {
     const sessionId = await alphaClient.initialize(token);
     assert.equal(gateway.app.applyConfig(configWith({ backends: [{ name: 'alpha', url: alpha.url, access: { scopes: ['alpha:use'] } }] })), 'applied');
