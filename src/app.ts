@@ -9,9 +9,9 @@ import { createAuthenticate } from './auth/authenticate.js';
 import { registerMetadataRoutes } from './auth/metadata-routes.js';
 import { allAudiences } from './auth/resources.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
-import { StreamableHttpBackend } from './backends/streamable-http.js';
-import { startLocalBridges, type LocalBridges } from './backends/bridge/local-bridges.js';
+import { startLocalBridges } from './backends/bridge/local-bridges.js';
 import type { Config } from './config/schema.js';
+import { derived } from './config/live-config.js';
 import type { McpContext } from './mcp/context.js';
 import { createOriginGuard } from './http/origin-guard.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -32,16 +32,15 @@ import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './sessions/session-notifier.js';
 import { isBridgeMessage, type ReplicaMessage } from './state/coordinator.js';
 import { BackendEras } from './backends/era.js';
-import type { McpBackend } from './backends/backend.js';
 import { AdaptedSessions } from './backends/modern/adapted-sessions.js';
 import { InputAnswers } from './backends/modern/input-answers.js';
 import { SessionListens } from './backends/modern/session-listens.js';
-import { ModernEraBackend, type ModernEraParts } from './backends/modern/modern-era-backend.js';
+import type { ModernEraParts } from './backends/modern/modern-era-backend.js';
+import { buildBackends } from './reload/backend-set.js';
+import { createConfigApplier, type ConfigApplier } from './reload/apply-config.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
-import { exchangeForBackends } from './exchange/exchanging-backend.js';
-import { applyToolPolicies } from './policy/tool-policy-backend.js';
 import { prepareBroker } from './broker/broker.js';
 
 export interface AppOptions {
@@ -58,6 +57,8 @@ declare module 'fastify' {
     readiness: Readiness;
     mcp: McpContext;
     metrics: Metrics;
+    /** Applies a validated config read again from the file (src/reload/; docs/operations-reload.md). */
+    applyConfig: ConfigApplier;
   }
 }
 
@@ -65,6 +66,8 @@ const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections)(\/|
 
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options.logStream));
+  // As the file gave it, for the next reload to compare (a reload replaces `config`'s top level only).
+  const loaded = { ...config };
 
   // Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
   const broker = await prepareBroker(config, app.log);
@@ -75,7 +78,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const verifier: TokenVerifier = createTokenVerifier(
     broker?.verifierOptions ?? {
       issuer: config.auth.issuer,
-      audience: allAudiences(config),
+      audience: derived(config, allAudiences),
       algorithms: config.auth.algorithms,
       clockToleranceMs: config.auth.clockTolerance,
       jwksUri: config.auth.jwksUri,
@@ -87,7 +90,6 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // Which revision each backend speaks, shared by both directions of the bridge between the eras.
   const eras = new BackendEras(store, app.log);
   const modern = { eras, sessions: new AdaptedSessions(store, coordinator), answers: new InputAnswers(coordinator), listens: new SessionListens() };
-  const backends = backendClients(config, bridges, modern);
   const streams = new StreamRegistry();
   const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
   const sessions = new SessionService(
@@ -95,13 +97,11 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     config.sessions.idleTtl,
     (operation) => metrics.stateErrors.inc({ operation }),
     (change, userKey, sessionId) => coordinator.broadcast({ type: change, userKey, sessionId }),
-    { maxPerUser: config.sessions.maxPerUser, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
+    { get maxPerUser() { return config.sessions.maxPerUser; } /* read per session: it reloads */, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/).
-  if (exchange) exchangeForBackends(backends, exchange);
-  // Backends with a tool policy hide the same tools on every path that reaches them (src/policy/).
-  applyToolPolicies(backends, metrics);
+  const backendParts = { bridges, modern, exchange, metrics };
+  const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
@@ -122,8 +122,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.addHook('onRoute', (route: RouteOptions) => {
     if (BROWSER_ROUTE.test(route.url)) route.onRequest = prependHook(route.onRequest, originGuard);
   });
-  const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, ...(exchange ? { exchange } : {}) }, eras);
+  const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras);
   app.decorate('mcp', ctx);
+  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, streams, eras, log: app.log }, loaded));
   coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
@@ -142,20 +143,6 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     await state.close();
   });
   return app;
-}
-
-/**
- * One client per backend. A streamable-http backend may be of the 2026-07-28 era: its
- * 2025-11-25 clients get sessions kept by the gateway (backends/modern/); stdio and legacy SSE
- * backends are reached through the local bridge, which speaks the session era only.
- */
-function backendClients(config: Config, bridges: LocalBridges, modern: ModernEraParts): Map<string, McpBackend> {
-  return new Map(
-    config.backends.map((b) => {
-      const client = new StreamableHttpBackend(bridges.configFor(b));
-      return [b.name, b.transport === 'streamable-http' ? new ModernEraBackend(client, modern) : client] as const;
-    }),
-  );
 }
 
 /** What another replica sent: to the layer it is about. */

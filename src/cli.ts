@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * `switchboard [--config file.yaml]` (SPEC §3). With a config file: validate it and serve.
+ * `switchboard [--config file.yaml]` (SPEC §3). With a config file: validate it and serve,
+ * and reload it on SIGHUP or when it changes (src/reload/).
  * Without one: the embedded development default, which prints the endpoint and a ready
  * bearer token. `switchboard validate --config file.yaml` only validates (issue 32 §2), and
  * `--version` prints the package version; both load neither the server nor its
@@ -43,7 +44,10 @@ async function main(argv: string[]): Promise<void> {
   }
   const config = loadConfigFile(file, process.env);
   const server = await startServer(config);
-  closeOnSignals(server);
+  // Reloads on SIGHUP and when the file's directory changes (docs/operations-reload.md).
+  const { watchConfigFile } = await import('./reload/config-watch.js');
+  const watch = watchConfigFile(server.app, { file, env: process.env });
+  closeOnSignals(server, async () => watch.close());
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

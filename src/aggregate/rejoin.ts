@@ -1,6 +1,6 @@
 /**
  * Bringing back a backend that could not join an aggregated session at initialize (down or
- * slower than `aggregate.fanoutTimeout` then). Clients keep a session for hours; without this
+ * slower than `aggregate.fanoutTimeout` then), and bringing in one a config reload added. Clients keep a session for hours; without this
  * a backend that was briefly away when the client connected would stay missing until the
  * client reconnects.
  *
@@ -38,19 +38,31 @@ export class Rejoiner {
   /** Starts an attempt for the session's missing backends, unless one is running here. */
   schedule(call: AggregateCall, protocolVersion: string | undefined): void {
     const { principal, sessionId } = call.caller;
-    if (!sessionId || !call.state.left.length) return;
+    const missing = this.#missing(call);
+    if (!sessionId || !missing.length) return;
     const key = `${principal.userKey}:${sessionId}`;
     if (this.#running.has(key)) return;
     this.#running.add(key);
-    void this.#attempt(call, sessionId, protocolVersion)
+    void this.#attempt(call, sessionId, protocolVersion, missing)
       .catch((err: Error) => call.caller.log.warn({ err: err.message }, 'could not bring a backend into the aggregated session'))
       .finally(() => this.#running.delete(key));
   }
 
-  async #attempt(call: AggregateCall, sessionId: string, protocolVersion: string | undefined): Promise<void> {
+  /**
+   * The backends the session lacks: left out at initialize, or added by a config reload since
+   * (every backend the user could use then is either a member or left out), which so join
+   * existing sessions too (docs/operations-reload.md).
+   */
+  #missing(call: AggregateCall): string[] {
+    const { left } = call.state;
+    const added = this.members.allowed(call.caller).filter((b) => !(b.name in call.map) && !left.includes(b.name));
+    return added.length ? [...left, ...added.map((b) => b.name)] : left;
+  }
+
+  async #attempt(call: AggregateCall, sessionId: string, protocolVersion: string | undefined, missing: readonly string[]): Promise<void> {
     const { principal, log } = call.caller;
     const allowed = new Map(this.members.allowed(call.caller).map((b) => [b.name, b]));
-    for (const name of call.state.left) {
+    for (const name of missing) {
       const backend = allowed.get(name);
       if (!backend) continue;
       const claim = ValueKeys.aggregateRejoin(principal.userKey, sessionId, name);

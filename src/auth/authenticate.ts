@@ -6,6 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
+import { derived } from '../config/live-config.js';
 import { AuthError, wwwAuthenticate } from './errors.js';
 import { acceptedAudiences, advertisedScopes, audienceMatches, namedEndpoints } from './resources.js';
 import type { Principal } from './principal.js';
@@ -54,17 +55,12 @@ interface PathRequirement {
 }
 
 export function createAuthenticate(config: Config, verifier: TokenVerifier, onFailure: (code: AuthError['code']) => void = () => {}) {
-  // Worked out once per backend, not per request. An unknown backend's challenge points at
-  // the gateway-wide metadata, which exists.
-  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes], advertised: advertisedScopes(config), audiences: acceptedAudiences(config) };
-  // Backends with `tokenExchange` get a token exchanged for the caller's (src/exchange/).
-  const keepsToken = config.backends.some((b) => b.tokenExchange);
-  // Backends and virtual servers (`servers`): each `/mcp/{name}` is a resource of its own.
-  const perBackend = new Map<string, PathRequirement>(
-    namedEndpoints(config).map((e) => [e.name, { metadataUrl: resourceMetadataUrl(config, e.name), required: e.required, advertised: e.advertised, audiences: acceptedAudiences(config, e.name) }]),
-  );
+  // Worked out once per backend, not per request, and again after a reload changed the
+  // backends (config/live-config.ts).
+  const paths = derived(config, pathRequirements);
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
+    const { gatewayWide, keepsToken, perBackend } = paths();
     const { metadataUrl, required, advertised, audiences } = (backendName && perBackend.get(backendName)) || gatewayWide;
     try {
       const token = bearerToken(request.headers.authorization);
@@ -99,4 +95,18 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
         .send({ error: err.code === 'missing_token' ? 'invalid_request' : err.code, error_description: err.message });
     }
   };
+}
+
+/**
+ * What each path asks of a token. An unknown backend's challenge points at the gateway-wide
+ * metadata, which exists. Backends with `tokenExchange` need the caller's token kept (src/exchange/).
+ */
+function pathRequirements(config: Config): { gatewayWide: PathRequirement; keepsToken: boolean; perBackend: Map<string, PathRequirement> } {
+  const gatewayWide: PathRequirement = { metadataUrl: resourceMetadataUrl(config), required: [...config.auth.requiredScopes], advertised: advertisedScopes(config), audiences: acceptedAudiences(config) };
+  const keepsToken = config.backends.some((b) => b.tokenExchange);
+  // Backends and virtual servers (`servers`): each `/mcp/{name}` is a resource of its own.
+  const perBackend = new Map<string, PathRequirement>(
+    namedEndpoints(config).map((e) => [e.name, { metadataUrl: resourceMetadataUrl(config, e.name), required: e.required, advertised: e.advertised, audiences: acceptedAudiences(config, e.name) }]),
+  );
+  return { gatewayWide, keepsToken, perBackend };
 }

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/schema.js';
+import { derived } from '../config/live-config.js';
 import { advertisedScopes, endpointResource, namedEndpoints } from './resources.js';
 
 export function registerMetadataRoutes(app: FastifyInstance, config: Config): void {
@@ -19,14 +20,17 @@ export function registerMetadataRoutes(app: FastifyInstance, config: Config): vo
     bearer_methods_supported: ['header'],
     resource_name: 'Switchboard MCP gateway',
   });
-  const root = document(config.auth.audience, advertisedScopes(config));
-  const aggregated = document(endpointResource(config), advertisedScopes(config));
-  // Backends and virtual servers (`servers`, issue 31 §1) alike.
-  const perBackend = new Map(namedEndpoints(config).map((e) => [e.name, document(endpointResource(config, e.name), e.advertised)]));
+  // Made again after a reload (config/live-config.ts): an added backend has its document at once.
+  const documents = derived(config, (c) => ({
+    root: document(c.auth.audience, advertisedScopes(c)),
+    aggregated: document(endpointResource(c), advertisedScopes(c)),
+    // Backends and virtual servers (`servers`, issue 31 §1) alike.
+    perBackend: new Map(namedEndpoints(c).map((e) => [e.name, document(endpointResource(c, e.name), e.advertised)])),
+  }));
   const send = { schema: undefined } as const;
-  app.get('/.well-known/oauth-protected-resource', send, async () => root);
-  app.get('/.well-known/oauth-protected-resource/mcp', send, async () => aggregated);
+  app.get('/.well-known/oauth-protected-resource', send, async () => documents().root);
+  app.get('/.well-known/oauth-protected-resource/mcp', send, async () => documents().aggregated);
   app.get<{ Params: { backend: string } }>('/.well-known/oauth-protected-resource/mcp/:backend', send, async (request, reply) => {
-    return perBackend.get(request.params.backend) ?? reply.code(404).send({ error: 'not_found', error_description: 'no such backend' });
+    return documents().perBackend.get(request.params.backend) ?? reply.code(404).send({ error: 'not_found', error_description: 'no such backend' });
   });
 }

@@ -15,8 +15,12 @@ import { scopesOf, userKeyOf, type Principal } from './principal.js';
 
 export interface TokenVerifierOptions {
   issuer: string;
-  /** Every audience some endpoint accepts; each endpoint checks its own (authenticate.ts). */
-  audience: string | string[];
+  /**
+   * Every audience some endpoint accepts; each endpoint checks its own (authenticate.ts). A
+   * function is asked on every verification: the backends, and so the audiences, change on a
+   * config reload (config/live-config.ts).
+   */
+  audience: string | string[] | (() => string[]);
   algorithms: readonly string[];
   clockToleranceMs: number;
   /** Overrides discovery. */
@@ -78,7 +82,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       try {
         const { payload } = await jwtVerify(token, keys, {
           issuer: options.issuer,
-          audience: options.audience,
+          audience: typeof options.audience === 'function' ? options.audience() : options.audience,
           algorithms: [...options.algorithms],
           clockTolerance: Math.round(options.clockToleranceMs / 1000),
           requiredClaims: ['sub', 'exp'],

@@ -16,6 +16,7 @@ import type { FastifyBaseLogger, FastifyInstance, onRequestHookHandler } from 'f
 import { allAudiences } from '../auth/resources.js';
 import type { TokenVerifierOptions } from '../auth/token-verifier.js';
 import type { Config } from '../config/schema.js';
+import { derived } from '../config/live-config.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
 import type { RateLimitStore } from '../state/rate-limit-store.js';
 import type { StateStore } from '../state/store.js';
@@ -47,7 +48,7 @@ export async function prepareBroker(given: Config, log: FastifyBaseLogger): Prom
     verifierOptions: {
       issuer: config.publicUrl,
       identityIssuer: config.auth.issuer,
-      audience: allAudiences(config),
+      audience: derived(config, allAudiences),
       algorithms: keys.algorithms,
       clockToleranceMs: config.auth.clockTolerance,
       keySet: keys.keySet,

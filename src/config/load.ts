@@ -1,7 +1,7 @@
 /**
  * Finding, reading and validating the config file (SPEC §3): `--config <file>`, else
  * `$SWITCHBOARD_CONFIG`, else `./switchboard.yaml`; none of these → the embedded
- * development default (config/default.ts). Validation happens once, here.
+ * development default (config/default.ts). Validation happens here, at start and on each reload (src/reload/).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';

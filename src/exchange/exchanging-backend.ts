@@ -61,9 +61,7 @@ export class ExchangingBackend implements McpBackend {
   }
 }
 
-/** Puts the exchange in front of every backend with `tokenExchange`. */
-export function exchangeForBackends(backends: Map<string, McpBackend>, exchange: TokenExchange): void {
-  for (const [name, backend] of backends) {
-    if (backend.config.tokenExchange) backends.set(name, new ExchangingBackend(backend, exchange));
-  }
+/** Puts the exchange in front of a backend with `tokenExchange`; any other is returned as it is. */
+export function withTokenExchange(backend: McpBackend, exchange: TokenExchange): McpBackend {
+  return backend.config.tokenExchange ? new ExchangingBackend(backend, exchange) : backend;
 }

@@ -43,7 +43,8 @@ export class TokenExchange {
   readonly #deps: TokenExchangeDeps;
   readonly #cache: ExchangeCache;
   readonly #endpoints: ExchangeEndpoints;
-  readonly #targets = new Map<string, string>();
+  /** By the settings object itself, so that a reload's new settings (a new object) get their own digest. */
+  readonly #targets = new WeakMap<object, string>();
   readonly #inflight = new Map<string, Promise<string>>();
 
   constructor(deps: TokenExchangeDeps) {
@@ -111,20 +112,22 @@ export class TokenExchange {
    * so backends with the same target share tokens and a changed configuration starts afresh.
    */
   #target(backend: BackendConfig): string {
-    let target = this.#targets.get(backend.name);
+    const x = backend.tokenExchange!;
+    let target = this.#targets.get(x);
     if (!target) {
-      const x = backend.tokenExchange!;
       const what = [x.tokenUrl ?? '', x.clientId, x.audience ?? '', x.resource ?? '', x.scopes.join(' '), x.preset ?? ''];
       target = createHash('sha256').update(JSON.stringify(what)).digest('base64url').slice(0, 22);
-      this.#targets.set(backend.name, target);
+      this.#targets.set(x, target);
     }
     return target;
   }
 }
 
-/** The exchange for backends with `tokenExchange`, or undefined when none has it. */
-export function createTokenExchange(config: Config, store: StateStore, metrics: Metrics): TokenExchange | undefined {
-  if (!config.backends.some((b) => b.tokenExchange)) return undefined;
+/**
+ * The exchange for backends with `tokenExchange`. Made even when none has it yet: a config
+ * reload may add one (docs/operations-reload.md); unused, it holds nothing.
+ */
+export function createTokenExchange(config: Config, store: StateStore, metrics: Metrics): TokenExchange {
   // Without a configured key (one replica, no Redis: the schema insists otherwise), the
   // cache simply ends with the process.
   const key = config.secrets.tokenKey ?? randomBytes(32).toString('base64url');

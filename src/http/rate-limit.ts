@@ -66,13 +66,11 @@ export function isRateLimitedRoute(url: string): boolean {
 
 /**
  * Registers the limiter over `counts` (the state's rateCounter). Must be called before the
- * MCP routes are declared: it attaches itself to routes as they are added. Does nothing
- * when `limits.rateLimit.enabled` is false.
+ * MCP routes are declared: it attaches itself to routes as they are added. The settings are
+ * read on each request, so a config reload (docs/operations-reload.md) turns the limit on or
+ * off or changes it at once; while `limits.rateLimit.enabled` is false the hook only returns.
  */
 export function registerRateLimit(app: FastifyInstance, config: Config, counts: RateLimitStore, metrics: Metrics): void {
-  const settings = config.limits.rateLimit;
-  if (!settings.enabled) return;
-  const { max, window } = settings;
 
   let lastWarning = 0;
   let skippedSinceWarning = 0;
@@ -89,8 +87,9 @@ export function registerRateLimit(app: FastifyInstance, config: Config, counts: 
 
   const limitHook: onRequestHookHandler = function (request, reply, done) {
     const key = request.principal?.userKey;
+    const { enabled, max, window } = config.limits.rateLimit;
     // Only authenticated requests reach the hook; anything else is not ours to count.
-    if (!key) return done();
+    if (!key || !enabled) return done();
     let result: RateLimitCount | undefined;
     counts.incr(key, (error, count) => (result = error ? undefined : count), window, max);
     // A store that cannot answer skips the limit rather than refusing the request.

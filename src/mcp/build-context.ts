@@ -32,5 +32,5 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked), virtualServers: new Map(parts.config.servers.map((s, i) => [s.name, new VirtualServer(linked, s, i)])) };
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, () => parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked), virtualServers: new Map(parts.config.servers.map((s, i) => [s.name, new VirtualServer(linked, s, i)])) };
 }

@@ -63,6 +63,8 @@ export class Metrics {
   /** reason: scope | tenant | claim (backend access policy) or tool (a hidden tool was called). */
   readonly policyDenials = new Counter({ name: 'switchboard_policy_denials_total', help: 'Requests refused by a backend access policy or tool policy, by backend and reason', labelNames: ['backend', 'reason'], registers: [this.registry] });
 
+  /** Every config reload attempt (SIGHUP or a change of the file): applied, unchanged, invalid, needs_restart, or failed (an unexpected error while applying) (docs/operations-reload.md). */
+  readonly configReloads = new Counter({ name: 'switchboard_config_reloads_total', help: 'Config file reloads by outcome (applied, unchanged, invalid, needs_restart, failed)', labelNames: ['outcome'], registers: [this.registry] });
   constructor(sources: GaugeSources) {
     collectDefaultMetrics({ register: this.registry });
     new Gauge({

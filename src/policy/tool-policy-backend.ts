@@ -64,9 +64,7 @@ function messagesOf(body: string): JsonRpcMessage[] | undefined {
   }
 }
 
-/** Puts the tool policy in front of every backend that has one. */
-export function applyToolPolicies(backends: Map<string, McpBackend>, metrics: Metrics): void {
-  for (const [name, backend] of backends) {
-    if (hasToolPolicy(backend.config)) backends.set(name, new ToolPolicyBackend(backend, metrics));
-  }
+/** Puts the tool policy in front of a backend that has one; any other is returned as it is. */
+export function withToolPolicy(backend: McpBackend, metrics: Metrics): McpBackend {
+  return hasToolPolicy(backend.config) ? new ToolPolicyBackend(backend, metrics) : backend;
 }

@@ -40,7 +40,8 @@ export class ParkedCalls {
 
   constructor(
     private readonly ttlMs: number = PARK_TTL_MS,
-    readonly maxPerUser: number = Number.POSITIVE_INFINITY,
+    /** A number, or a function read on each park (the config's value, which a reload may change). */
+    private readonly maxPerUser: number | (() => number) = Number.POSITIVE_INFINITY,
   ) {}
 
   get size(): number {
@@ -50,7 +51,7 @@ export class ParkedCalls {
   /** Holds the call until a retry takes it; the id goes into the sealed requestState. Undefined when its user holds `maxPerUser` already. */
   park(call: BridgedCall, asks: PendingAsk[]): string | undefined {
     const parkedByUser = this.#byUser.get(call.userKey) ?? 0;
-    if (parkedByUser >= this.maxPerUser) return undefined;
+    if (parkedByUser >= (typeof this.maxPerUser === 'function' ? this.maxPerUser() : this.maxPerUser)) return undefined;
     this.#byUser.set(call.userKey, parkedByUser + 1);
     const id = randomUUID();
     const timer = setTimeout(() => this.#giveUp(id, 'the client did not answer in time'), this.ttlMs);

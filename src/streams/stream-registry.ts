@@ -48,6 +48,15 @@ export class StreamRegistry {
     for (const [id, relay] of this.#relays) if (id.startsWith(prefix)) relay.stop();
   }
 
+  /**
+   * Stops every relay of one backend (a config reload removed it or pointed it at another
+   * server): each client gets `retry` as the stream's last event, and its reconnection then
+   * meets what the reload left (404 for a removed backend).
+   */
+  stopBackend(backend: string): void {
+    for (const relay of this.#relays.values()) if (relay.backend === backend) relay.stop();
+  }
+
   /** Stops everything: clients get `retry` and reconnect elsewhere. */
   stopAll(): void {
     for (const relay of this.#relays.values()) relay.stop();

@@ -243,6 +243,11 @@ export class StreamRelay {
     if (!this.#finished) this.#afterBackendEnded(error);
   }
 
+  /** The backend (or the aggregated endpoint) this stream relays. */
+  get backend(): string {
+    return this.#ctx.backend;
+  }
+
   /** Stops relaying without owing anything (client gone from a GET stream, session deleted, shutdown). */
   stop(): void {
     this.#abort.abort();

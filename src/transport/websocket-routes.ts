@@ -43,7 +43,6 @@ export function offersMcp(header: string | string[] | undefined): boolean {
 export async function registerWebSocketTransport(app: FastifyInstance, config: Config, hooks: WebSocketRouteHooks): Promise<void> {
   const loopback = new Loopback(app.server);
   const bridges = new Set<WebSocketBridge>();
-  const backendNames = new Set([...config.backends, ...config.servers].map((b) => b.name));
   const accessGuard = createBackendAccessGuard(app.mcp);
   // Sessions and streams behind a connection are counted where they live; this is the sockets.
   new Gauge({
@@ -75,7 +74,8 @@ export async function registerWebSocketTransport(app: FastifyInstance, config: C
 
   const checkHandshake = async (request: WsRequest, reply: FastifyReply) => {
     const { backend } = request.params;
-    if (backend !== undefined && !backendNames.has(backend)) {
+    // The live set (a config reload adds and removes backends, src/reload/), and the virtual servers.
+    if (backend !== undefined && !app.mcp.backends.has(backend) && !app.mcp.virtualServers.has(backend)) {
       return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${backend}"`);
     }
     if (request.ws && !offersMcp(request.headers['sec-websocket-protocol'])) {

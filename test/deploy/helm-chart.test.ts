@@ -17,6 +17,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../src/config/load.js';
+import { RESTART_ONLY_KEYS } from '../../src/reload/restart-keys.js';
 import { ROOT, blockProblems, helmBinary, coalesceValues, execForm, hasPath, parseDockerfile, readRepoFile, templateActions, valuesPaths, withoutActions } from './support.js';
 
 const run = promisify(execFile);
@@ -267,7 +268,17 @@ describe('the Deployment', () => {
     assert.match(deployment, /\{\{- if not \.Values\.autoscaling\.enabled \}\}\n\s+replicas: \{\{ \.Values\.replicaCount \}\}/);
     assert.match(deployment, /topologySpreadConstraints:/);
     assert.match(deployment, /checksum\/config: \{\{ include \(print \$\.Template\.BasePath "\/configmap\.yaml"\) \. \| sha256sum \}\}/);
+    assert.match(deployment, /checksum\/config-restart-only: \{\{ include "switchboard\.restartOnlyConfig" \. \| sha256sum \}\}/);
     assert.equal(values.rollingUpdate.maxUnavailable, 0, 'no capacity is removed before a new pod is ready');
+  });
+
+  test('configReload.rollOnChange restartOnly hashes exactly the keys the gateway cannot reload (src/reload/restart-keys.ts)', () => {
+    const helper = template('_helpers.tpl');
+    const quoted = (text: string) => [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+    const whole = quoted(/range \$k := list ((?:"[^"]+" ?)+)/.exec(helper)![1]!);
+    const nested = [...helper.matchAll(/set \$keep "(\w+)" \(pick \(\$c\.\w+ \| default dict\) ((?:"[^"]+" ?)+)\)/g)].flatMap((m) => quoted(m[2]!).map((k) => `${m[1]}.${k}`));
+    assert.deepEqual([...whole, ...nested].sort(), [...RESTART_ONLY_KEYS].sort());
+    assert.equal(values.configReload.rollOnChange, 'restartOnly');
   });
 
   test('shutdown: preStop delay runs the image node, and the grace period covers it plus the 25 s drain', () => {
@@ -399,6 +410,21 @@ describe('rendered by helm', { skip: helm ? false : 'no helm binary (set HELM_BI
     assert.ok(docs.some((d) => d.kind === 'Service' && d.metadata.name === 'switchboard-redis'));
     const config = parseConfig(parseYaml(cm.data['switchboard.yaml']), { REDIS_URL: redisUrl });
     assert.equal(config.redis?.url, redisUrl);
+  });
+
+  test('configReload.rollOnChange: restartOnly rolls on restart-only keys only, all on any change, never not at all', async () => {
+    const annotations = async (...args: string[]) => ((await render(...args)).find((d) => d.kind === 'Deployment')!.spec.template.metadata.annotations ?? {}) as Record<string, string>;
+    const reloadable = ['--set', 'config.aggregate.fanoutTimeout=9s'];
+    const restartOnly = ['--set', 'config.publicUrl=https://other.example.com'];
+    const base = await annotations();
+    assert.match(base['checksum/config-restart-only'] ?? '', /^[0-9a-f]{64}$/);
+    assert.equal(base['checksum/config'], undefined);
+    assert.equal((await annotations(...reloadable))['checksum/config-restart-only'], base['checksum/config-restart-only'], 'a reloadable change does not roll the pods');
+    assert.notEqual((await annotations(...restartOnly))['checksum/config-restart-only'], base['checksum/config-restart-only']);
+    const all = ['--set', 'configReload.rollOnChange=all'];
+    assert.notEqual((await annotations(...all, ...reloadable))['checksum/config'], (await annotations(...all))['checksum/config']);
+    const never = await annotations('--set', 'configReload.rollOnChange=never', ...restartOnly);
+    assert.deepEqual(Object.keys(never).filter((k) => k.startsWith('checksum/config')), []);
   });
 
   test('failures are caught at render time', async () => {

@@ -51,6 +51,11 @@ export interface ReplicaOptions {
   auth?: Record<string, unknown>;
   /** Extra top-level config. */
   extra?: Record<string, unknown>;
+  /**
+   * Writes replica `index`'s config and returns the path to start it with (default: a plain
+   * file in a temp dir); the reload test lays it out as a mounted ConfigMap.
+   */
+  writeConfig?: (index: number, config: Record<string, unknown>) => Promise<string>;
 }
 
 export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet> {
@@ -61,7 +66,6 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
   const dir = await mkdtemp(join(tmpdir(), 'sb-replicas-'));
   const files = await Promise.all(
     ports.map(async (port, index) => {
-      const file = join(dir, `replica-${index}.yaml`);
       const config = {
         publicUrl,
         listen: { host: '127.0.0.1', port },
@@ -73,6 +77,8 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
         backends: options.backends,
         ...options.extra,
       };
+      if (options.writeConfig) return options.writeConfig(index, config);
+      const file = join(dir, `replica-${index}.yaml`);
       await writeFile(file, stringify(config));
       return file;
     }),

@@ -179,3 +179,26 @@ Checks that fail early, at `helm install`/`helm template`, instead of in a crash
 {{- fail (printf "config references %s but nothing provides it: add it to secrets.values or extraEnv, or use secrets.existingSecret" (join ", " $missing)) }}
 {{- end }}
 {{- end }}
+
+{{- /*
+The part of the config that only a restart applies (src/reload/restart-keys.ts; keep the two
+lists equal): the gateway reloads everything else from the mounted ConfigMap by itself
+(docs/operations-reload.md), so with `configReload.rollOnChange: restartOnly` only a change
+here rolls the pods. Backends with `upstreamAuth` or a stdio/sse transport count as
+restart-only.
+*/}}
+{{- define "switchboard.restartOnlyConfig" -}}
+{{- $c := .Values.config -}}
+{{- $keep := dict -}}
+{{- range $k := list "publicUrl" "listen" "redis" "auth" "secrets" "metrics" "allowedOrigins" "allowedHosts" "bridge" "servers" -}}
+{{- if hasKey $c $k }}{{ $_ := set $keep $k (get $c $k) }}{{ end -}}
+{{- end -}}
+{{- $_ := set $keep "limits" (pick ($c.limits | default dict) "maxBodyBytes" "bodyTimeout") -}}
+{{- $_ := set $keep "sessions" (pick ($c.sessions | default dict) "idleTtl") -}}
+{{- $pinned := list -}}
+{{- range $b := $c.backends | default list -}}
+{{- if or $b.upstreamAuth (and $b.transport (ne $b.transport "streamable-http")) }}{{ $pinned = append $pinned $b }}{{ end -}}
+{{- end -}}
+{{- $_ := set $keep "backends" $pinned -}}
+{{- toYaml $keep -}}
+{{- end -}}
