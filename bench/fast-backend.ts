@@ -12,6 +12,11 @@
  *   POST with `MCP-Protocol-Version: 2026-07-28` → served without a session, as a backend of
  *                                   that revision (the result carries `resultType`); the bench
  *                                   reaches it so through a backend entry pinned to 2026-07-28
+ *   with `--answer <shape>`       → tools/call answered in the shape of a real SDK server,
+ *                                   byte for byte as captured (bench/README.md, "Answer shapes"):
+ *                                   `chunked` JSON without a length (a v2 SDK server's web
+ *                                   `Response`), `sse-one` (SDK v1 default: one event, chunked),
+ *                                   `sse-progress` (two progress events, then the result)
  *   with `--split`                → every answer's head and body in two writes (`flushHeaders`),
  *                                   as a backend that streams its answer sends them; the
  *                                   gateway then reads twice per answer (bench/wire-shapes.ts)
@@ -27,6 +32,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 const args = process.argv.slice(2);
 const sse = args.includes('--sse');
 const split = args.includes('--split');
+const answerArg = args.indexOf('--answer');
+const answerShape = answerArg >= 0 ? args[answerArg + 1] : undefined;
+if (answerShape !== undefined && !['chunked', 'sse-one', 'sse-progress'].includes(answerShape)) throw new Error(`--answer must be chunked, sse-one or sse-progress (got ${answerShape})`);
 const portArg = args.indexOf('--port');
 const port = portArg >= 0 ? Number(args[portArg + 1]) : 0;
 const SUPPORTED = new Set(['2025-11-25', '2025-06-18', '2025-03-26']);
@@ -83,6 +91,7 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
   const content = msg.method === 'tools/call' ? { content: [{ type: 'text', text: JSON.stringify(msg.params?.arguments ?? null) }] } : {};
   const result = stateless ? { resultType: 'complete', ...content } : content;
   const body = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result });
+  if (answerShape && msg.method === 'tools/call') return answerShaped(res, answerShape, body);
   if (sse && msg.method === 'tools/call') {
     const frame = `event: message\ndata: ${body}\n\n`;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'content-length': Buffer.byteLength(frame) });
@@ -90,6 +99,25 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
     return;
   }
   reply(res, 200, body);
+}
+
+/** The SSE head SDK v1's StreamableHTTPServerTransport writes (captured; no length: chunked). */
+const SDK_SSE_HEAD = { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no' };
+
+/** A tools/call answer as real SDK servers write it: head, one chunk per write, then the end (its own terminating chunk). */
+function answerShaped(res: ServerResponse, shape: string, body: string): void {
+  if (shape === 'chunked') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write(body);
+    res.end();
+    return;
+  }
+  res.writeHead(200, SDK_SSE_HEAD);
+  if (shape === 'sse-progress') {
+    for (const progress of [1, 2]) res.write(`event: message\ndata: {"method":"notifications/progress","params":{"progressToken":0,"progress":${progress},"total":2},"jsonrpc":"2.0"}\n\n`);
+  }
+  res.write(`event: message\ndata: ${body}\n\n`);
+  res.end();
 }
 
 const server = createServer((req, res) => {
@@ -117,7 +145,7 @@ server.requestTimeout = 0;
 
 server.listen(port, '127.0.0.1', () => {
   const address = server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : port, sse })}\n`);
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : port, sse, answer: answerShape })}\n`);
 });
 
 const stop = () => server.close(() => process.exit(0));

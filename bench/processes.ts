@@ -22,11 +22,11 @@ export interface Backend {
 }
 
 /** The minimal backend (bench/fast-backend.ts); `split`: head and body of each answer in two writes. */
-export async function startBackend(sse: boolean, split = false): Promise<Backend> {
+export async function startBackend(sse: boolean, split = false, answer?: 'chunked' | 'sse-one' | 'sse-progress'): Promise<Backend> {
   const child = await spawnChild({
-    name: sse ? 'fast backend (SSE)' : 'fast backend (JSON)',
+    name: answer ? `fast backend (${answer})` : sse ? 'fast backend (SSE)' : 'fast backend (JSON)',
     command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench', 'fast-backend.ts'), ...(sse ? ['--sse'] : []), ...(split ? ['--split'] : [])],
+    args: ['--import', 'tsx', join(ROOT, 'bench', 'fast-backend.ts'), ...(sse ? ['--sse'] : []), ...(split ? ['--split'] : []), ...(answer ? ['--answer', answer] : [])],
     cwd: ROOT,
     stdin: 'pipe',
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),

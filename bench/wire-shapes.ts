@@ -12,6 +12,10 @@
  * head and first chunk corked), and a raw socket sending head and body in one write or in
  * two writes a turn apart (bench/raw-client.ts). For each: calls/s, CPU per call and read +
  * write system calls per call from /proc/<pid>/io. Prints a table; writes nothing.
+ *
+ * With `--answers`, the backends answer in the shapes real SDK servers send instead (issue 29;
+ * bench/fast-backend.ts `--answer`): JSON with a length, chunked JSON, one SSE event, two
+ * progress events then the result; each gateway row has its naive row, same run.
  */
 import { Agent, fetch } from 'undici';
 import { startOAuthServer } from '../test/helpers/oauth.js';
@@ -28,6 +32,16 @@ const option = (flag: string, fallback: number) => (argv.includes(flag) ? Number
 const roundMs = option('--seconds', 2) * 1000;
 const rounds = option('--rounds', 2);
 const logLevel = argv.includes('--log-level') ? argv[argv.indexOf('--log-level') + 1] : 'silent';
+const answers = argv.includes('--answers');
+const ANSWER_SHAPES = ['chunked', 'sse-one', 'sse-progress'] as const;
+
+/** The backends measured and each one's label: today's two writes of a length-declared answer, or the SDK answer shapes. */
+async function startBackends(): Promise<Array<Backend & { shape: string }>> {
+  const length = { ...(await startBackend(false)), shape: answers ? 'JSON with length' : 'backend 1 write' };
+  if (!answers) return [length, { ...(await startBackend(false, true)), name: 'fast-split', shape: 'backend head | body' }];
+  const shaped = await Promise.all(ANSWER_SHAPES.map(async (answer) => ({ ...(await startBackend(false, false, answer)), name: `fast-${answer}`, shape: answer })));
+  return [length, ...shaped];
+}
 
 /** fetch as the MCP SDK's StreamableHTTPClientTransport calls it (keep-alive through one Agent). */
 async function fetchLoop(p: Path, connections: number, durationMs: number): Promise<LoopResult> {
@@ -57,6 +71,9 @@ const CLIENTS: Record<string, (p: Path, ms: number) => Promise<LoopResult>> = {
   'raw, head | body': (p, ms) => rawLoop(p, CONNECTIONS, ms, true),
 };
 
+/** With `--answers`: the two load generators of the issue's harness. */
+const clients = answers ? { 'undici (bench)': CLIENTS['undici (bench)']!, autocannon: CLIENTS.autocannon! } : CLIENTS;
+
 interface Cell {
   rate: number[];
   cpu: number[];
@@ -67,14 +84,14 @@ interface Cell {
 async function main(): Promise<void> {
   process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
   const [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
-  const backends: Backend[] = [await startBackend(false), { ...(await startBackend(false, true)), name: 'fast-split' }];
+  const backends = await startBackends();
   const gateway = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends, logLevel });
   const naive = await Promise.all(backends.map((b) => startNaiveProxy(b)));
   try {
     const headers = baseHeaders(await oauth.token({ sub: 'bench-user', aud: gateway.audience }));
     const servers: Array<{ label: string; pid: number; path: Path }> = [];
     for (const [i, b] of backends.entries()) {
-      const shape = i === 0 ? 'backend 1 write' : 'backend head | body';
+      const shape = b.shape;
       const direct = await openPath('direct', `http://127.0.0.1:${b.port}`, '/mcp', headers);
       await direct.pool.close();
       servers.push(
@@ -83,10 +100,10 @@ async function main(): Promise<void> {
       );
     }
     const cells = new Map<string, Cell>();
-    for (const s of servers) for (const run of Object.values(CLIENTS)) await run(s.path, 1000);
+    for (const s of servers) for (const run of Object.values(clients)) await run(s.path, 1000);
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 ? [...servers].reverse() : servers) {
-        for (const [client, run] of Object.entries(CLIENTS)) {
+        for (const [client, run] of Object.entries(clients)) {
           const key = `${s.label}\t${client}`;
           const cell = cells.get(key) ?? { rate: [], cpu: [], reads: [], writes: [] };
           cells.set(key, cell);
@@ -105,7 +122,10 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${'server, backend answers'.padEnd(30)}${'client'.padEnd(20)}${'calls/s'.padStart(8)}${'CPU/call µs'.padStart(13)}${'reads/call'.padStart(12)}${'writes/call'.padStart(13)}\n`);
     for (const [key, c] of cells) {
       const [server, client] = key.split('\t') as [string, string];
-      process.stdout.write(`${server.padEnd(30)}${client.padEnd(20)}${median(c.rate).toFixed(0).padStart(8)}${median(c.cpu).toFixed(0).padStart(13)}${median(c.reads).toFixed(2).padStart(12)}${median(c.writes).toFixed(2).padStart(13)}\n`);
+      // The gateway's CPU per call against the naive pass-through's, same backend shape, client and run.
+      const naiveCell = server.startsWith('gateway, ') ? cells.get(`naive, ${server.slice('gateway, '.length)}\t${client}`) : undefined;
+      const ratio = naiveCell ? `${(median(c.cpu) / median(naiveCell.cpu)).toFixed(2)}× naive` : '';
+      process.stdout.write(`${server.padEnd(30)}${client.padEnd(20)}${median(c.rate).toFixed(0).padStart(8)}${median(c.cpu).toFixed(0).padStart(13)}${median(c.reads).toFixed(2).padStart(12)}${median(c.writes).toFixed(2).padStart(13)}  ${ratio}\n`);
     }
     for (const s of servers) await s.path.pool.close();
   } finally {

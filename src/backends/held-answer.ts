@@ -40,7 +40,10 @@ export const DECLARED_ANSWER_MAX_BYTES = 1024 * 1024;
 export const HELD_ANSWER_QUIET_MS = 25;
 
 /** The answer read whole, or to be streamed: what was read first, then the rest as it arrives. */
-export type HeldAnswer = { whole: Buffer; stream?: undefined } | { whole?: undefined; stream: AsyncIterable<Buffer> };
+export type HeldAnswer = { whole: Buffer; stream?: undefined } | { whole?: undefined; stream: HeldStream };
+
+/** The rest of a body, to read as it comes; `destroy` gives it up (the backend's connection is closed). */
+export type HeldStream = AsyncIterable<Buffer> & { destroy(): void };
 
 type Step = IteratorResult<Buffer | string>;
 
@@ -60,12 +63,12 @@ export async function holdAnswer(res: BackendResponse, quietMs = HELD_ANSWER_QUI
       const next = chunks.next();
       // Already all there (the usual answer: headers, body and end in one read): no timer.
       const step = body.arrived === true ? await next : await Promise.race([next, (quiet ??= new Promise((resolve) => (timer = setTimeout(resolve, quietMs, 'quiet'))))]);
-      if (step === 'quiet') return { stream: continued(body, head, chunks, next) };
+      if (step === 'quiet') return { stream: destroyable(body, continued(body, head, chunks, next)) };
       if (step.done) return { whole: head.length === 1 ? head[0]! : Buffer.concat(head, size) };
       const chunk = asBuffer(step.value);
       head.push(chunk);
       size += chunk.length;
-      if (size > HELD_ANSWER_MAX_BYTES) return { stream: continued(body, head, chunks, undefined) };
+      if (size > HELD_ANSWER_MAX_BYTES) return { stream: destroyable(body, continued(body, head, chunks, undefined)) };
     }
   } finally {
     clearTimeout(timer);
@@ -82,6 +85,19 @@ async function* continued(body: BackendBody, head: Buffer[], chunks: AsyncIterat
   } finally {
     if (!done) body.destroy();
   }
+}
+
+/** The answer as chunks to relay, whether it was held whole or not. */
+export function heldChunks(held: HeldAnswer): AsyncIterable<Buffer> {
+  return held.stream ?? oneChunk(held.whole);
+}
+
+async function* oneChunk(chunk: Buffer): AsyncGenerator<Buffer> {
+  yield chunk;
+}
+
+function destroyable(body: BackendBody, rest: AsyncIterable<Buffer>): HeldStream {
+  return { [Symbol.asyncIterator]: () => rest[Symbol.asyncIterator](), destroy: () => body.destroy() };
 }
 
 function asBuffer(value: Uint8Array | string): Buffer {

@@ -12,10 +12,12 @@ import { callerOf, traceHeaders } from '../backends/caller.js';
 import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { handleInitialize } from './initialize.js';
-import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protocol.js';
 import { headerValue } from '../wire/headers.js';
-import { holdAnswer } from '../backends/held-answer.js';
+import { heldChunks, holdAnswer } from '../backends/held-answer.js';
+import { soleEventData } from '../wire/sse.js';
+import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
 import { StateUnavailableError } from '../state/errors.js';
 import { backendRefused, passUpstreamGate, stepUp } from './upstream-gate.js';
@@ -160,10 +162,7 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
     await res.body.dump();
     return endLostBackendSession(ctx, request, reply, backend.name, target.sessionId);
   }
-  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') {
-    await relayPostStream(t, res, requestIds, authorization);
-    return;
-  }
+  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') return relaySseAnswer(t, res, requestIds, authorization);
   if (res.status >= 200 && res.status < 300 && res.contentType === 'application/json') {
     return reply.code(res.status).type('application/json').header(HEADER.sessionId, target.sessionId).send(await jsonAnswerPayload(res));
   }
@@ -173,6 +172,30 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
   }
   await res.body.dump().catch(() => {});
   return sendBackendError(reply, new BackendError(backend.name, 'bad_status', `backend "${backend.name}" answered HTTP ${res.status}`, res.status), requestIds, batch);
+}
+
+/**
+ * A backend's SSE answer to a POST. The usual one — the response as the only event, then the
+ * end, as SDK servers answer every call by default — is answered as that message alone, in one
+ * write with its length (a POST may be answered with JSON or SSE: MCP 2025-11-25 "Transports"
+ * §Sending Messages to the Server): there is no stream left to resume, so nothing is logged
+ * for `Last-Event-ID`. Anything else — progress before the result, server requests, a stream
+ * closed before its answer (SSE polling), a big or slow body — goes through the relay, with its
+ * event ids and replay log (MCP 2025-11-25 §Resumability and Redelivery).
+ */
+async function relaySseAnswer(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], authorization: string | undefined): Promise<void> {
+  const held = await holdAnswer(res);
+  const data = held.whole && requestIds.length ? soleEventData(held.whole) : undefined;
+  if (data !== undefined && answersEvery(data, requestIds)) {
+    t.reply.code(res.status).type('application/json').header(HEADER.sessionId, t.sessionId).send(Buffer.from(data));
+    return;
+  }
+  await relayPostStream(t, heldChunks(held), requestIds, authorization);
+}
+
+function answersEvery(data: string, requestIds: JsonRpcId[]): boolean {
+  const answered = answeredIdKeys(data);
+  return answered.length === requestIds.length && requestIds.every((id) => answered.includes(idKey(id)));
 }
 
 async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyReply) {

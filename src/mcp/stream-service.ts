@@ -76,12 +76,12 @@ export function streamKey(t: StreamTarget, streamId: string): StreamKey {
  * answer can be resumed, and resumes the backend's stream when it closes it early
  * (backend-resume.ts) with the same `authorization` the POST carried.
  */
-export async function relayPostStream(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], authorization?: string): Promise<void> {
+export async function relayPostStream(t: StreamTarget, body: AsyncIterable<Buffer>, requestIds: JsonRpcId[], authorization?: string): Promise<void> {
   const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'post', requestIds });
   t.ctx.streams.add(relay);
   holdWhileDetached(t.ctx.coordinator, relay, t.request.log);
   relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
-  await pumpResuming(t, relay, res.body, authorization);
+  await pumpResuming(t, relay, body, authorization);
 }
 
 /**

@@ -9,7 +9,9 @@
  *   a body that does not end soon are relayed message by message as they come, as SSE events:
  *   the framing every 2026-07-28 client accepts for a stream (it must list `text/event-stream`
  *   in `Accept`, §Sending Messages), where an `application/json` body is one message.
- * - An SSE answer is rewritten event by event as it arrives, so progress and log
+ * - An SSE answer whose only event is the response, then the end (SDK servers' default), is
+ *   answered as that message alone, shaped, in one write with its length.
+ * - Any other SSE answer is rewritten event by event as it arrives, so progress and log
  *   notifications reach the client while the call runs: the revision has no resumption, so
  *   event ids and priming events are dropped (a client must not try `Last-Event-ID` against
  *   the gateway), and the final response is shaped.
@@ -26,9 +28,10 @@ import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError } from '../http/replies.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { formatSseEvent, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { formatSseEvent, soleEventData, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { createJsonMessageSplitter, maySpanLines } from '../wire/json-lines.js';
-import { holdAnswer } from '../backends/held-answer.js';
+import { heldChunks, holdAnswer } from '../backends/held-answer.js';
+import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
 import { shapeMessageBytes, shapeMessageText } from './result-shaping.js';
 
 export interface StatelessAnswer {
@@ -60,10 +63,17 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     // A stream's headers go at once: a listen with nothing to say yet, or a message still
     // arriving, is an open answer the client sees begin (its first bytes are then events).
     const begin = held.stream ? () => reply.raw.flushHeaders() : undefined;
-    return sendEvents(reply, res, jsonMessagesAsEvents(held.stream ?? [held.whole!], answer, begin));
+    return sendEvents(reply, res, jsonMessagesAsEvents(heldChunks(held), answer, begin));
   }
   if (ok && res.contentType === 'text/event-stream') {
-    const events = transformSse(res.body, (data) => {
+    const held = await holdAnswer(res);
+    // The response as the only event, then the end (SDK servers' default): that message alone, with its length.
+    const data = held.whole && answer.id !== undefined ? soleEventData(held.whole) : undefined;
+    if (data !== undefined && answeredIdKeys(data).includes(idKey(answer.id!))) {
+      reply.code(200).type('application/json').send(Buffer.from(shapeMessageText(data, answer.method, answer.shared)));
+      return;
+    }
+    const events = transformSse(heldChunks(held), (data) => {
       if (data === '') return undefined;
       return { data: shapeMessageText(data, answer.method, answer.shared) };
     });
@@ -79,7 +89,7 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
 }
 
 /** JSON messages one after another (JSON lines), each shaped and sent as an SSE event as soon as it is complete. */
-async function* jsonMessagesAsEvents(chunks: AsyncIterable<Buffer> | Iterable<Buffer>, answer: StatelessAnswer, begin?: () => void): AsyncGenerator<Buffer> {
+async function* jsonMessagesAsEvents(chunks: AsyncIterable<Buffer>, answer: StatelessAnswer, begin?: () => void): AsyncGenerator<Buffer> {
   begin?.();
   const splitter = createJsonMessageSplitter();
   const event = (message: Buffer) => formatSseEvent(shapeMessageText(message.toString('utf8'), answer.method, answer.shared));

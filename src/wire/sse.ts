@@ -37,6 +37,25 @@ export function createSseReader(handlers: SseHandlers): SseReader {
   return { feed: (chunk) => parser.feed(typeof chunk === 'string' ? chunk : decoder.write(chunk)) };
 }
 
+/**
+ * The data of the one event a whole SSE body holds, or undefined when it holds more than one or
+ * none (priming events, an id and no data, do not count: MCP 2025-11-25 "Resumability and
+ * Redelivery"). An SDK server answers a call so by default: the response as one event, then
+ * the end; the gateway can then answer with that message alone (issue 29).
+ */
+export function soleEventData(body: Buffer): string | undefined {
+  let data: string | undefined;
+  let count = 0;
+  createSseReader({
+    onEvent: (event) => {
+      if (event === '') return;
+      count++;
+      data = event;
+    },
+  }).feed(body);
+  return count === 1 ? data : undefined;
+}
+
 /** A line break in SSE: CRLF, a lone CR or a lone LF (WHATWG HTML §9.2.5 "end-of-line"). */
 const LINE_BREAK = /\r\n|\r|\n/;
 

@@ -4,6 +4,9 @@
  *
  * - a small chunked JSON answer reaches the client whole, its bytes intact, with
  *   `Content-Length` (read whole and sent in one write: backends/held-answer.ts);
+ * - an SSE answer whose only event is the result arrives as that message, with
+ *   `Content-Length`; one with progress first stays an SSE stream (with event ids for a
+ *   session client, which may resume it);
  * - a 1 MB result is streamed, not held whole: the client has its first bytes while the
  *   backend still holds back its last ones;
  * - a chunked answer whose end is slow is not held back: the client has its first bytes
@@ -95,6 +98,23 @@ describe('a session client (2025-11-25)', () => {
     assert.ok(body.equals(backend.sent.get('chunked')!), 'the bytes the backend sent');
   });
 
+  test('an SSE answer whose only event is the result arrives as that message, with Content-Length', async () => {
+    const res = await sessionCall(headers, 4, 'sse-one');
+    const body = Buffer.from(await res.arrayBuffer());
+    const event = backend.sent.get('sse-one')!.toString('utf8');
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('content-length'), String(body.length));
+    assert.equal(body.toString('utf8'), event.slice(event.indexOf('data: ') + 'data: '.length).trimEnd());
+  });
+
+  test('an SSE answer with progress before the result stays a stream, each event with an id', async () => {
+    const res = await sessionCall(headers, 5, 'sse-progress');
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    const events = (await res.text()).split('\n\n').filter((e) => e.includes('data: {'));
+    assert.deepEqual(events.map((e) => (JSON.parse(e.slice(e.indexOf('data: ') + 6)) as { method?: string; id?: number }).method ?? `response ${(JSON.parse(e.slice(e.indexOf('data: ') + 6)) as { id: number }).id}`), ['notifications/progress', 'notifications/progress', 'response 5']);
+    assert.ok(events.every((e) => /^id: /m.test(e)), 'every event carries an id to resume with');
+  });
+
   test('a 1 MB chunked answer is streamed: the client has its first bytes while the backend holds back its last', async () => {
     const res = await withDeadline(sessionCall(headers, 2, 'big'), 10_000, 'the answer headers before the backend sent its last bytes');
     assert.equal(res.headers.get('content-length'), null);
@@ -117,6 +137,15 @@ describe('a stateless client (2026-07-28)', () => {
     assert.equal(res.headers.get('content-type'), 'application/json');
     assert.equal(res.headers.get('content-length'), String(body.length));
     assert.deepEqual(JSON.parse(body.toString('utf8')), JSON.parse(backend.sent.get('chunked')!.toString('utf8')));
+  });
+
+  test('an SSE answer whose only event is the result arrives as that message, with Content-Length', async () => {
+    const res = await statelessCall(14, 'sse-one');
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('content-length'), String(body.length));
+    const event = backend.sent.get('sse-one')!.toString('utf8');
+    assert.deepEqual(JSON.parse(body.toString('utf8')), JSON.parse(event.slice(event.indexOf('data: ') + 'data: '.length)));
   });
 
   test('a 1 MB chunked answer is streamed as an SSE event: the client has the answer begun before the backend sends its last bytes', async () => {

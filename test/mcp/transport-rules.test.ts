@@ -597,7 +597,8 @@ describe('SSE event ids and Last-Event-ID resumption', () => {
 
   test('a Last-Event-ID from another user or another session replays nothing of that stream', async () => {
     const owner = await initSession();
-    const req = rpc('tools/call', { name: 'echo', arguments: { message: 'private to the owner' } });
+    // Progress before the result: a stream with ids (an answer of one event comes back as JSON, issue 29).
+    const req = rpc('tools/call', { name: 'trigger-long-running-operation', arguments: { duration: 0.2, steps: 2 }, _meta: { progressToken: 'private' } });
     const res = await post(req, { sessionId: owner });
     const reader = new SseReader(res);
     const events = await reader.until((e) => messageOf(e)?.id === req.id);
