@@ -16,10 +16,11 @@
  * included) until the account is linked: the gateway's `connect` tool stands in for it.
  *
  * Clients: the v1 SDK (2025-11-25 sessions) and the v2 SDK pinned to 2026-07-28 (stateless,
- * through the gateway's bridge). Both must see the same server.
+ * through the gateway's bridge), and a raw WebSocket client. All must see the same server.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -308,6 +309,29 @@ describe('a 2026-07-28 client of the same virtual server', () => {
     assert.equal(link.code, -32042, JSON.stringify(link));
     assert.equal(link.data?.elicitations?.[0]?.mode, 'url');
     assert.match(link.data!.elicitations![0]!.url, /\/connect\?elicitationId=/);
+  });
+});
+
+describe('a virtual server over WebSocket', () => {
+  test('/ws/mcp/triage: initialize names the server, tools/list is the selection', async () => {
+    const socket = new WebSocket(`${set.replicas[1]!.url.replace('http', 'ws')}/ws/mcp/triage`, 'mcp', { headers: { authorization: `Bearer ${await token('frank')}` } });
+    closers.push(async () => socket.close());
+    const answers = new Map<number, Record<string, unknown>>();
+    socket.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as { id?: number };
+      if (typeof message.id === 'number') answers.set(message.id, message as Record<string, unknown>);
+    });
+    await withDeadline(new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject)), 10_000, 'WebSocket handshake');
+    const ask = async (id: number, method: string, params: unknown) => {
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      for (let i = 0; i < 100 && !answers.has(id); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      return answers.get(id)?.result as Record<string, unknown>;
+    };
+    const init = await ask(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'ws', version: '1' } });
+    assert.equal((init.serverInfo as { name: string }).name, 'triage');
+    socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    const listed = await ask(2, 'tools/list', {});
+    assertTriageTools(listed.tools as Array<Record<string, unknown>>);
   });
 });
 
