@@ -207,6 +207,8 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     const prompt = await client.getPrompt({ name: 'triage_bug', arguments: { issue: 'crash' } });
     assert.deepEqual(prompt.messages[0]!.content, { type: 'text', text: 'Triage: crash' });
     await refused(client.getPrompt({ name: 'secret' }), -32602, /Unknown prompt/);
+    await refused(client.complete({ ref: { type: 'ref/prompt', name: 'secret' }, argument: { name: 'x', value: '' } }), -32602, /Unknown prompt: secret/);
+    await refused(client.complete({ ref: { type: 'ref/resource', uri: 'issues+repo://other/{x}' }, argument: { name: 'x', value: '' } }), -32602, /Unknown resource/);
     assert.deepEqual((await client.listResources()).resources.map((r) => r.uri), ['issues+repo://acme/readme']);
     assert.equal(contentText(await client.readResource({ uri: 'issues+repo://acme/readme' })), 'readme of acme');
     await refused(client.readResource({ uri: 'issues+repo://other/readme' }), -32602, /Unknown resource/);
