@@ -314,6 +314,20 @@ describe('a 2026-07-28 client of the same virtual server', () => {
   });
 });
 
+describe('a 2026-07-28 client listening to a virtual server', () => {
+  test('subscriptions/listen: acknowledged, and a selected member\'s tools/list_changed arrives', async () => {
+    const client = await statelessClient('gina');
+    let changes = 0;
+    client.setNotificationHandler('notifications/tools/list_changed', () => void changes++);
+    const subscription = await client.listen({ toolsListChanged: true });
+    assert.deepEqual(subscription.honoredFilter, { toolsListChanged: true });
+    await client.callTool({ name: 'announce', arguments: {} });
+    for (let i = 0; i < 100 && changes === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(changes >= 1, 'the change arrived');
+    await subscription.close();
+  });
+});
+
 describe('a virtual server over WebSocket', () => {
   test('/ws/mcp/triage: initialize names the server, tools/list is the selection', async () => {
     const socket = new WebSocket(`${set.replicas[1]!.url.replace('http', 'ws')}/ws/mcp/triage`, 'mcp', { headers: { authorization: `Bearer ${await token('frank')}` } });
