@@ -29,11 +29,13 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
 import { startDocsBackend, startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
 import { withDeadline } from '../helpers/deadline.js';
-import { linkRequired } from '../helpers/linking-journey.js';
+import { eventually, linkRequired } from '../helpers/linking-journey.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startResumableBackend } from '../helpers/resumable-backend.js';
+import { statelessMeta } from '../helpers/stateless-call.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 
@@ -314,17 +316,35 @@ describe('a 2026-07-28 client of the same virtual server', () => {
   });
 });
 
+describe('a 2026-07-28 list of a virtual server on the raw wire', () => {
+  test('is never cacheable across users: cacheScope private (its members are each user\'s)', async () => {
+    const res = await fetch(set.endpoint(1, 'triage'), {
+      method: 'POST',
+      headers: statelessHeaders(await token('hank'), 'tools/list'),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: statelessMeta({}) } }),
+    });
+    const text = await res.text();
+    const body = res.headers.get('content-type')?.startsWith('text/event-stream') ? text.split('\n').filter((l) => l.startsWith('data: ')).at(-1)!.slice(6) : text;
+    const result = (JSON.parse(body) as { result: { tools: Array<{ name: string }>; cacheScope?: string; resultType?: string } }).result;
+    assert.equal(result.resultType, 'complete');
+    assert.equal(result.cacheScope, 'private');
+    assert.ok(result.tools.some((t) => t.name === 'file_bug'));
+  });
+});
+
 describe('a 2026-07-28 client listening to a virtual server', () => {
   test('subscriptions/listen: acknowledged, and a selected member\'s tools/list_changed arrives', async () => {
     const client = await statelessClient('gina');
-    let changes = 0;
-    client.setNotificationHandler('notifications/tools/list_changed', () => void changes++);
+    const heard: string[] = [];
+    client.setNotificationHandler('notifications/tools/list_changed', (n) => void heard.push(n.method));
     const subscription = await client.listen({ toolsListChanged: true });
-    assert.deepEqual(subscription.honoredFilter, { toolsListChanged: true });
-    await client.callTool({ name: 'announce', arguments: {} });
-    for (let i = 0; i < 100 && changes === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.ok(changes >= 1, 'the change arrived');
-    await subscription.close();
+    try {
+      assert.deepEqual(subscription.honoredFilter, { toolsListChanged: true });
+      assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
+      await eventually('tools/list_changed on the listen', () => heard.length > 0);
+    } finally {
+      await subscription.close();
+    }
   });
 });
 
