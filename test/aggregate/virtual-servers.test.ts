@@ -16,10 +16,11 @@
  * included) until the account is linked: the gateway's `connect` tool stands in for it.
  *
  * Clients: the v1 SDK (2025-11-25 sessions) and the v2 SDK pinned to 2026-07-28 (stateless,
- * through the gateway's bridge). Both must see the same server.
+ * through the gateway's bridge), and a raw WebSocket client. All must see the same server.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,11 +29,13 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { startPagingBackend, type PagingBackend } from '../fixtures/paging-backend.js';
 import { startDocsBackend, startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
 import { withDeadline } from '../helpers/deadline.js';
-import { linkRequired } from '../helpers/linking-journey.js';
+import { eventually, linkRequired } from '../helpers/linking-journey.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startProtectedBackend, type ProtectedBackend } from '../helpers/protected-backend.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startResumableBackend } from '../helpers/resumable-backend.js';
+import { statelessMeta } from '../helpers/stateless-call.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 
@@ -206,6 +209,8 @@ describe('a 2025-11-25 client of a virtual server, on two replicas', () => {
     const prompt = await client.getPrompt({ name: 'triage_bug', arguments: { issue: 'crash' } });
     assert.deepEqual(prompt.messages[0]!.content, { type: 'text', text: 'Triage: crash' });
     await refused(client.getPrompt({ name: 'secret' }), -32602, /Unknown prompt/);
+    await refused(client.complete({ ref: { type: 'ref/prompt', name: 'secret' }, argument: { name: 'x', value: '' } }), -32602, /Unknown prompt: secret/);
+    await refused(client.complete({ ref: { type: 'ref/resource', uri: 'issues+repo://other/{x}' }, argument: { name: 'x', value: '' } }), -32602, /Unknown resource/);
     assert.deepEqual((await client.listResources()).resources.map((r) => r.uri), ['issues+repo://acme/readme']);
     assert.equal(contentText(await client.readResource({ uri: 'issues+repo://acme/readme' })), 'readme of acme');
     await refused(client.readResource({ uri: 'issues+repo://other/readme' }), -32602, /Unknown resource/);
@@ -308,6 +313,61 @@ describe('a 2026-07-28 client of the same virtual server', () => {
     assert.equal(link.code, -32042, JSON.stringify(link));
     assert.equal(link.data?.elicitations?.[0]?.mode, 'url');
     assert.match(link.data!.elicitations![0]!.url, /\/connect\?elicitationId=/);
+  });
+});
+
+describe('a 2026-07-28 list of a virtual server on the raw wire', () => {
+  test('is never cacheable across users: cacheScope private (its members are each user\'s)', async () => {
+    const res = await fetch(set.endpoint(1, 'triage'), {
+      method: 'POST',
+      headers: statelessHeaders(await token('hank'), 'tools/list'),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: statelessMeta({}) } }),
+    });
+    const text = await res.text();
+    const body = res.headers.get('content-type')?.startsWith('text/event-stream') ? text.split('\n').filter((l) => l.startsWith('data: ')).at(-1)!.slice(6) : text;
+    const result = (JSON.parse(body) as { result: { tools: Array<{ name: string }>; cacheScope?: string; resultType?: string } }).result;
+    assert.equal(result.resultType, 'complete');
+    assert.equal(result.cacheScope, 'private');
+    assert.ok(result.tools.some((t) => t.name === 'file_bug'));
+  });
+});
+
+describe('a 2026-07-28 client listening to a virtual server', () => {
+  test('subscriptions/listen: acknowledged, and a selected member\'s tools/list_changed arrives', async () => {
+    const client = await statelessClient('gina');
+    const heard: string[] = [];
+    client.setNotificationHandler('notifications/tools/list_changed', (n) => void heard.push(n.method));
+    const subscription = await client.listen({ toolsListChanged: true });
+    try {
+      assert.deepEqual(subscription.honoredFilter, { toolsListChanged: true });
+      assert.equal(textOf(await client.callTool({ name: 'announce', arguments: {} })), 'announced');
+      await eventually('tools/list_changed on the listen', () => heard.length > 0);
+    } finally {
+      await subscription.close();
+    }
+  });
+});
+
+describe('a virtual server over WebSocket', () => {
+  test('/ws/mcp/triage: initialize names the server, tools/list is the selection', async () => {
+    const socket = new WebSocket(`${set.replicas[1]!.url.replace('http', 'ws')}/ws/mcp/triage`, 'mcp', { headers: { authorization: `Bearer ${await token('frank')}` } });
+    closers.push(async () => socket.close());
+    const answers = new Map<number, Record<string, unknown>>();
+    socket.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as { id?: number };
+      if (typeof message.id === 'number') answers.set(message.id, message as Record<string, unknown>);
+    });
+    await withDeadline(new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject)), 10_000, 'WebSocket handshake');
+    const ask = async (id: number, method: string, params: unknown) => {
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      for (let i = 0; i < 100 && !answers.has(id); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      return answers.get(id)?.result as Record<string, unknown>;
+    };
+    const init = await ask(1, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'ws', version: '1' } });
+    assert.equal((init.serverInfo as { name: string }).name, 'triage');
+    socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    const listed = await ask(2, 'tools/list', {});
+    assertTriageTools(listed.tools as Array<Record<string, unknown>>);
   });
 });
 
