@@ -43,6 +43,8 @@ import { createTokenExchange } from './exchange/token-exchange.js';
 import { exchangeForBackends } from './exchange/exchanging-backend.js';
 import { applyToolPolicies } from './policy/tool-policy-backend.js';
 import { prepareBroker } from './broker/broker.js';
+import { applyRulePolicies } from './policy/rule-policy-backend.js';
+import type { Audit, AuditSink } from './ops/audit.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -51,6 +53,8 @@ export interface AppOptions {
   store?: StateStore;
   /** pino destination override (tests capture log lines). */
   logStream?: NodeJS.WritableStream;
+  /** Where audit records go instead of `audit.sink` (tests). */
+  auditSink?: AuditSink;
 }
 
 declare module 'fastify' {
@@ -58,6 +62,8 @@ declare module 'fastify' {
     readiness: Readiness;
     mcp: McpContext;
     metrics: Metrics;
+    /** The audit trail; undefined when `audit.sink` is none (issue 30 §2). */
+    audit: Audit | undefined;
   }
 }
 
@@ -98,13 +104,11 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     { maxPerUser: config.sessions.maxPerUser, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/).
-  if (exchange) exchangeForBackends(backends, exchange);
-  // Backends with a tool policy hide the same tools on every path that reaches them (src/policy/).
-  applyToolPolicies(backends, metrics);
+  const audit = decorateBackends(backends, config, metrics, exchange, options.auditSink);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
+  app.decorate('audit', audit);
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
@@ -124,6 +128,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, ...(exchange ? { exchange } : {}) }, eras);
   app.decorate('mcp', ctx);
+  if (audit) ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.linkRequired(principal, backend, session, stepUp);
   coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
@@ -138,10 +143,22 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     sessions.close();
     ctx.parkedCalls.close();
     ctx.legacyStreams.close();
-    await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);
+    await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close(), audit?.close()]);
     await state.close();
   });
   return app;
+}
+
+/**
+ * What every path to a backend goes through, innermost first: the token exchange (backends
+ * with `tokenExchange`, src/exchange/), the tool lists (backends with `access.tools`), then
+ * `policy.rules` and the audit trail (issue 30; when there are rules or an audit). Returns the
+ * audit, undefined when it is off.
+ */
+function decorateBackends(backends: Map<string, McpBackend>, config: Config, metrics: Metrics, exchange: ReturnType<typeof createTokenExchange>, auditSink: AuditSink | undefined): Audit | undefined {
+  if (exchange) exchangeForBackends(backends, exchange);
+  applyToolPolicies(backends, metrics);
+  return applyRulePolicies(backends, config, metrics, auditSink);
 }
 
 /**

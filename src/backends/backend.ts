@@ -4,7 +4,7 @@
  * the aggregated endpoint `/mcp` (SPEC §2) is a gateway-made backend with the same face,
  * so sessions, relays, replay and resumption work for it unchanged.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import type { SubjectToken } from '../auth/subject-token.js';
 import type { BackendConfig } from '../config/schema.js';
@@ -19,6 +19,11 @@ export interface BackendCaller {
   log: FastifyBaseLogger;
   /** The caller's own token, for backends with `tokenExchange` only (src/exchange/); never sent as it is. */
   subjectToken?: SubjectToken;
+  /**
+   * The client's HTTP request this call serves: `policy.rules` read its headers and address,
+   * the audit trail its URL and trace context (src/policy/). A reference, not a copy.
+   */
+  request?: FastifyRequest;
 }
 
 export interface BackendCallHeaders {
