@@ -9,7 +9,6 @@
  *
  * Bounded: a fixed number of calls per setup.
  */
-import type { FastifyRequest } from 'fastify';
 import type { BackendCaller, BackendResponse, McpBackend } from '../src/backends/backend.js';
 import { syntheticBody } from '../src/backends/body.js';
 import { parseConfig } from '../src/config/load.js';
@@ -46,12 +45,13 @@ function backendFor(extra: Partial<ConfigInput>): McpBackend {
   return backends.get('bank')!;
 }
 
-const request = { headers: { 'user-agent': 'bench', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }, ip: '127.0.0.1', url: '/mcp/bank' } as unknown as FastifyRequest;
 const caller: BackendCaller = {
   principal: { iss: 'https://idp.example.com', sub: 'alice', userKey: 'k'.repeat(32), scopes: new Set(['mcp']), exp: 0, claims: { sub: 'alice', groups: ['ops'], email: 'a@x' } },
   sessionId: 'session-1',
   log: { info: () => {} } as never,
-  request,
+  headers: { 'user-agent': 'bench', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+  address: '127.0.0.1',
+  url: '/mcp/bank',
 };
 
 async function perCall(backend: McpBackend): Promise<number> {

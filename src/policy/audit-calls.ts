@@ -7,7 +7,6 @@
  * will fill it from the active span). Nothing else of the request is read: no header but
  * `traceparent`, never the token.
  */
-import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import type { BackendCaller } from '../backends/backend.js';
 import { traceIdOf, type AuditEvent } from '../ops/audit.js';
@@ -29,11 +28,11 @@ export function requestFacts(m: JsonRpcMessage, backend: string): RequestFacts {
 }
 
 /** The part of a record that says who asked, where and what (decision and outcome to add). */
-export function auditBase(principal: Principal, request: FastifyRequest | undefined, facts: Partial<RequestFacts>, message?: JsonRpcMessage) {
+export function auditBase(principal: Principal, request: Pick<BackendCaller, 'headers' | 'url'>, facts: Partial<RequestFacts>, message?: JsonRpcMessage) {
   return {
     userKey: principal.userKey,
     claims: principal.claims,
-    endpoint: request ? request.url.split('?')[0]! : '',
+    endpoint: request.url?.split('?')[0],
     backend: facts.backend,
     method: facts.method,
     requestId: message?.id,
@@ -41,12 +40,12 @@ export function auditBase(principal: Principal, request: FastifyRequest | undefi
     prompt: facts.prompt,
     uri: facts.uri,
     arguments: facts.arguments,
-    traceId: traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request?.headers.traceparent),
+    traceId: traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
   } satisfies Partial<AuditEvent>;
 }
 
 export function callerBase(caller: BackendCaller, facts: RequestFacts, message: JsonRpcMessage) {
-  return { ...auditBase(caller.principal, caller.request, facts, message), session: caller.sessionId };
+  return { ...auditBase(caller.principal, caller, facts, message), session: caller.sessionId };
 }
 
 /** The outcome of a response message: ok, a tool's `isError`, or the JSON-RPC error code. */

@@ -28,14 +28,13 @@ export interface RequestFacts {
 }
 
 export function policyVariables(caller: BackendCaller | undefined, facts: RequestFacts, argumentsKnown = true): Record<string, unknown> {
-  const request = caller?.request;
   const tool: Record<string, unknown> = { name: facts.tool ?? '' };
   if (argumentsKnown) tool.arguments = isObject(facts.arguments) ? facts.arguments : EMPTY;
   return {
     jwt: caller?.principal.claims ?? EMPTY,
     mcp: { method: facts.method, backend: facts.backend, tool, prompt: { name: facts.prompt ?? '' }, resource: { uri: facts.uri ?? '' } },
-    request: { headers: request ? visibleHeaders(request.headers) : EMPTY },
-    source: { address: request?.ip ?? '' },
+    request: { headers: caller?.headers ? visibleHeaders(caller.headers) : EMPTY },
+    source: { address: caller?.address ?? '' },
   };
 }
 

@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { FastifyRequest } from 'fastify';
 import type { BackendCaller } from '../../src/backends/backend.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
@@ -31,8 +30,7 @@ const RULES = [
 ];
 
 function caller(claims: Record<string, unknown>, headers: Record<string, string> = {}): BackendCaller {
-  const request = { headers, ip: '192.0.2.7', url: '/mcp/bank' } as unknown as FastifyRequest;
-  return { principal: { iss: 'i', sub: 's', userKey: 'k'.repeat(32), scopes: new Set(), exp: 0, claims }, log: undefined as never, request };
+  return { principal: { iss: 'i', sub: 's', userKey: 'k'.repeat(32), scopes: new Set(), exp: 0, claims }, log: undefined as never, headers, address: '192.0.2.7', url: '/mcp/bank' };
 }
 
 const call = (claims: Record<string, unknown>, tool: string, args?: unknown) => policyVariables(caller(claims), { method: 'tools/call', backend: 'bank', tool, arguments: args });
