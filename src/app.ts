@@ -42,6 +42,8 @@ import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
 import { prepareBroker } from './broker/broker.js';
+import { rulePolicyFace } from './policy/rule-policy-backend.js';
+import type { Audit, AuditSink } from './ops/audit.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -50,6 +52,8 @@ export interface AppOptions {
   store?: StateStore;
   /** pino destination override (tests capture log lines). */
   logStream?: NodeJS.WritableStream;
+  /** Where audit records go instead of `audit.sink` (tests). */
+  auditSink?: AuditSink;
 }
 
 declare module 'fastify' {
@@ -59,6 +63,8 @@ declare module 'fastify' {
     metrics: Metrics;
     /** Applies a validated config read again from the file (src/reload/; docs/operations-reload.md). */
     applyConfig: ConfigApplier;
+    /** The audit trail; undefined when `audit.sink` is none (issue 30 §2). */
+    audit: Audit | undefined;
   }
 }
 
@@ -100,11 +106,14 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     { get maxPerUser() { return config.sessions.maxPerUser; } /* read per session: it reloads */, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  const backendParts = { bridges, modern, exchange, metrics };
+  // `policy.rules` and the audit trail (issue 30), outermost on every backend when either is on.
+  const { audit, face: policyFace } = rulePolicyFace(config, metrics, options.auditSink);
+  const backendParts = { bridges, modern, exchange, metrics, policyFace };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
+  app.decorate('audit', audit);
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
@@ -125,24 +134,37 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras);
   app.decorate('mcp', ctx);
   app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, streams, eras, log: app.log }, loaded));
+  if (audit) ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.linkRequired(principal, backend, session, stepUp);
   coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
   await registerWebSocketTransport(app, config, { originGuard, authenticate });
+  // The backends as they are at close: a reload may have added some (src/reload/).
+  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), async () => audit?.close()], state });
+  return app;
+}
 
+/**
+ * Closing: readiness turns to draining and open SSE streams are ended first (SPEC §5, graceful
+ * shutdown), then everything that owns a resource releases it, the state connections last.
+ */
+function releaseOnClose(
+  app: FastifyInstance,
+  config: Config,
+  parts: { readiness: Readiness; streams: StreamRegistry; sessions: SessionService; ctx: McpContext; closers: Array<() => Promise<unknown>>; state: { close(): Promise<void> } },
+): void {
   app.addHook('preClose', async () => {
-    readiness.draining = true;
-    await streams.drain(config.shutdown.drainTimeout);
+    parts.readiness.draining = true;
+    await parts.streams.drain(config.shutdown.drainTimeout);
   });
   app.addHook('onClose', async () => {
-    sessions.close();
-    ctx.parkedCalls.close();
-    ctx.legacyStreams.close();
-    await Promise.allSettled([...[...backends.values()].map((b) => b.close()), bridges.close()]);
-    await state.close();
+    parts.sessions.close();
+    parts.ctx.parkedCalls.close();
+    parts.ctx.legacyStreams.close();
+    await Promise.allSettled(parts.closers.map((close) => close()));
+    await parts.state.close();
   });
-  return app;
 }
 
 /** What another replica sent: to the layer it is about. */

@@ -4,6 +4,7 @@
  * the aggregated endpoint `/mcp` (SPEC §2) is a gateway-made backend with the same face,
  * so sessions, relays, replay and resumption work for it unchanged.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principal.js';
 import type { SubjectToken } from '../auth/subject-token.js';
@@ -19,6 +20,14 @@ export interface BackendCaller {
   log: FastifyBaseLogger;
   /** The caller's own token, for backends with `tokenExchange` only (src/exchange/); never sent as it is. */
   subjectToken?: SubjectToken;
+  /**
+   * Of the client's HTTP request this call serves, what `policy.rules` and the audit trail read
+   * (src/policy/): its headers, address (after `listen.trustProxy`) and URL. Never the request
+   * itself: a caller may outlive its call (streams), and must not keep the request's body alive.
+   */
+  headers?: IncomingHttpHeaders;
+  address?: string;
+  url?: string;
 }
 
 export interface BackendCallHeaders {

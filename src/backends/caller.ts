@@ -9,7 +9,7 @@ import { principalOf } from '../auth/authenticate.js';
 import { headerValue } from '../wire/headers.js';
 
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
-  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken };
+  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: request.headers, address: request.ip, url: request.url };
 }
 
 /** W3C trace context the client sent, carried to the backend so one trace spans both hops. */

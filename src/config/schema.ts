@@ -3,6 +3,7 @@
  * rest of the gateway needs (durations in ms, URLs without trailing slashes, defaults filled
  * in) so that no other module re-interprets raw config.
  */
+import { auditSchema, policySchema } from './policy-schema.js';
 import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
 import { brokerModeIssues, brokerSchema } from './broker-schema.js';
@@ -297,6 +298,10 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** CEL rules over every call to a backend (issue 30 §3; policy-schema.ts). */
+    policy: policySchema.default({}),
+    /** The audit trail of decisions (issue 30 §2; off by default). */
+    audit: auditSchema.default({}),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
     /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */

@@ -80,9 +80,13 @@ export class UpstreamAuth {
     return { elicitation: await this.elicit(principal, backend, mcpSessionId) };
   }
 
+  /** Told of every link requirement (the audit trail, issue 30 §2); set by the wiring when the audit is on. */
+  onElicit?: (principal: Principal, backend: string, mcpSessionId: string | undefined, stepUp: boolean) => void;
+
   /** Starts the elicitation a client is about to be shown (SPEC §4 step 2); `scopes` for a step-up link. */
   async elicit(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined, scopes?: string[]): Promise<Elicitation> {
     const provider = backend.upstreamAuth!.provider;
+    this.onElicit?.(principal, backend.name, mcpSessionId, scopes !== undefined);
     const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider, ...(scopes ? { scopes } : {}) });
     this.deps.metrics.elicitations.inc({ provider, event: 'started' });
     return elicitation;

@@ -106,11 +106,14 @@ export function registerRateLimit(app: FastifyInstance, config: Config, counts: 
     request.log.info({ retryAfter }, 'rate limit exceeded');
     reply.header('x-ratelimit-remaining', 0);
     reply.header('retry-after', String(retryAfter));
+    const code = rateLimitCode(request.headers[HEADER.protocolVersion]);
+    // The audit trail records every refusal (issue 30 §2); nothing is done for it when it is off.
+    app.audit?.refusal(request, 'limits.rateLimit', code);
     // Answered here: a callback hook that sends its reply does not call done().
     void reply
       .code(429)
       .type('application/json')
-      .send(errorResponse(null, rateLimitCode(request.headers[HEADER.protocolVersion]), `Rate limit exceeded: retry in ${retryAfter} s`, { retryAfter }));
+      .send(errorResponse(null, code, `Rate limit exceeded: retry in ${retryAfter} s`, { retryAfter }));
   };
   app.addHook('onRoute', (route: RouteOptions) => {
     if (!isRateLimitedRoute(route.url)) return;

@@ -27,6 +27,7 @@ export function createBackendAccessGuard(ctx: { backends: ReadonlyMap<string, Mc
     ctx.metrics.policyDenials.inc({ backend: backend.name, reason: denial.reason });
     // The reason, never the token or its claim values (SPEC §6: tokens are not logged).
     request.log.info({ backend: backend.name, policyDenial: denial.reason }, 'backend access denied by policy');
+    request.server.audit?.refusal(request, `access.${denial.reason}s`, ErrorCode.AccessDenied);
     await sendJsonRpcError(reply, 403, ErrorCode.AccessDenied, denial.message);
   };
 }

@@ -10,22 +10,18 @@
  */
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
-import type { BackendConfig } from '../config/schema.js';
+import { DecoratedBackend } from '../backends/decorated-backend.js';
 import type { Metrics } from '../ops/metrics.js';
 import { parseMessages, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { hasToolPolicy } from './tool-policy.js';
 import { applyToolPolicy, screenToolCalls } from './tool-traffic.js';
 
-export class ToolPolicyBackend implements McpBackend {
-  readonly name: string;
-  readonly config: BackendConfig;
-
+export class ToolPolicyBackend extends DecoratedBackend {
   constructor(
-    private readonly inner: McpBackend,
+    inner: McpBackend,
     private readonly metrics: Metrics,
   ) {
-    this.name = inner.name;
-    this.config = inner.config;
+    super(inner);
   }
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
@@ -37,18 +33,6 @@ export class ToolPolicyBackend implements McpBackend {
     }
     return applyToolPolicy(this.config, messages, await this.inner.post(screened.body, headers, signal));
   }
-
-  get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    return this.inner.get(headers, signal);
-  }
-
-  delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    return this.inner.delete(headers, signal);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
 }
 
 /**
@@ -56,7 +40,7 @@ export class ToolPolicyBackend implements McpBackend {
  * aggregated endpoint, which writes its own) has validated them; a body that does not parse
  * here is passed on untouched, as the backend would see it without a policy.
  */
-function messagesOf(body: string): JsonRpcMessage[] | undefined {
+export function messagesOf(body: string): JsonRpcMessage[] | undefined {
   try {
     return parseMessages(body, true);
   } catch {

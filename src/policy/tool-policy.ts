@@ -13,6 +13,7 @@
  * "Unknown tool: <name>") without reaching the backend.
  */
 import type { BackendConfig } from '../config/schema.js';
+import { filterTools, toolNameOf } from './answer-edit.js';
 
 const compiled = new WeakMap<BackendConfig, { allow: RegExp[]; deny: RegExp[] }>();
 
@@ -40,6 +41,21 @@ export function hasToolPolicy(backend: BackendConfig): boolean {
   return allow.length > 0 || deny.length > 0;
 }
 
+/**
+ * Which list entry decides a tool, for the audit trail: `access.tools.deny[i]` (hidden),
+ * `access.tools.allow[i]` (admitted by that pattern), `access.tools.allow` (hidden: no allow
+ * pattern matched) or undefined when the backend has no lists.
+ */
+export function toolListEntry(backend: BackendConfig, toolName: string): { allowed: boolean; rule: string } | undefined {
+  if (!hasToolPolicy(backend)) return undefined;
+  const { allow, deny } = policyOf(backend);
+  const denied = deny.findIndex((re) => re.test(toolName));
+  if (denied >= 0) return { allowed: false, rule: `access.tools.deny[${denied}]` };
+  if (!allow.length) return undefined;
+  const allowed = allow.findIndex((re) => re.test(toolName));
+  return allowed >= 0 ? { allowed: true, rule: `access.tools.allow[${allowed}]` } : { allowed: false, rule: 'access.tools.allow' };
+}
+
 export function isToolAllowed(backend: BackendConfig, toolName: string): boolean {
   if (!hasToolPolicy(backend)) return true;
   const { allow, deny } = policyOf(backend);
@@ -47,18 +63,8 @@ export function isToolAllowed(backend: BackendConfig, toolName: string): boolean
   return allow.length === 0 || allow.some((re) => re.test(toolName));
 }
 
-/**
- * A tools/list result with the tools this backend's policy hides removed. Everything else in
- * the result (`nextCursor`, `_meta`, unknown fields) is kept; a page may come out shorter or
- * empty, which pagination allows. A tool without a string name is judged as the name "".
- */
+/** A tools/list result with the tools this backend's lists hide removed (answer-edit.ts filterTools). */
 export function filterToolsResult(backend: BackendConfig, result: unknown): unknown {
-  if (!hasToolPolicy(backend) || !result || typeof result !== 'object' || Array.isArray(result)) return result;
-  const tools = (result as { tools?: unknown }).tools;
-  if (!Array.isArray(tools)) return result;
-  const visible = tools.filter((tool: unknown) => {
-    const name = tool && typeof tool === 'object' ? (tool as { name?: unknown }).name : undefined;
-    return isToolAllowed(backend, typeof name === 'string' ? name : '');
-  });
-  return visible.length === tools.length ? result : { ...result, tools: visible };
+  if (!hasToolPolicy(backend)) return result;
+  return filterTools(result, (tool) => isToolAllowed(backend, toolNameOf(tool)));
 }

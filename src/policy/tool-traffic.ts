@@ -26,16 +26,13 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { BackendResponse } from '../backends/backend.js';
-import { syntheticBody } from '../backends/body.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
-import { formatSseEvent, transformSse } from '../wire/sse.js';
-import { filterToolsResult, hasToolPolicy, isToolAllowed } from './tool-policy.js';
+import { hasToolPolicy, isToolAllowed } from './tool-policy.js';
+import { editAnswer, idKey, toolNameOf } from './answer-edit.js';
 
 export type Screened = { body: string; refusal?: undefined } | { body?: undefined; refusal: JsonRpcMessage | JsonRpcMessage[] };
-
-const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
 
 function toolName(m: JsonRpcMessage): string {
   const name = (m.params as { name?: unknown } | undefined)?.name;
@@ -74,72 +71,11 @@ export function screenToolCalls(metrics: Metrics, log: FastifyBaseLogger | undef
 
 /**
  * After the backend answered: its response with the hidden calls' errors added and the
- * `tools/list` results filtered. Returns `res` itself when there is nothing to change.
+ * `tools/list` results filtered (answer-edit.ts). Returns `res` itself when there is nothing to change.
  */
 export function applyToolPolicy(backend: BackendConfig, requestMessages: readonly JsonRpcMessage[], res: BackendResponse): BackendResponse {
-  if (!hasToolPolicy(backend) || res.status < 200 || res.status >= 300) return res;
+  if (!hasToolPolicy(backend)) return res;
   const errors = hiddenCalls(backend, requestMessages).map(unknownTool);
   const listIds = new Set(requestMessages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => idKey(m.id!)));
-  if (!errors.length && !listIds.size) return res;
-  const headers = { ...res.headers };
-  delete headers['content-length'];
-
-  const rewrite = (m: unknown): unknown => {
-    if (!m || typeof m !== 'object' || Array.isArray(m)) return m;
-    const msg = m as JsonRpcMessage;
-    if (msg.method !== undefined || !('result' in msg) || (typeof msg.id !== 'string' && typeof msg.id !== 'number') || !listIds.has(idKey(msg.id))) return m;
-    return { ...msg, result: filterToolsResult(backend, msg.result) };
-  };
-
-  if (res.status === 202) {
-    if (!errors.length) return res;
-    void res.body.dump().catch(() => {});
-    return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
-  }
-  if (res.contentType === 'application/json') {
-    const source = res.body;
-    return {
-      ...res,
-      headers,
-      body: syntheticBody(
-        (async function* () {
-          const text = await source.text();
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            yield text; // not ours to judge: the client gets what the backend sent
-            return;
-          }
-          const answer = Array.isArray(parsed) ? [...parsed.map(rewrite), ...errors] : errors.length ? [rewrite(parsed), ...errors] : rewrite(parsed);
-          yield JSON.stringify(answer);
-        })(),
-      ),
-    };
-  }
-  if (res.contentType === 'text/event-stream') {
-    const events = transformSse(res.body, (data, id) => {
-      if (!listIds.size || !data.trim()) return { data, id };
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(data);
-      } catch {
-        return { data, id };
-      }
-      const rewritten = Array.isArray(parsed) ? parsed.map(rewrite) : rewrite(parsed);
-      const changed = Array.isArray(parsed) ? (rewritten as unknown[]).some((m, i) => m !== parsed[i]) : rewritten !== parsed;
-      return { data: changed ? JSON.stringify(rewritten) : data, id };
-    });
-    return {
-      ...res,
-      headers,
-      body: syntheticBody(
-        (async function* () {
-          for (const e of errors) yield Buffer.from(formatSseEvent(JSON.stringify(e)));
-          yield* events;
-        })(),
-      ),
-    };
-  }
-  return res;
+  return editAnswer(res, { errors, listIds, visible: (tool) => isToolAllowed(backend, toolNameOf(tool)) });
 }

@@ -2,7 +2,7 @@
  * The backend clients by name: built the one way at start (app.ts) and for each backend a
  * reload adds or changes (docs/operations-reload.md), so a backend added live is the same
  * stack of faces as one configured at start — the 2026-era adapter, the token exchange, the
- * tool policy, outermost last.
+ * tool policy, then `policy.rules` and the audit, outermost last.
  *
  * A reload changes the one `Map` every component holds (`ctx.backends`) in place: the routes,
  * the aggregated `/mcp`, the access guard and the RFC 9728 metadata find an added backend on
@@ -24,6 +24,8 @@ export interface BackendParts {
   modern: ModernEraParts;
   exchange: TokenExchange;
   metrics: Metrics;
+  /** `policy.rules` and the audit (issue 30), outermost; absent when both are off (src/policy/rule-policy-backend.ts). */
+  policyFace?: (backend: McpBackend) => McpBackend;
 }
 
 /**
@@ -36,7 +38,8 @@ export function buildBackend(b: BackendConfig, parts: BackendParts): McpBackend 
   const era: McpBackend = b.transport === 'streamable-http' ? new ModernEraBackend(client, parts.modern) : client;
   // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/);
   // backends with a tool policy hide the same tools on every path that reaches them (src/policy/).
-  return withToolPolicy(withTokenExchange(era, parts.exchange), parts.metrics);
+  const policed = withToolPolicy(withTokenExchange(era, parts.exchange), parts.metrics);
+  return parts.policyFace ? parts.policyFace(policed) : policed;
 }
 
 export function buildBackends(config: Config, parts: BackendParts): Map<string, McpBackend> {

@@ -11,7 +11,8 @@
  * `allowedHosts`), the session service's TTL (`sessions.idleTtl`), the local bridge
  * (`bridge`, and every stdio or legacy SSE backend), the browser flow of account linking
  * (every backend with `upstreamAuth`) and the virtual servers (`servers`, built once into
- * the MCP context; reloading them is still to do).
+ * the MCP context; reloading them is still to do), the audit sink (`audit`, opened once) and
+ * the first `policy.rules` of a gateway that started with none and no audit.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { BackendConfig, Config } from '../config/schema.js';
@@ -31,6 +32,7 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'sessions.idleTtl',
   'bridge',
   'servers',
+  'audit',
 ];
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);
@@ -53,6 +55,9 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
     if (isDeepStrictEqual(was, is)) continue;
     if ((was && builtAtStart(was)) || (is && builtAtStart(is))) changed.push(`backends.${name}`);
   }
+  // The rule face is put on the backends at start only when there are rules or an audit
+  // (policy/rule-policy-backend.ts: nothing costs when both are off); rules it holds reload.
+  if (!current.policy.rules.length && current.audit.sink === 'none' && next.policy.rules.length) changed.push('policy.rules');
   return changed;
 }
 

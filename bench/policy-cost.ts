@@ -1,0 +1,73 @@
+/**
+ * What `policy.rules` and the audit trail cost per `tools/call`, in process (issue 30 "Cost"):
+ * the decorator (src/policy/rule-policy-backend.ts) around a backend that answers at once with
+ * a fixed JSON result, so only the gateway's own work is timed — no network, no Redis. Four
+ * setups: off (no rules, no audit: the backend is not wrapped at all, the path of before),
+ * the issue's three rules, the audit alone (to a sink that drops the lines), both.
+ *
+ *   node --import tsx bench/policy-cost.ts
+ *
+ * Bounded: a fixed number of calls per setup.
+ */
+import type { BackendCaller, BackendResponse, McpBackend } from '../src/backends/backend.js';
+import { syntheticBody } from '../src/backends/body.js';
+import { parseConfig } from '../src/config/load.js';
+import type { ConfigInput } from '../src/config/schema.js';
+import { Metrics } from '../src/ops/metrics.js';
+import { rulePolicyFace } from '../src/policy/rule-policy-backend.js';
+
+const CALLS = 50_000;
+const RULES = [
+  { name: 'admins-delete', effect: 'deny', when: 'mcp.tool.name.startsWith("delete_") && !("admins" in jwt.groups)' },
+  { name: 'small-transfers', effect: 'allow', when: 'mcp.tool.name == "transfer" && mcp.tool.arguments.amount < 1000' },
+  { name: 'no-other-transfers', effect: 'deny', when: 'mcp.tool.name == "transfer"' },
+] as const;
+const BODY = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'transfer', arguments: { amount: 250, to: 'bob', memo: 'rent for november' } } });
+const ANSWER = JSON.stringify({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'transfer done' }] } });
+
+function backendFor(extra: Partial<ConfigInput>): McpBackend {
+  const config = parseConfig({
+    publicUrl: 'https://mcp.example.com',
+    auth: { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp' },
+    backends: [{ name: 'bank', url: 'http://127.0.0.1:9/mcp' }],
+    ...extra,
+  });
+  const inner: McpBackend = {
+    name: 'bank',
+    config: config.backends[0]!,
+    post: async (): Promise<BackendResponse> => ({ status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(ANSWER) }),
+    get: () => Promise.reject(new Error('unused')),
+    delete: () => Promise.reject(new Error('unused')),
+    close: async () => {},
+  };
+  const { face } = rulePolicyFace(config, new Metrics({ openStreams: () => 0, activeSessions: async () => 0 }), extra.audit ? { write: () => true } : undefined);
+  return face ? face(inner) : inner;
+}
+
+const caller: BackendCaller = {
+  principal: { iss: 'https://idp.example.com', sub: 'alice', userKey: 'k'.repeat(32), scopes: new Set(['mcp']), exp: 0, claims: { sub: 'alice', groups: ['ops'], email: 'a@x' } },
+  sessionId: 'session-1',
+  log: { info: () => {} } as never,
+  headers: { 'user-agent': 'bench', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+  address: '127.0.0.1',
+  url: '/mcp/bank',
+};
+
+async function perCall(backend: McpBackend): Promise<number> {
+  for (let i = 0; i < 5_000; i++) await (await backend.post(BODY, { caller })).body.text();
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < CALLS; i++) await (await backend.post(BODY, { caller })).body.text();
+  return Number(process.hrtime.bigint() - started) / CALLS / 1000;
+}
+
+const setups: Array<[string, Partial<ConfigInput>]> = [
+  ['off (not wrapped)', {}],
+  ['3 rules', { policy: { rules: [...RULES] } }],
+  ['audit (stdout sink, dropped)', { audit: { sink: 'stdout' } }],
+  ['3 rules + audit', { policy: { rules: [...RULES] }, audit: { sink: 'stdout' } }],
+];
+const base = await perCall(backendFor({}));
+for (const [name, extra] of setups) {
+  const us = name.startsWith('off') ? base : await perCall(backendFor(extra));
+  console.log(`${name.padEnd(30)} ${us.toFixed(2)} µs per call  (+${(us - base).toFixed(2)} µs)`);
+}

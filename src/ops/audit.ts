@@ -1,0 +1,187 @@
+/**
+ * The audit trail (issue 30 §2; schema and sinks in docs/policy-and-audit.md): one JSON line
+ * per request that reaches or is refused for a backend, written to its own sink apart from
+ * the access log. The record schema is versioned (`schema: "switchboard.audit/v1"`) and only
+ * ever extended within a version; SIEMs parse it.
+ *
+ * What a record never holds: a token, a cookie, a `requestState`, a third-party credential or
+ * the raw `sub` — callers hand in only the fields below, the user as the digest the access log
+ * uses, and the claims the operator listed in `audit.claims`.
+ *
+ * Off (`audit.sink: none`) there is no Audit at all (createAudit returns undefined) and every
+ * caller tests for it first: no hashing, no record, no allocation on the request path.
+ */
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import type { Config } from '../config/schema.js';
+import { canonicalJson } from './canonical-json.js';
+
+export const AUDIT_SCHEMA = 'switchboard.audit/v1';
+/** Characters of the user key (iss+sub digest) a record shows: those of the access log's `user`. */
+export const AUDIT_USER_CHARS = 16;
+
+export type AuditDecision = 'allow' | 'deny';
+export type AuditOutcome = 'ok' | 'isError' | 'error';
+
+/** What the call sites know; the Audit adds schema, time, user digest, claims and the argument hash. */
+export interface AuditEvent {
+  event: 'call' | 'refusal';
+  userKey: string;
+  claims: Readonly<Record<string, unknown>>;
+  session?: string;
+  /** The request path (`/mcp/crm`, `/mcp`); absent for a link requirement, which is not tied to one. */
+  endpoint?: string;
+  backend?: string;
+  method?: string;
+  requestId?: string | number | null;
+  tool?: string;
+  prompt?: string;
+  uri?: string;
+  /** Present for tools/call and prompts/get: hashed (and copied when opted in) here. */
+  arguments?: unknown;
+  decision: AuditDecision;
+  /** The rule that decided: a `policy.rules` name, a list entry such as `access.tools.deny[0]`, or `policy.default`. */
+  rule: string;
+  outcome: AuditOutcome;
+  code?: number;
+  durationMs: number;
+  traceId?: string;
+}
+
+/** What an HTTP-level refusal knows of its request (a Fastify request has these). */
+export interface AuditedHttpRequest {
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  principal?: { userKey: string; claims: Readonly<Record<string, unknown>> };
+  params?: unknown;
+}
+
+export interface AuditSink {
+  write(line: string): unknown;
+  end?(): unknown;
+}
+
+export class Audit {
+  readonly #claims: readonly string[];
+  readonly #include: boolean;
+  readonly #maxBytes: number;
+
+  /**
+   * @param tenantOf the user's tenant from the claims (`auth.tenantClaim`, read as the access
+   *   policies read it: src/policy/backend-access.ts claimValues), given by the wiring.
+   */
+  constructor(
+    private readonly sink: AuditSink,
+    settings: Config['audit'],
+    private readonly tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined = () => undefined,
+  ) {
+    this.#claims = settings.claims;
+    this.#include = settings.arguments.include;
+    this.#maxBytes = settings.arguments.maxBytes;
+  }
+
+  record(e: AuditEvent): void {
+    const claims: Record<string, unknown> = {};
+    for (const name of this.#claims) if (Object.hasOwn(e.claims, name)) claims[name] = e.claims[name];
+    const record: Record<string, unknown> = {
+      schema: AUDIT_SCHEMA,
+      time: new Date().toISOString(),
+      event: e.event,
+      user: e.userKey.slice(0, AUDIT_USER_CHARS),
+      claims,
+      tenant: this.tenantOf(e.claims),
+      session: e.session,
+      endpoint: e.endpoint,
+      backend: e.backend,
+      method: e.method,
+      requestId: e.requestId,
+      tool: e.tool,
+      prompt: e.prompt,
+      uri: e.uri,
+    };
+    if (e.arguments !== undefined) this.#addArguments(record, e.arguments);
+    Object.assign(record, { decision: e.decision, rule: e.rule, outcome: e.outcome, code: e.code, durationMs: Math.round(e.durationMs * 1000) / 1000, traceId: e.traceId });
+    this.sink.write(JSON.stringify(record) + '\n');
+  }
+
+  #addArguments(record: Record<string, unknown>, args: unknown): void {
+    const canonical = canonicalJson(args);
+    record.argumentsSha256 = createHash('sha256').update(canonical).digest('hex');
+    if (!this.#include) return;
+    if (Buffer.byteLength(canonical) <= this.#maxBytes) record.arguments = args;
+    else record.argumentsTruncated = true;
+  }
+
+  /**
+   * A request refused before its body was read (rate limit, backend access): no method, tool
+   * or arguments are known yet. Requests without a principal are not audited (they were
+   * answered 401, and have no user).
+   */
+  refusal(request: AuditedHttpRequest, rule: string, code: number): void {
+    const principal = request.principal;
+    if (!principal) return;
+    const backend = (request.params as { backend?: unknown } | undefined)?.backend;
+    const session = request.headers['mcp-session-id'];
+    this.record({
+      event: 'refusal',
+      userKey: principal.userKey,
+      claims: principal.claims,
+      session: typeof session === 'string' ? session : undefined,
+      endpoint: request.url.split('?')[0]!,
+      backend: typeof backend === 'string' ? backend : undefined,
+      decision: 'deny',
+      rule,
+      outcome: 'error',
+      code,
+      durationMs: 0,
+      traceId: traceIdOf(undefined, request.headers.traceparent),
+    });
+  }
+
+  /**
+   * A request answered with a link to connect an account (`upstreamAuth`, SPEC §4), or to
+   * connect it again with more scopes (`stepUp`). The code is that of the URL-mode answer
+   * (-32042); form-only clients get the same link as a tool result or a -32014 error.
+   */
+  linkRequired(principal: { userKey: string; claims: Readonly<Record<string, unknown>> }, backend: string, session: string | undefined, stepUp: boolean): void {
+    const rule = stepUp ? 'upstreamAuth.stepUp' : 'upstreamAuth.link';
+    this.record({ event: 'refusal', userKey: principal.userKey, claims: principal.claims, session, backend, decision: 'deny', rule, outcome: 'error', code: -32042, durationMs: 0 });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.sink.end) return resolve();
+      const stream = this.sink as NodeJS.WritableStream;
+      if (stream === process.stdout) return resolve();
+      stream.end(() => resolve());
+    });
+  }
+}
+
+/**
+ * The Audit for `audit.sink`, or undefined when it is off. `stdout` shares the process's
+ * standard output with the access log; every audit line starts with `{"schema":"switchboard.audit/v1"`,
+ * which no log line has, so a collector routes on that field. `file` appends (O_APPEND) to
+ * `audit.path`; rotation is left to the platform (logrotate `copytruncate`, or a sidecar), since
+ * appends continue at the file's new end after a truncation.
+ */
+export function createAudit(config: Config, override: AuditSink | undefined, tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined): Audit | undefined {
+  const settings = config.audit;
+  if (settings.sink === 'none' && !override) return undefined;
+  const sink = override ?? (settings.sink === 'file' ? createWriteStream(settings.path!, { flags: 'a', mode: 0o640 }) : process.stdout);
+  return new Audit(sink, settings, tenantOf);
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;
+
+/**
+ * The trace id of the client's W3C trace context: `params._meta.traceparent` (the MCP
+ * convention's carrier) first, else the `traceparent` HTTP header; undefined when neither is
+ * valid. OpenTelemetry (issue 30 §1) will fill it from the active span instead.
+ */
+export function traceIdOf(meta: unknown, header: string | string[] | undefined): string | undefined {
+  const fromMeta = meta && typeof meta === 'object' ? (meta as { traceparent?: unknown }).traceparent : undefined;
+  const value = typeof fromMeta === 'string' ? fromMeta : typeof header === 'string' ? header : undefined;
+  const id = value ? TRACEPARENT.exec(value)?.[1] : undefined;
+  return id && id !== '0'.repeat(32) ? id : undefined;
+}

@@ -1,0 +1,108 @@
+/**
+ * Edits a backend's answer to one POST, for the tool lists (tool-traffic.ts) and the CEL rules
+ * (rule-policy-backend.ts) alike: `tools/list` results lose the tools a policy hides, the
+ * errors for requests the gateway refused are added, and an observer (the audit trail) sees
+ * every response message as it passes. Only the responses whose ids are the listed requests'
+ * change; every other message and SSE event passes unchanged, backend event ids included
+ * (they drive resumption).
+ *
+ * - 202 (the rest of a batch was notifications): the errors become the JSON answer.
+ * - application/json: parsed once, rewritten, written again (not JSON: passed as sent).
+ * - text/event-stream: errors first as events, then the backend's events.
+ */
+import type { BackendResponse } from '../backends/backend.js';
+import { syntheticBody } from '../backends/body.js';
+import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
+import { formatSseEvent, transformSse } from '../wire/sse.js';
+
+export interface AnswerEdit {
+  /** `idKey`s of the tools/list requests whose results are filtered. */
+  listIds: ReadonlySet<string>;
+  /** Whether a tool stays in a filtered list. */
+  visible(tool: unknown): boolean;
+  /** Answers the gateway made for requests it kept from the backend. */
+  errors: readonly JsonRpcMessage[];
+  /** Sees each response message of the backend (not the added errors). */
+  observe?: (message: JsonRpcMessage) => void;
+}
+
+export const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+
+/** `res` with the edit applied; `res` itself when there is nothing to do. */
+export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendResponse {
+  if (res.status < 200 || res.status >= 300) return res;
+  const { errors, listIds, observe } = edit;
+  if (!errors.length && !listIds.size && !observe) return res;
+  const headers = { ...res.headers };
+  delete headers['content-length'];
+  const rewrite = (m: unknown): unknown => {
+    if (!m || typeof m !== 'object' || Array.isArray(m)) return m;
+    const msg = m as JsonRpcMessage;
+    observe?.(msg);
+    if (msg.method !== undefined || !('result' in msg) || (typeof msg.id !== 'string' && typeof msg.id !== 'number') || !listIds.has(idKey(msg.id))) return m;
+    return { ...msg, result: filterTools(msg.result, edit.visible) };
+  };
+  if (res.status === 202) {
+    if (!errors.length) return res;
+    void res.body.dump().catch(() => {});
+    return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
+  }
+  if (res.contentType === 'application/json') return { ...res, headers, body: syntheticBody(editJson(res, rewrite, errors)) };
+  if (res.contentType === 'text/event-stream') {
+    const events = transformSse(res.body, (data, id) => {
+      if ((!listIds.size && !observe) || !data.trim()) return { data, id };
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        return { data, id };
+      }
+      const rewritten = Array.isArray(parsed) ? parsed.map(rewrite) : rewrite(parsed);
+      const changed = Array.isArray(parsed) ? (rewritten as unknown[]).some((m, i) => m !== parsed[i]) : rewritten !== parsed;
+      return { data: changed ? JSON.stringify(rewritten) : data, id };
+    });
+    return {
+      ...res,
+      headers,
+      body: syntheticBody(
+        (async function* () {
+          for (const e of errors) yield Buffer.from(formatSseEvent(JSON.stringify(e)));
+          yield* events;
+        })(),
+      ),
+    };
+  }
+  return res;
+}
+
+async function* editJson(res: BackendResponse, rewrite: (m: unknown) => unknown, errors: readonly JsonRpcMessage[]): AsyncGenerator<string> {
+  const text = await res.body.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    yield text; // not ours to judge: the client gets what the backend sent
+    return;
+  }
+  const answer = Array.isArray(parsed) ? [...parsed.map(rewrite), ...errors] : errors.length ? [rewrite(parsed), ...errors] : rewrite(parsed);
+  yield answer === parsed ? text : JSON.stringify(answer);
+}
+
+/**
+ * A tools/list result without the tools `visible` refuses. Everything else in the result
+ * (`nextCursor`, `_meta`, unknown fields) is kept; a page may come out shorter or empty,
+ * which pagination allows. The input is not modified; it is returned as is when nothing goes.
+ */
+export function filterTools(result: unknown, visible: (tool: unknown) => boolean): unknown {
+  if (!result || typeof result !== 'object' || Array.isArray(result)) return result;
+  const tools = (result as { tools?: unknown }).tools;
+  if (!Array.isArray(tools)) return result;
+  const kept = tools.filter(visible);
+  return kept.length === tools.length ? result : { ...result, tools: kept };
+}
+
+/** A listed tool's name ("" when it has none, which a policy then judges). */
+export function toolNameOf(tool: unknown): string {
+  const name = tool && typeof tool === 'object' ? (tool as { name?: unknown }).name : undefined;
+  return typeof name === 'string' ? name : '';
+}

@@ -1,0 +1,56 @@
+/**
+ * What the audit trail (ops/audit.ts) records of a request, taken from the backend call's
+ * caller and the JSON-RPC message: the user (the principal's digest and the claims the
+ * operator listed — the Audit picks them, and the tenant), the gateway
+ * session, the endpoint path, the tool, prompt or URI and their arguments, and the W3C trace
+ * id (issue 30 §2: from `params._meta.traceparent`, else the `traceparent` header; OpenTelemetry
+ * will fill it from the active span). Nothing else of the request is read: no header but
+ * `traceparent`, never the token.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { BackendCaller } from '../backends/backend.js';
+import { traceIdOf, type AuditEvent } from '../ops/audit.js';
+import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+import type { RequestFacts } from './policy-input.js';
+
+/** The methods that get a record when allowed; every refusal gets one whatever its method. */
+export const AUDITED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read', 'resources/subscribe']);
+
+/** The facts a policy and a record read from one request message. */
+export function requestFacts(m: JsonRpcMessage, backend: string): RequestFacts {
+  const params = (m.params ?? {}) as Record<string, unknown>;
+  const name = typeof params.name === 'string' ? params.name : undefined;
+  const facts: RequestFacts = { method: m.method ?? '', backend };
+  if (m.method === 'tools/call') Object.assign(facts, { tool: name ?? '', arguments: params.arguments ?? {} });
+  else if (m.method === 'prompts/get') Object.assign(facts, { prompt: name ?? '', arguments: params.arguments ?? {} });
+  else if (typeof params.uri === 'string') facts.uri = params.uri;
+  return facts;
+}
+
+/** The part of a record that says who asked, where and what (decision and outcome to add). */
+export function auditBase(principal: Principal, request: Pick<BackendCaller, 'headers' | 'url'>, facts: Partial<RequestFacts>, message?: JsonRpcMessage) {
+  return {
+    userKey: principal.userKey,
+    claims: principal.claims,
+    endpoint: request.url?.split('?')[0],
+    backend: facts.backend,
+    method: facts.method,
+    requestId: message?.id,
+    tool: facts.tool,
+    prompt: facts.prompt,
+    uri: facts.uri,
+    arguments: facts.arguments,
+    traceId: traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
+  } satisfies Partial<AuditEvent>;
+}
+
+export function callerBase(caller: BackendCaller, facts: RequestFacts, message: JsonRpcMessage) {
+  return { ...auditBase(caller.principal, caller, facts, message), session: caller.sessionId };
+}
+
+/** The outcome of a response message: ok, a tool's `isError`, or the JSON-RPC error code. */
+export function outcomeOf(m: JsonRpcMessage): Pick<AuditEvent, 'outcome' | 'code'> {
+  if (m.error) return { outcome: 'error', code: typeof m.error.code === 'number' ? m.error.code : undefined };
+  const result = m.result as { isError?: unknown } | undefined;
+  return { outcome: result?.isError === true ? 'isError' : 'ok' };
+}
