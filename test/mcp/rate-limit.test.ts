@@ -57,9 +57,9 @@ interface Answer {
 }
 
 /** One MCP POST; `session` undefined sends `initialize`. */
-async function post(g: GatewayHandle, token: string, id: number, session?: string): Promise<Answer & { session?: string }> {
+async function post(g: GatewayHandle, token: string, id: number, session?: string, request?: { method: string; params?: unknown }): Promise<Answer & { session?: string }> {
   const body = session
-    ? { jsonrpc: '2.0', id, method: 'ping' }
+    ? { jsonrpc: '2.0', id, ...(request ?? { method: 'ping' }) }
     : { jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'rate-limit-test', version: '1' } } };
   const res = await fetch(g.endpoint(BACKEND), {
     method: 'POST',
@@ -160,9 +160,11 @@ describe('Redis store', () => {
       const init = await post(a, aliceA, 1);
       assert.equal(init.status, 200, init.text);
       assert.equal(init.headers.get('x-ratelimit-remaining'), '3', 'allowed answers report what is left');
-      const ping = await post(a, aliceA, 2, init.session);
-      assert.equal(ping.status, 200);
-      assert.match(ping.headers.get('content-type') ?? '', /^text\/event-stream/, 'server-everything answers ping as SSE');
+      // A call with progress: server-everything answers it as an SSE stream (progress, then the
+      // result), which the gateway relays as a stream (a one-event answer would come as JSON).
+      const ping = await post(a, aliceA, 2, init.session, { method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 0.2, steps: 2 }, _meta: { progressToken: 'p' } } });
+      assert.equal(ping.status, 200, ping.text);
+      assert.match(ping.headers.get('content-type') ?? '', /^text\/event-stream/, 'a call with progress is answered as SSE');
       assert.equal(ping.headers.get('x-ratelimit-remaining'), '2', 'SSE answers carry the rate-limit headers too');
       assert.equal(ping.headers.get('x-ratelimit-limit'), '4');
       await flushedTo(inspect, aliceKey, '2');
