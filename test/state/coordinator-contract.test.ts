@@ -212,6 +212,9 @@ function coordinatorContract(name: string, deployment: DeploymentFactory): void 
 
     test('messages: sent to this replica or broadcast reach every handler, in order; sent to another replica, not this one', async (t) => {
       const replica = await open(t);
+      // A Redis coordinator subscribes its inbox and the broadcast channel in one command, in
+      // the background: once a broadcast arrives, a message to this replica arrives too.
+      await listening([replica]);
       const c = replica.coordinator;
       const second: SessionMessage[] = [];
       c.onMessage((message) => second.push(message as SessionMessage));
