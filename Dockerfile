@@ -6,7 +6,7 @@
 #   docker run --read-only --tmpfs /tmp -p 8080:8080 \
 #     -v "$PWD/switchboard.yaml:/etc/switchboard/switchboard.yaml:ro" switchboard:0.1.0
 #
-# Base image choice (see README "Deploy" for the long form):
+# Base image choice (see docs/deploy.md "The image" for the long form):
 #   runtime = gcr.io/distroless/nodejs22-debian13:nonroot
 #   - no shell, no package manager, no npm: a much smaller attack surface than
 #     node:22-bookworm-slim (bash, apt, npm, perl …) or alpine (busybox sh, apk), and far

@@ -2,7 +2,7 @@
  * A backend's failure is the backend's, never the client's (STYLE: agentgateway's typed
  * upstream errors). This file is the one table from a failure to what the client gets:
  * a JSON-RPC error (`rpcCode`, `rpcData`) for each open request, or HTTP 502/504
- * (`httpStatus`) where no request is open (OpenAPI "Gateway error codes", README "Errors").
+ * (`httpStatus`) where no request is open (OpenAPI "Gateway error codes", docs/http-surface.md "Errors").
  * http/replies.ts, the stream relay, the aggregated backend and the WebSocket bridge all
  * answer through it, so a failure gets the same code on every path.
  */

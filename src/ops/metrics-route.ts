@@ -8,7 +8,7 @@
  *    challenge. Prometheus sends it with `authorization: { credentials_file }`.
  *  - `metrics.listen`: served on a listener of its own (metrics-listener.ts), e.g. a port
  *    that only the cluster's Prometheus can reach, and no longer on the main port.
- * Neither is set by default, so existing scrapers keep working; README "Deploy" says how to
+ * Neither is set by default, so existing scrapers keep working; docs/operations.md ("Locking /metrics down") says how to
  * lock it down.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';

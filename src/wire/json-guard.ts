@@ -20,7 +20,7 @@
  * (vectorised), and one short string per member name. Measured against `JSON.parse` of the
  * same text (Node 20): a 140-byte `tools/call` 0.65 µs vs 1.5 µs, 1.5 MB of small objects
  * 5 ms vs 13 ms, 3 MB in one string 0.09 ms vs 12 ms; a proxied call costs the gateway
- * about 300 µs of CPU (README "Performance"), so the scan is well under 1% of it.
+ * about 300 µs of CPU (docs/performance.md), so the scan is well under 1% of it.
  * The scan assumes nothing about validity: on text that is not JSON it returns some verdict
  * in linear time, and `JSON.parse` then rejects the text.
  */

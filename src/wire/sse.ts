@@ -82,7 +82,7 @@ export function formatSseRetry(ms: number): string {
 /**
  * The response headers of every SSE answer the gateway sends: no caching or transforming by
  * intermediaries, and `X-Accel-Buffering: no`, which tells nginx-style proxies not to buffer the
- * stream (see README, Ingress).
+ * stream (see docs/deploy.md, "Ingress and SSE").
  */
 export const SSE_RESPONSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' } as const;
 

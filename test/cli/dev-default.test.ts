@@ -1,5 +1,5 @@
 /**
- * The newcomer's first command (README, SPEC §3): with no config file the CLI starts the
+ * The newcomer's first command (README "Two commands", SPEC §3): with no config file the CLI starts the
  * embedded development default and prints an endpoint and a bearer token that the
  * official SDK client can use at once. Also: SIGTERM ends it with exit code 0, and a bad
  * config file stops it with an error that names the key.

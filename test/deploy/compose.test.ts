@@ -333,14 +333,14 @@ describe('the compose config served by the real gateway', () => {
     params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'compose-test', version: '1' } },
   };
 
-  /** A token with the claims mock-oauth2-server would issue for the README's curl command. */
+  /** A token with the claims mock-oauth2-server would issue for the curl command of docs/deploy.md (Docker Compose). */
   function composeToken(clientId: string): Promise<string> {
     const issuerId = new URL(config.auth.issuer).pathname.slice(1);
     const claims = mockOAuthClaims(issuerId, { grant_type: 'client_credentials', client_id: clientId, client_secret: 'any', scope: 'mcp' });
     return oauth.token({ sub: String(claims.sub), aud: claims.aud as string[], scope: String(claims.scope), claims: { iss: config.auth.issuer } });
   }
 
-  test('a token as the README obtains it opens a session and lists the demo tools', async () => {
+  test('a token as docs/deploy.md obtains it opens a session and lists the demo tools', async () => {
     const token = await composeToken('alice');
     const init = await post(token, initialize);
     assert.equal(init.status, 200, init.text);

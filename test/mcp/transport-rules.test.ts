@@ -296,7 +296,7 @@ describe('DNS-rebinding protection', () => {
     assert.equal(own.status, 200);
   });
 
-  // SPEC §2 asks for a 4xx; the README's config reference (`allowedHosts`) names it: 421
+  // SPEC §2 asks for a 4xx; docs/configuration-reference.md (`allowedHosts`) names it: 421
   // Misdirected Request, with a JSON-RPC error body like every other refusal of /mcp.
   test('a Host header that is not ours → 421 Misdirected Request with a JSON-RPC Invalid Request error', async () => {
     const url = endpoint();
