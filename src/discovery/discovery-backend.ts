@@ -12,7 +12,8 @@
  * - `tools/list` reads the user's whole list through the endpoint (user-lists.ts) and keeps it
  *   for searches; above N it answers the two tools, else the endpoint's own first page.
  * - `search_tools` ranks the kept list with the index of that list (tool-index.ts, shared by
- *   everyone who sees the same list): no backend round trip when the list is kept.
+ *   everyone who sees the same list): no backend round trip when the list is kept, one store
+ *   read to know it is still the session's (replicas share which list is current).
  * - `call_tool` becomes the `tools/call` a client would send for that tool — same request id,
  *   same `_meta` (progress token, trace context) — and goes down the same path as a direct
  *   call: the members' tool policy, `policy.rules`, the audit record (naming the real backend
@@ -25,6 +26,7 @@
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import type { BackendConfig } from '../config/schema.js';
+import type { StateStore } from '../state/store.js';
 import { ErrorCode, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { createSseReader } from '../wire/sse.js';
 import { errorReply, jsonResponse } from '../aggregate/responses.js';
@@ -45,13 +47,13 @@ export class DiscoveryBackend implements McpBackend {
   readonly #threshold: ThresholdOf;
   readonly #lists: UserLists;
 
-  constructor(inner: McpBackend, threshold: ThresholdOf) {
+  constructor(inner: McpBackend, threshold: ThresholdOf, store: StateStore) {
     this.#inner = inner;
     this.#threshold = threshold;
     this.name = inner.name;
     // The same object: it marks the endpoint as aggregated (answers per user) wherever that is asked.
     this.config = inner.config;
-    this.#lists = new UserLists(inner.name);
+    this.#lists = new UserLists(inner.name, store);
   }
 
   async post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
@@ -78,7 +80,11 @@ export class DiscoveryBackend implements McpBackend {
     const res = await this.#inner.get(headers, signal);
     if (this.#threshold() === undefined || res.status !== 200 || res.contentType !== 'text/event-stream') return res;
     const lists = this.#lists;
-    const reader = createSseReader({ onEvent: (data) => data.includes('notifications/tools/list_changed') && lists.forget(headers) });
+    const reader = createSseReader({
+      onEvent: (data) => {
+        if (data.includes('notifications/tools/list_changed')) lists.changed(headers).catch((err: Error) => headers.caller?.log.warn({ err: err.message }, 'tool search: a changed list could not be marked in the store'));
+      },
+    });
     const source = res.body;
     async function* watched(): AsyncGenerator<Buffer> {
       for await (const chunk of source) {
@@ -90,7 +96,6 @@ export class DiscoveryBackend implements McpBackend {
   }
 
   delete(headers: BackendCallHeaders): Promise<BackendResponse> {
-    this.#lists.forget(headers);
     return this.#inner.delete(headers);
   }
 
@@ -101,17 +106,17 @@ export class DiscoveryBackend implements McpBackend {
   async #list(request: Request, headers: BackendCallHeaders, threshold: number): Promise<BackendResponse> {
     const list = await readToolList(this.#inner, headers, request);
     if ('error' in list) return jsonResponse(list.error);
-    this.#lists.set(headers, list);
+    await this.#lists.set(headers, list);
     if (list.tools.length <= threshold) return jsonResponse(list.first);
     return jsonResponse({ jsonrpc: '2.0', id: request.id, result: { tools: gatewayTools(list.tools.length) } });
   }
 
   /** The kept list, or the list read now (first search on this replica, or after a change). */
   async #userList(request: Request, headers: BackendCallHeaders): Promise<ToolList | { error: JsonRpcMessage }> {
-    const kept = this.#lists.get(headers);
+    const kept = await this.#lists.get(headers);
     if (kept) return kept;
     const list = await readToolList(this.#inner, headers, { jsonrpc: '2.0', id: request.id, method: 'tools/list' });
-    if (!('error' in list)) this.#lists.set(headers, list);
+    if (!('error' in list)) await this.#lists.set(headers, list);
     return list;
   }
 

@@ -13,6 +13,8 @@
  */
 import type { BackendCallHeaders, McpBackend } from '../backends/backend.js';
 import { collectMessages } from '../backends/backend-body.js';
+import type { StateStore } from '../state/store.js';
+import { ValueKeys } from '../state/value-keys.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { listDigest } from './tool-index.js';
 
@@ -51,37 +53,50 @@ export async function readToolList(inner: McpBackend, headers: BackendCallHeader
   return { tools, digest: listDigest(tools), first: first! };
 }
 
+/** The store's mark of a list that changed: no list has this digest, so every replica reads the list again. */
+const CHANGED = 'changed';
+
 export class UserLists {
   readonly #lists = new Map<string, { list: ToolList; expires: number }>();
 
-  constructor(private readonly endpoint: string) {}
+  constructor(
+    private readonly endpoint: string,
+    private readonly store: StateStore,
+  ) {}
 
   #key(headers: BackendCallHeaders): string | undefined {
     const caller = headers.caller;
     // The gateway's session, not `headers.sessionId`: an aggregated endpoint's is its member map, which changes as members join.
-    return caller === undefined ? undefined : `${this.endpoint}\0${caller.principal.userKey}\0${caller.sessionId ?? ''}`;
+    return caller === undefined ? undefined : ValueKeys.toolSearchList(caller.principal.userKey, caller.sessionId ?? '', this.endpoint);
   }
 
-  get(headers: BackendCallHeaders): ToolList | undefined {
+  /** The kept list, when it is still the one the session last listed on any replica (one store read, no backend). */
+  async get(headers: BackendCallHeaders): Promise<ToolList | undefined> {
     const key = this.#key(headers);
     const kept = key === undefined ? undefined : this.#lists.get(key);
     if (!kept) return undefined;
-    if (kept.expires > Date.now()) return kept.list;
+    if (kept.expires > Date.now()) {
+      const listed = await this.store.getValue(key!);
+      if (listed === undefined || listed === kept.list.digest) return kept.list;
+    }
     this.#lists.delete(key!);
     return undefined;
   }
 
-  set(headers: BackendCallHeaders, list: ToolList): void {
+  async set(headers: BackendCallHeaders, list: ToolList): Promise<void> {
     const key = this.#key(headers);
     if (key === undefined) return;
     this.#lists.delete(key);
     this.#lists.set(key, { list, expires: Date.now() + TTL_MS });
     if (this.#lists.size > MAX_LISTS) this.#lists.delete(this.#lists.keys().next().value!);
+    await this.store.putValue(key, list.digest, TTL_MS);
   }
 
-  /** The session's list changed (a `list_changed` passed): the next search reads it again. */
-  forget(headers: BackendCallHeaders): void {
+  /** The session's list changed (a `list_changed` passed): every replica reads it again before its next search. */
+  async changed(headers: BackendCallHeaders): Promise<void> {
     const key = this.#key(headers);
-    if (key !== undefined) this.#lists.delete(key);
+    if (key === undefined) return;
+    this.#lists.delete(key);
+    await this.store.putValue(key, CHANGED, TTL_MS);
   }
 }

@@ -43,7 +43,7 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
  */
 function aggregatedEndpoints(linked: LinkingContext, parts: SessionParts): Pick<McpContext, 'aggregate' | 'virtualServers'> {
   const { config } = parts;
-  const aggregate = new DiscoveryBackend(new AggregatedBackend(linked), () => config.discovery?.threshold);
-  const virtualServers = new Map(config.servers.map((s, i) => [s.name, s.discovery ? new DiscoveryBackend(new VirtualServer(linked, s, i), () => s.discovery?.threshold) : new VirtualServer(linked, s, i)]));
+  const aggregate = new DiscoveryBackend(new AggregatedBackend(linked), () => config.discovery?.threshold, linked.store);
+  const virtualServers = new Map(config.servers.map((s, i) => [s.name, s.discovery ? new DiscoveryBackend(new VirtualServer(linked, s, i), () => s.discovery?.threshold, linked.store) : new VirtualServer(linked, s, i)]));
   return { aggregate, virtualServers };
 }

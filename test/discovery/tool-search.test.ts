@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { startCatalogBackend, type CatalogBackend } from '../fixtures/catalog-backend.js';
 import { startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
@@ -171,6 +171,20 @@ describe('/mcp with 300 tools and discovery.threshold 50 (2025-11-25 sessions, t
     const viaCallTool = await client.callTool({ name: 'call_tool', arguments: { name: 'cloud__noSuchTool', arguments: {} } });
     assert.equal(viaCallTool.isError, true, 'the backend answers for a tool it does not have');
     assert.deepEqual(viaCallTool, await client.callTool({ name: 'cloud__noSuchTool', arguments: {} }));
+  });
+  test('a tools/list_changed on the session stream makes the next search read the list again, whichever replica serves it', async () => {
+    const notified = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    await search(client, 'warm one replica');
+    await search(client, 'warm the other');
+    const lists = () => github.requests.get('tools/list') ?? 0;
+    const before = lists();
+    await client.callTool({ name: 'call_tool', arguments: { name: 'issues__announce', arguments: {} } });
+    await withDeadline(notified, 15_000, 'tools/list_changed from issues');
+    // The store is marked as the notification passes the gateway: a few searches at most until one reads the list.
+    for (let i = 0; i < 20 && lists() === before; i++) await search(client, 'restart a virtual machine');
+    assert.equal(lists(), before + 1, 'one search read the list again');
+    for (let i = 0; i < 4; i++) await search(client, 'restart a virtual machine');
+    assert.equal(lists(), before + 1, 'the same tools: the list each replica keeps is current again');
   });
 });
 
