@@ -58,7 +58,8 @@ export class DiscoveryBackend implements McpBackend {
 
   async post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
     const threshold = this.#threshold();
-    if (threshold === undefined) return this.#inner.post(body, headers);
+    // Only tools/list and tools/call concern search: anything else passes unparsed (the endpoint parses it anyway).
+    if (threshold === undefined || !body.includes('tools/')) return this.#inner.post(body, headers);
     let message: JsonRpcMessage;
     try {
       message = JSON.parse(body) as JsonRpcMessage;
