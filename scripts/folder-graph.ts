@@ -31,7 +31,7 @@ export const ROOT_FOLDER = '(root)';
  */
 export const LAYERS: readonly string[] = [
   'wire', 'config', 'state', 'ops', 'auth', 'backends', 'http', 'providers', 'policy', 'browser', 'connect',
-  'exchange', 'streams', 'sessions', 'linking', 'aggregate', 'stateless', 'mcp', 'transport', 'broker', 'dev', 'reload', ROOT_FOLDER,
+  'exchange', 'streams', 'sessions', 'linking', 'aggregate', 'discovery', 'stateless', 'mcp', 'transport', 'broker', 'dev', 'reload', ROOT_FOLDER,
 ];
 
 /** The command that regenerates the document; named in it and in the up-to-date test. */

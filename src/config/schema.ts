@@ -13,6 +13,7 @@ import { jsonHint } from './json-hints.js';
 import { httpUrl } from './http-url.js';
 import { upstreamAuthSchema } from './upstream-auth-schema.js';
 import { trustProxySchema } from './trust-proxy-schema.js';
+import { discoverySchema } from './discovery-schema.js';
 import { serverIssues, serverSchema } from './servers-schema.js';
 
 const duration = (fallback: string) =>
@@ -306,6 +307,8 @@ export const configSchema = z
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
     /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */
     servers: z.array(serverSchema).default([]),
+    /** Tool search on `/mcp` for big catalogs (issue 31 §3, discovery-schema.ts); absent: off. */
+    discovery: discoverySchema.optional(),
   })
   .strict()
   .superRefine((c, ctx) => {

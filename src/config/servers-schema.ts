@@ -7,6 +7,7 @@
  * optional) is checked when the gateway sees the definition (aggregate/virtual-tools.ts).
  */
 import { z } from 'zod';
+import { DISCOVERY_TOOL_NAMES, discoverySchema } from './discovery-schema.js';
 
 /** MCP 2025-11-25 "Tools" §Tool names: 1–128 characters of A-Z a-z 0-9 _ - . */
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -58,9 +59,17 @@ export const serverSchema = z
     tools: z.array(toolEntry).default([]),
     prompts: z.array(promptEntry).default([]),
     resources: z.array(resourceEntry).default([]),
+    /** Tool search on this server (issue 31 §3, discovery-schema.ts); absent: off. */
+    discovery: discoverySchema.optional(),
   })
   .strict()
   .superRefine((s, ctx) => {
+    // With discovery the gateway's two tools take these names on the server.
+    if (s.discovery) {
+      s.tools.forEach((t, i) => {
+        if (DISCOVERY_TOOL_NAMES.includes(offeredName(t))) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['tools', i, t.as ? 'as' : 'from'], message: `offers the name "${offeredName(t)}", which discovery gives the gateway's own tool on this server (rename it with as)` });
+      });
+    }
     if (!s.tools.length && !s.prompts.length && !s.resources.length) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['tools'], message: 'a server needs at least one tool, prompt or resource entry' });
     }

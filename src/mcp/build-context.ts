@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { AggregatedBackend } from '../aggregate/aggregated-backend.js';
 import { VirtualServer } from '../aggregate/virtual-server.js';
 import { registerBrowserFlows } from '../connect/browser-flows.js';
+import { DiscoveryBackend } from '../discovery/discovery-backend.js';
 import type { BackendEras } from '../backends/era.js';
 import { Linking, type LinkingContext } from '../linking/linking.js';
 import type { SessionContext } from '../sessions/context.js';
@@ -32,5 +33,17 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
   const sessions: SessionContext = { ...parts, upstream };
   const linking = new Linking(sessions, app.log);
   const linked: LinkingContext = { ...sessions, linking };
-  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, () => parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), aggregate: new AggregatedBackend(linked), virtualServers: new Map(parts.config.servers.map((s, i) => [s.name, new VirtualServer(linked, s, i)])) };
+  return { ...linked, eras, requestStates: new RequestStates(parts.config.secrets.tokenKey), parkedCalls: new ParkedCalls(PARK_TTL_MS, () => parts.config.stateless.maxParkedPerUser), bridgeReplicas: new BridgeReplicas(), legacyStreams: new LegacyStreams(parts.coordinator, { checkEveryMs: parts.config.streams.keepAlive }), ...aggregatedEndpoints(linked, parts) };
+}
+
+/**
+ * `/mcp` and the virtual servers, each under the tool-search face (issue 31 §3,
+ * discovery/discovery-backend.ts): `/mcp`'s threshold is read from the live config (a reload
+ * turns it on or off); a virtual server's is its entry's (servers need a restart).
+ */
+function aggregatedEndpoints(linked: LinkingContext, parts: SessionParts): Pick<McpContext, 'aggregate' | 'virtualServers'> {
+  const { config } = parts;
+  const aggregate = new DiscoveryBackend(new AggregatedBackend(linked), () => config.discovery?.threshold, linked.store);
+  const virtualServers = new Map(config.servers.map((s, i) => [s.name, s.discovery ? new DiscoveryBackend(new VirtualServer(linked, s, i), () => s.discovery?.threshold, linked.store) : new VirtualServer(linked, s, i)]));
+  return { aggregate, virtualServers };
 }

@@ -55,6 +55,8 @@ export const ValueKeys = {
   memberLinkOpen: (userKey: string, sessionId: string, member: string) => `${userKey}:link-open:${sessionId}:${member}`,
   /** Who brings a missing member back into an aggregated session (aggregate/rejoin.ts). */
   aggregateRejoin: (userKey: string, sessionId: string, member: string) => `${userKey}:aggregate-rejoin:${sessionId}:${member}`,
+  /** The digest of the tool list a session last listed on an endpoint with tool search, or `changed` (discovery/user-lists.ts). */
+  toolSearchList: (userKey: string, sessionId: string, endpoint: string) => `${userKey}:tool-search:${sessionId}:${endpoint}`,
   /** The standalone stream a replica opened ahead of its client (mcp/standalone-early.ts). */
   standaloneAwaiting: (userKey: string, sessionId: string) => `${userKey}:standalone-awaiting:${sessionId}`,
   /** A user's exchanged token for a target (exchange/exchange-cache.ts; also the sealing context). */
