@@ -37,6 +37,7 @@ import { InputAnswers } from './backends/modern/input-answers.js';
 import { SessionListens } from './backends/modern/session-listens.js';
 import type { ModernEraParts } from './backends/modern/modern-era-backend.js';
 import { buildBackends } from './reload/backend-set.js';
+import { VirtualServer } from './aggregate/virtual-server.js';
 import { createConfigApplier, type ConfigApplier } from './reload/apply-config.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
@@ -133,7 +134,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras);
   app.decorate('mcp', ctx);
-  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, streams, eras, log: app.log }, loaded));
+  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, servers: { servers: ctx.virtualServers, build: (s, i) => new VirtualServer(ctx, s, i) }, sessions, streams, eras, log: app.log }, loaded));
   if (audit) ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.linkRequired(principal, backend, session, stepUp);
   coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));

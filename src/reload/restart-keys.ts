@@ -10,8 +10,7 @@
  * (`limits.maxBodyBytes`, `limits.bodyTimeout`), the Host/Origin guard (`allowedOrigins`,
  * `allowedHosts`), the session service's TTL (`sessions.idleTtl`), the local bridge
  * (`bridge`, and every stdio or legacy SSE backend), the browser flow of account linking
- * (every backend with `upstreamAuth`) and the virtual servers (`servers`, built once into
- * the MCP context; reloading them is still to do), the audit sink (`audit`, opened once) and
+ * (every backend with `upstreamAuth`), the audit sink (`audit`, opened once) and
  * the first `policy.rules` of a gateway that started with none and no audit.
  */
 import { isDeepStrictEqual } from 'node:util';
@@ -31,7 +30,6 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'limits.bodyTimeout',
   'sessions.idleTtl',
   'bridge',
-  'servers',
   'audit',
 ];
 
