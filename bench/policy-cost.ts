@@ -1,9 +1,10 @@
 /**
  * What `policy.rules` and the audit trail cost per `tools/call`, in process (issue 30 "Cost"):
  * the decorator (src/policy/rule-policy-backend.ts) around a backend that answers at once with
- * a fixed JSON result, so only the gateway's own work is timed — no network, no Redis. Four
- * setups: off (no rules, no audit: the backend is not wrapped at all, the path of before),
- * the issue's three rules, the audit alone (to a sink that drops the lines), both.
+ * a fixed JSON result, so only the gateway's own work is timed — no network, no Redis. The
+ * base is the backend not wrapped at all; then off (the face is on every backend so that a
+ * reload can turn rules or the audit on, issue 32 §1: with neither it must cost nothing), the
+ * issue's three rules, the audit alone (to a sink that drops the lines), both.
  *
  *   node --import tsx bench/policy-cost.ts
  *
@@ -25,7 +26,7 @@ const RULES = [
 const BODY = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'transfer', arguments: { amount: 250, to: 'bob', memo: 'rent for november' } } });
 const ANSWER = JSON.stringify({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'transfer done' }] } });
 
-function backendFor(extra: Partial<ConfigInput>): McpBackend {
+function backendFor(extra: Partial<ConfigInput>, wrapped = true): McpBackend {
   const config = parseConfig({
     publicUrl: 'https://mcp.example.com',
     auth: { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp' },
@@ -41,7 +42,7 @@ function backendFor(extra: Partial<ConfigInput>): McpBackend {
     close: async () => {},
   };
   const { face } = rulePolicyFace(config, new Metrics({ openStreams: () => 0, activeSessions: async () => 0 }), extra.audit ? { write: () => true } : undefined);
-  return face ? face(inner) : inner;
+  return wrapped ? face(inner) : inner;
 }
 
 const caller: BackendCaller = {
@@ -61,13 +62,14 @@ async function perCall(backend: McpBackend): Promise<number> {
 }
 
 const setups: Array<[string, Partial<ConfigInput>]> = [
-  ['off (not wrapped)', {}],
+  ['off (face, no rules or audit)', {}],
   ['3 rules', { policy: { rules: [...RULES] } }],
   ['audit (stdout sink, dropped)', { audit: { sink: 'stdout' } }],
   ['3 rules + audit', { policy: { rules: [...RULES] }, audit: { sink: 'stdout' } }],
 ];
-const base = await perCall(backendFor({}));
+const base = await perCall(backendFor({}, false));
+console.log(`${'not wrapped (base)'.padEnd(30)} ${base.toFixed(2)} µs per call`);
 for (const [name, extra] of setups) {
-  const us = name.startsWith('off') ? base : await perCall(backendFor(extra));
+  const us = await perCall(backendFor(extra));
   console.log(`${name.padEnd(30)} ${us.toFixed(2)} µs per call  (+${(us - base).toFixed(2)} µs)`);
 }

@@ -16,7 +16,7 @@ import type { McpContext } from './mcp/context.js';
 import { createOriginGuard } from './http/origin-guard.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerMcpRoutes } from './mcp/routes.js';
-import { buildMcpContext } from './mcp/build-context.js';
+import { buildMcpContext, virtualServerEndpoint } from './mcp/build-context.js';
 import { serverOptions } from './http/server-options.js';
 import { registerBodyHandling } from './http/error-handler.js';
 import { recordRouteMetrics } from './http/route-metrics.js';
@@ -106,14 +106,15 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     { get maxPerUser() { return config.sessions.maxPerUser; } /* read per session: it reloads */, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  // `policy.rules` and the audit trail (issue 30), outermost on every backend when either is on.
+  // `policy.rules` and the audit trail (issue 30), outermost on every backend (free while both are off).
   const { audit, face: policyFace } = rulePolicyFace(config, metrics, options.auditSink);
   const backendParts = { bridges, modern, exchange, metrics, policyFace };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
-  app.decorate('audit', audit);
+  // Read per use: a reload may open another sink, or turn the audit on or off (ops/live-audit.ts).
+  app.decorate('audit', { getter: () => audit.current });
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
@@ -133,15 +134,15 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras);
   app.decorate('mcp', ctx);
-  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, streams, eras, log: app.log }, loaded));
-  if (audit) ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.linkRequired(principal, backend, session, stepUp);
+  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, servers: { servers: ctx.virtualServers, build: (s, i) => virtualServerEndpoint(ctx, s, i) }, sessions, streams, eras, log: app.log }, loaded));
+  ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.current?.linkRequired(principal, backend, session, stepUp);
   coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
   await registerWebSocketTransport(app, config, { originGuard, authenticate });
   // The backends as they are at close: a reload may have added some (src/reload/).
-  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), async () => audit?.close()], state });
+  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), () => audit.close()], state });
   return app;
 }
 

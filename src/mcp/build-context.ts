@@ -12,7 +12,9 @@ import { AggregatedBackend } from '../aggregate/aggregated-backend.js';
 import { VirtualServer } from '../aggregate/virtual-server.js';
 import { registerBrowserFlows } from '../connect/browser-flows.js';
 import { DiscoveryBackend } from '../discovery/discovery-backend.js';
+import type { McpBackend } from '../backends/backend.js';
 import type { BackendEras } from '../backends/era.js';
+import type { ServerConfig } from '../config/servers-schema.js';
 import { Linking, type LinkingContext } from '../linking/linking.js';
 import type { SessionContext } from '../sessions/context.js';
 import { notifySession } from '../sessions/session-notifier.js';
@@ -39,11 +41,21 @@ export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras:
 /**
  * `/mcp` and the virtual servers, each under the tool-search face (issue 31 §3,
  * discovery/discovery-backend.ts): `/mcp`'s threshold is read from the live config (a reload
- * turns it on or off); a virtual server's is its entry's (servers need a restart).
+ * turns it on or off); a virtual server's is its entry's, rebuilt when a reload changes it.
  */
 function aggregatedEndpoints(linked: LinkingContext, parts: SessionParts): Pick<McpContext, 'aggregate' | 'virtualServers'> {
   const { config } = parts;
   const aggregate = new DiscoveryBackend(new AggregatedBackend(linked), () => config.discovery?.threshold, linked.store);
-  const virtualServers = new Map(config.servers.map((s, i) => [s.name, s.discovery ? new DiscoveryBackend(new VirtualServer(linked, s, i), () => s.discovery?.threshold, linked.store) : new VirtualServer(linked, s, i)]));
+  const virtualServers = new Map(config.servers.map((s, i) => [s.name, virtualServerEndpoint(linked, s, i)]));
   return { aggregate, virtualServers };
+}
+
+/**
+ * One virtual server as it is served: under the tool-search face when its entry has
+ * `discovery`. The one way it is built, at start and when a reload adds or changes it
+ * (reload/server-set.ts), so a reloaded server keeps its tool search.
+ */
+export function virtualServerEndpoint(linked: LinkingContext, server: ServerConfig, index: number): McpBackend {
+  const virtual = new VirtualServer(linked, server, index);
+  return server.discovery ? new DiscoveryBackend(virtual, () => server.discovery?.threshold, linked.store) : virtual;
 }

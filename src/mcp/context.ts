@@ -9,6 +9,6 @@ import type { StatelessContext } from '../stateless/context.js';
 
 export interface McpContext extends StatelessContext {
   readonly aggregate: McpBackend;
-  /** The virtual servers (`servers`, issue 31 §1), by name: `/mcp/{name}` beside the backends. */
-  readonly virtualServers: ReadonlyMap<string, McpBackend>;
+  /** The virtual servers (`servers`, issue 31 §1), by name: `/mcp/{name}` beside the backends. A config reload changes its entries in place (src/reload/server-set.ts). */
+  readonly virtualServers: Map<string, McpBackend>;
 }

@@ -21,7 +21,8 @@ import type { BackendCallHeaders, BackendCaller, BackendResponse, McpBackend } f
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import type { Config } from '../config/schema.js';
-import { createAudit, type Audit, type AuditEvent, type AuditSink } from '../ops/audit.js';
+import type { Audit, AuditEvent, AuditSink } from '../ops/audit.js';
+import { LiveAudit } from '../ops/live-audit.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { editAnswer, idKey, toolNameOf } from './answer-edit.js';
@@ -41,7 +42,8 @@ type Pending = { base: ReturnType<typeof callerBase>; rule: string };
 export interface RulePolicyParts {
   /** The rules of the config as it is now: compiled again after a reload changed it (config/live-config.ts). */
   rules: () => CelRules;
-  audit: Audit | undefined;
+  /** The audit as the config has it now (ops/live-audit.ts); undefined while off. */
+  audit: () => Audit | undefined;
   metrics: Metrics;
 }
 
@@ -55,8 +57,10 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const caller = headers.caller;
-    const messages = caller ? messagesOf(body) : undefined;
-    if (!caller || !messages) return this.inner.post(body, headers, signal);
+    // No rules and no audit (the default): passed on untouched, before any parsing — this face is on every backend so that a reload can turn either on.
+    if (!caller || (!this.parts.rules().size && !this.parts.audit())) return this.inner.post(body, headers, signal);
+    const messages = messagesOf(body);
+    if (!messages) return this.inner.post(body, headers, signal);
     const started = performance.now();
     const errors: JsonRpcMessage[] = [];
     const denied = new Set<JsonRpcMessage>();
@@ -72,7 +76,7 @@ export class RulePolicyBackend extends DecoratedBackend {
         errors.push(this.#refuse(caller, m as Request, facts, decision, started));
       } else {
         if (m.method === 'tools/list' && this.parts.rules().size) listIds.add(idKey(m.id!));
-        if (this.parts.audit && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started);
+        if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started);
       }
     }
     const rest = messages.filter((m) => !denied.has(m));
@@ -94,7 +98,7 @@ export class RulePolicyBackend extends DecoratedBackend {
     caller.log.info({ backend: this.name, method: m.method, rule: decision.rule }, 'request refused by policy rule');
     const hidden = m.method === 'tools/call' && !this.#listable(caller, facts.tool ?? '');
     const answer = hidden ? errorResponse(m.id, ErrorCode.InvalidParams, `Unknown tool: ${facts.tool}`) : errorResponse(m.id, ErrorCode.AccessDenied, 'Access denied by policy');
-    this.parts.audit?.record({ ...callerBase(caller, facts, m), event: 'refusal', decision: 'deny', rule: decision.rule, outcome: 'error', code: answer.error!.code, durationMs: performance.now() - started });
+    this.parts.audit()?.record({ ...callerBase(caller, facts, m), event: 'refusal', decision: 'deny', rule: decision.rule, outcome: 'error', code: answer.error!.code, durationMs: performance.now() - started });
     return answer;
   }
 
@@ -103,7 +107,7 @@ export class RulePolicyBackend extends DecoratedBackend {
     const base = callerBase(caller, facts, m);
     const entry = m.method === 'tools/call' ? toolListEntry(this.config, facts.tool ?? '') : undefined;
     if (entry && !entry.allowed) {
-      this.parts.audit!.record({ ...base, event: 'refusal', decision: 'deny', rule: entry.rule, outcome: 'error', code: ErrorCode.InvalidParams, durationMs: performance.now() - started });
+      this.parts.audit()?.record({ ...base, event: 'refusal', decision: 'deny', rule: entry.rule, outcome: 'error', code: ErrorCode.InvalidParams, durationMs: performance.now() - started });
       return;
     }
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
@@ -125,7 +129,7 @@ export class RulePolicyBackend extends DecoratedBackend {
   }
 
   #write(p: Pending, started: number, outcome: Pick<AuditEvent, 'outcome' | 'code'>): void {
-    this.parts.audit!.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, ...outcome, durationMs: performance.now() - started });
+    this.parts.audit()?.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, ...outcome, durationMs: performance.now() - started });
   }
 
   /** Whether a tools/list shows the tool: some call of it could be allowed (cel-rules.ts). */
@@ -137,16 +141,15 @@ export class RulePolicyBackend extends DecoratedBackend {
 }
 
 /**
- * Builds the audit (undefined when `audit.sink` is none) and, when there are rules or an audit
- * at start, the face that puts them in front of a backend (backend-set.ts applies it to every
- * backend, at start and to those a reload adds). With neither nothing is wrapped and nothing
- * costs; rules added later by a reload need a restart then (reload/restart-keys.ts). The rules
- * themselves follow the live config.
+ * The live audit (ops/live-audit.ts: reopened when a reload changes `audit`) and the face that
+ * puts the rules and the audit in front of a backend (backend-set.ts applies it to every
+ * backend, at start and to those a reload adds). The face is always there, so a reload can turn
+ * on the first rule or the audit; with neither it passes each request on before parsing it
+ * (bench/policy-cost.ts "off"). The rules follow the live config.
  */
-export function rulePolicyFace(config: Config, metrics: Metrics, sink?: AuditSink): { audit: Audit | undefined; face?: (backend: McpBackend) => McpBackend } {
+export function rulePolicyFace(config: Config, metrics: Metrics, sink?: AuditSink): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
   const tenantClaim = config.auth.tenantClaim;
-  const audit = createAudit(config, sink, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
+  const audit = new LiveAudit(config, sink, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
   const rules = derived(config, (c) => new CelRules(c.policy));
-  if (!rules().size && !audit) return { audit };
-  return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit, metrics }) };
+  return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit: () => audit.current, metrics }) };
 }

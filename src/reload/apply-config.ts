@@ -15,6 +15,8 @@
  * A backend pointed at another server (url, transport, command, args, env, protocol) is a
  * removal and an addition: the same, then the next `initialize` reaches the new server. An
  * added backend joins existing `/mcp` sessions on their next message (aggregate/rejoin.ts).
+ * Virtual servers follow the same way (server-set.ts), and sessions whose lists lost a member
+ * or whose server changed are told `list_changed` on their open stream (list-changes.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
@@ -22,8 +24,11 @@ import type { McpBackend } from '../backends/backend.js';
 import type { BackendEras } from '../backends/era.js';
 import { replaceConfig } from '../config/live-config.js';
 import type { Config } from '../config/schema.js';
+import type { SessionService } from '../sessions/session-service.js';
 import type { StreamRegistry } from '../streams/stream-registry.js';
 import { backendChanges, buildBackend, hasBackendChanges, type BackendChanges, type BackendParts } from './backend-set.js';
+import { announceListChanges } from './list-changes.js';
+import { applyServerChanges, hasServerChanges, serverChanges, type ServerParts } from './server-set.js';
 import { restartOnlyChanges, withRunningRestartKeys } from './restart-keys.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'invalid' | 'needs_restart';
@@ -34,6 +39,9 @@ export interface LiveGateway {
   /** The backend clients every component holds (`app.mcp.backends`). */
   backends: Map<string, McpBackend>;
   parts: BackendParts;
+  /** The virtual servers every component holds (`app.mcp.virtualServers`) and how one is built. */
+  servers: ServerParts;
+  sessions: SessionService;
   streams: StreamRegistry;
   eras: BackendEras;
   log: FastifyBaseLogger;
@@ -55,11 +63,14 @@ export function createConfigApplier(live: LiveGateway, loaded: Config): ConfigAp
       return 'needs_restart';
     }
     const changes = backendChanges(applied, next);
+    const servers = serverChanges(applied, next);
     replaceConfig(live.config, withRunningRestartKeys(live.config, next));
     if (hasBackendChanges(changes)) applyBackendChanges(live, changes);
+    if (hasServerChanges(servers)) applyServerChanges(live.servers, live.config.servers, servers, live.streams);
+    announceListChanges(live, { removedBackends: changes.removed, changedServers: servers.changed, servers: new Set(live.servers.servers.keys()) });
     live.log.level = next.log.level;
     applied = next;
-    live.log.info({ backends: changes }, 'config reloaded');
+    live.log.info({ backends: changes, servers }, 'config reloaded');
     return 'applied';
   };
 }

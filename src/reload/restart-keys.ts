@@ -10,9 +10,8 @@
  * (`limits.maxBodyBytes`, `limits.bodyTimeout`), the Host/Origin guard (`allowedOrigins`,
  * `allowedHosts`), the session service's TTL (`sessions.idleTtl`), the local bridge
  * (`bridge`, and every stdio or legacy SSE backend), the browser flow of account linking
- * (every backend with `upstreamAuth`) and the virtual servers (`servers`, built once into
- * the MCP context; reloading them is still to do), the audit sink (`audit`, opened once) and
- * the first `policy.rules` of a gateway that started with none and no audit.
+ * (every backend with `upstreamAuth`). The audit sink and the first `policy.rules` reload
+ * (ops/live-audit.ts; the rule face is on every backend, free while both are off).
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { BackendConfig, Config } from '../config/schema.js';
@@ -31,8 +30,6 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'limits.bodyTimeout',
   'sessions.idleTtl',
   'bridge',
-  'servers',
-  'audit',
 ];
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);
@@ -55,9 +52,6 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
     if (isDeepStrictEqual(was, is)) continue;
     if ((was && builtAtStart(was)) || (is && builtAtStart(is))) changed.push(`backends.${name}`);
   }
-  // The rule face is put on the backends at start only when there are rules or an audit
-  // (policy/rule-policy-backend.ts: nothing costs when both are off); rules it holds reload.
-  if (!current.policy.rules.length && current.audit.sink === 'none' && next.policy.rules.length) changed.push('policy.rules');
   return changed;
 }
 

@@ -42,6 +42,11 @@ export class StreamRegistry {
     return this.#standalone.get(sessionId(userKey, session));
   }
 
+  /** The standalone (GET) streams running here, one per session: where a config reload tells sessions their lists changed (src/reload/list-changes.ts). */
+  standaloneStreams(): StreamRelay[] {
+    return [...this.#standalone.values()];
+  }
+
   /** Stops every relay of a session (DELETE). */
   stopSession(userKey: string, session: string): void {
     const prefix = `${sessionId(userKey, session)}:`;
@@ -49,12 +54,13 @@ export class StreamRegistry {
   }
 
   /**
-   * Stops every relay of one backend (a config reload removed it or pointed it at another
-   * server): each client gets `retry` as the stream's last event, and its reconnection then
+   * Ends every relay of one backend or virtual server (a config reload removed it or pointed
+   * it at another server): each client gets `retry` as the stream's last event, a client
+   * following the stream from another replica sees it end too, and the reconnection then
    * meets what the reload left (404 for a removed backend).
    */
   stopBackend(backend: string): void {
-    for (const relay of this.#relays.values()) if (relay.backend === backend) relay.stop();
+    for (const relay of this.#relays.values()) if (relay.backend === backend) relay.stop(true);
   }
 
   /** Stops everything: clients get `retry` and reconnect elsewhere. */

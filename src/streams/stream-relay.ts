@@ -248,12 +248,12 @@ export class StreamRelay {
     return this.#ctx.backend;
   }
 
-  /** Stops relaying without owing anything (client gone from a GET stream, session deleted, shutdown). */
-  stop(): void {
+  /** Stops relaying without owing anything (client gone from a GET stream, session deleted, shutdown); `forGood` (a reload removed the backend, src/reload/) puts the end in the replay log, so a client following the stream from another replica (stream-follow.ts) ends too instead of taking it over. */
+  stop(forGood = false): void {
     this.#abort.abort();
     if (this.#finished) return;
     this.#writer?.retry(this.#ctx.retryMs);
-    this.#finish(false);
+    this.#finish(forGood);
   }
 
   /** Waits until everything emitted so far is in the store. */

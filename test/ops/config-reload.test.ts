@@ -17,81 +17,42 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { loadConfigFile } from '../../src/config/load.js';
-import { spawnChild, waitUntil, type ChildHandle } from '../helpers/child.js';
-import { MountedConfigMap } from '../helpers/config-map.js';
+import { spawnChild, type ChildHandle } from '../helpers/child.js';
 import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
 import { freePort } from '../helpers/free-port.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis-topology.js';
-import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { eventually, openStream as openAt, RELOAD_WAIT_MS as WAIT_MS, reloadCount as reloads, startReloadingReplicas, untilEnd, type ReloadingReplicas } from '../helpers/reload-replicas.js';
+import type { ReplicaSet } from '../helpers/replicas.js';
 import { sessionToolNames } from '../helpers/pages.js';
-import { SESSION_VERSION, sessionClient } from '../helpers/session-client.js';
-import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
-
-const WAIT_MS = 20_000;
+import { sessionClient } from '../helpers/session-client.js';
+import { messageOf, type SseReader } from '../helpers/sse-client.js';
 
 let redis: TestRedis;
 let oauth: OAuthHandle;
 let alpha: FixtureChild;
 let beta: FixtureChild;
+let mounted: ReloadingReplicas;
 let set: ReplicaSet;
 let token: string;
-const maps: MountedConfigMap[] = [];
-/** Each replica's config as first written (ports differ per replica). */
-const configs: Array<Record<string, unknown>> = [];
 
 before(async () => {
   [redis, oauth, alpha, beta] = await Promise.all([startTestRedis(), startOAuthServer(), startFixtureChild('announcing-backend.ts'), startFixtureChild('announcing-backend.ts')]);
-  set = await startReplicas({
-    count: 2,
-    redis: redis.config,
-    issuer: oauth.issuer,
-    backends: [{ name: 'alpha', url: alpha.url }],
-    writeConfig: async (index, config) => {
-      configs[index] = config;
-      maps[index] = await MountedConfigMap.create(stringify(config));
-      return maps[index]!.file;
-    },
-  });
+  mounted = await startReloadingReplicas({ count: 2, redis: redis.config, issuer: oauth.issuer, backends: [{ name: 'alpha', url: alpha.url }] });
+  set = mounted.set;
   token = await oauth.token({ sub: 'reloading-user', aud: set.audience });
 });
 
 after(async () => {
-  await set?.stop();
-  await Promise.allSettled([alpha?.child.stop(), beta?.child.stop(), oauth?.stop(), redis?.stop(), ...maps.map((m) => m.remove())]);
+  await mounted?.stop();
+  await Promise.allSettled([alpha?.child.stop(), beta?.child.stop(), oauth?.stop(), redis?.stop()]);
 });
 
-/** Swaps every replica's ConfigMap to its first config with `change` applied. */
-async function swapAll(change: Record<string, unknown>): Promise<void> {
-  await Promise.all(maps.map((m, i) => m.update(stringify({ ...configs[i], ...change }))));
-}
-
+const swapAll = (change: Record<string, unknown>) => mounted.swapAll(change);
+const allCount = (outcome: string, count: number) => mounted.allCount(outcome, count);
+const replicaLogs = () => mounted.logs();
 const client = (replica: number, backend: string) => sessionClient(() => set.endpoint(replica, backend), 'reload-test');
-
-async function reloads(url: string, outcome: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const match = new RegExp(`^switchboard_config_reloads_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
-  return match ? Number(match[1]) : 0;
-}
-
-async function eventually(what: string, check: () => Promise<boolean>, details?: () => string): Promise<void> {
-  await waitUntil(async () => ((await check()) ? true : undefined), { what, timeoutMs: WAIT_MS, intervalMs: 100, details });
-}
-
-const replicaLogs = () => set.replicas.map((r) => `--- replica ${r.index}\n${r.child.logs()}`).join('\n');
-
-/** Waits until every replica counts `count` reloads with `outcome`. */
-async function allCount(outcome: string, count: number): Promise<void> {
-  await eventually(`every replica to count ${count} ${outcome} reload(s)`, async () => (await Promise.all(set.replicas.map((r) => reloads(r.url, outcome)))).every((n) => n >= count), replicaLogs);
-}
-
-async function openStream(replica: number, backend: string, sessionId: string): Promise<SseReader> {
-  const res = await fetch(set.endpoint(replica, backend), {
-    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': SESSION_VERSION },
-  });
-  if (res.status !== 200) assert.fail(`GET stream: HTTP ${res.status} ${await res.text()}`);
-  return new SseReader(res);
-}
+const openStream = (replica: number, backend: string, sessionId: string) => openAt(set.endpoint(replica, backend), token, sessionId);
 
 /** Calls `announce` in the session and waits for its text on the open stream. */
 async function announceArrives(replica: number, backend: string, sessionId: string, stream: SseReader, text: string): Promise<void> {
@@ -104,13 +65,6 @@ async function announceArrives(replica: number, backend: string, sessionId: stri
     const message = event.data ? messageOf(event) : undefined;
     if (message?.method === 'notifications/message' && (message.params as { data?: unknown }).data === text) return;
   }
-}
-
-/** Reads a stream to its end (bounded); returns its events. */
-async function untilEnd(stream: SseReader): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  for (let event = await stream.next(WAIT_MS); event; event = await stream.next(WAIT_MS)) events.push(event);
-  return events;
 }
 
 const metadataStatus = async (replica: number, backend: string) => (await fetch(`${set.replicas[replica]!.url}/.well-known/oauth-protected-resource/mcp/${backend}`)).status;
@@ -165,7 +119,7 @@ describe('config reload on two replicas from a ConfigMap-style mount', () => {
     // The message `switchboard --config` prints when it refuses to start on this file.
     const expected = (() => {
       try {
-        loadConfigFile(maps[0]!.file, {});
+        loadConfigFile(mounted.file(0), {});
       } catch (err) {
         return (err as Error).message;
       }

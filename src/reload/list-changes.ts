@@ -1,0 +1,61 @@
+/**
+ * Telling live sessions that a reload changed their lists (issue 32 §1 "Effect on clients";
+ * docs/operations-reload.md): `notifications/{tools,prompts,resources}/list_changed` (MCP
+ * 2025-11-25 "Tools"/"Prompts"/"Resources" → "List Changed Notification") on the standalone
+ * stream of each aggregated session (`/mcp` and virtual servers) whose lists the reload
+ * changed:
+ *
+ * - a member backend was removed: the lists that member gave the session (its declared
+ *   capabilities), of those announced to the client;
+ * - its virtual server was changed (another selection, names, arguments): every list announced.
+ *
+ * Each replica tells the streams it holds, when it applies its own file (the ConfigMap way:
+ * every replica reloads on its own), so a stream on replica B hears it when B reloads. A
+ * session with no standalone stream open is not told (there is nowhere to say it, and a
+ * mailbox entry per session of a busy `/mcp` would be a write storm); its next list is already
+ * the new one. The next lists lack a removed member because the aggregated layer routes only
+ * to members that are still configured (aggregate/members.ts). An added member is announced by
+ * aggregate/rejoin.ts when it joins.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { AGGREGATE_NAME } from '../aggregate/aggregated-backend.js';
+import { decodeAggregateState, type AggregateState } from '../aggregate/session-map.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { StreamRegistry } from '../streams/stream-registry.js';
+import type { StreamRelay } from '../streams/stream-relay.js';
+
+const LISTS = ['tools', 'prompts', 'resources'] as const;
+
+export interface ListChanges {
+  /** Backends the reload removed. */
+  removedBackends: readonly string[];
+  /** Virtual servers the reload changed (kept under the same name). */
+  changedServers: readonly string[];
+  /** The virtual servers' names now configured. */
+  servers: ReadonlySet<string>;
+}
+
+/** Which lists of this session changed (announced ones only: a client is told only of lists it was told may change). */
+export function changedLists(endpoint: string, state: AggregateState, changes: ListChanges): string[] {
+  const announced = LISTS.filter((l) => state.announced.includes(l));
+  if (changes.changedServers.includes(endpoint)) return announced;
+  const lost = changes.removedBackends.flatMap((b) => state.members[b]?.capabilities ?? []);
+  return announced.filter((l) => lost.includes(l));
+}
+
+/** Sends the notifications on this replica's standalone streams, in the background; failures are logged. */
+export function announceListChanges(parts: { streams: StreamRegistry; sessions: SessionService; log: FastifyBaseLogger }, changes: ListChanges): void {
+  if (!changes.removedBackends.length && !changes.changedServers.length) return;
+  for (const relay of parts.streams.standaloneStreams()) {
+    if (relay.backend !== AGGREGATE_NAME && !changes.servers.has(relay.backend)) continue;
+    void tell(parts.sessions, relay, changes).catch((err: Error) => parts.log.warn({ backend: relay.backend, err: err.message }, 'could not tell a session its lists changed'));
+  }
+}
+
+async function tell(sessions: SessionService, relay: StreamRelay, changes: ListChanges): Promise<void> {
+  const record = await sessions.find({ userKey: relay.key.userKey }, relay.key.sessionId, relay.backend);
+  if (!record || relay.finished) return;
+  for (const list of changedLists(relay.backend, decodeAggregateState(record.backendSessionId), changes)) {
+    relay.inject(JSON.stringify({ jsonrpc: '2.0', method: `notifications/${list}/list_changed` }));
+  }
+}
