@@ -33,6 +33,7 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'bridge',
   'servers',
   'audit',
+  'admin',
 ];
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);
