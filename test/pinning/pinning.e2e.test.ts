@@ -90,11 +90,12 @@ function pins(args: string[]): Promise<{ code: number; stdout: string; stderr: s
   });
 }
 
-/** A v1 SDK client (2025-11-25 session) of `/mcp/{backend}`: alternating between the replicas, or on one only. */
+/** A v1 SDK client (2025-11-25 session) of `/mcp/{backend}` (`*`: the aggregated `/mcp`): alternating between the replicas, or on one only. */
 async function sessionClient(backend: string, only?: number): Promise<Client> {
   const client = new Client({ name: 'pinning-test', version: '1.0.0' });
   const headers = { Authorization: `Bearer ${await idp.token({ sub: 'alice', aud: set.audience })}` };
-  const transport = new StreamableHTTPClientTransport(set.endpoint(only ?? 0, backend), only === undefined ? { fetch: set.roundRobinFetch(), requestInit: { headers } } : { requestInit: { headers } });
+  const url = backend === '*' ? new URL(`${set.replicas[only ?? 0]!.url}/mcp`) : set.endpoint(only ?? 0, backend);
+  const transport = new StreamableHTTPClientTransport(url, only === undefined ? { fetch: set.roundRobinFetch(), requestInit: { headers } } : { requestInit: { headers } });
   await withDeadline(client.connect(transport), 15_000, `connect to /mcp/${backend}`);
   closers.push(() => client.close());
   return client;
@@ -189,6 +190,16 @@ describe('tool-definition pinning on two replicas, both revisions', () => {
     await client.callTool({ name: 'stable', arguments: {} });
     assert.equal(blocked.calls.at(-1)?.tool, 'stable', 'unchanged tools keep working');
 
+    // The same through the aggregated /mcp, whose members are the pinned backends.
+    const aggregate = await sessionClient('*');
+    const aggregated = await allTools(aggregate);
+    const aggregatedNames = aggregated.map((t) => t.name);
+    assert.ok(aggregatedNames.includes('blocked__stable') && !aggregatedNames.includes('blocked__search') && !aggregatedNames.includes('docs__search'), aggregatedNames.join(', '));
+    assert.equal(aggregated.find((t) => t.name === 'held__search')?.description, SEARCH_V1);
+    assert.equal(aggregated.find((t) => t.name === 'logged__search')?.description, SEARCH_V2);
+    await refused(aggregate.callTool({ name: 'blocked__search', arguments: { query: 'q' } }), -32602, /Tool "search" of backend "blocked" is blocked/);
+    assert.equal(blocked.calls.length, before + 1, 'only the stable call reached the backend');
+
     const v2 = await statelessClient('docs');
     assert.deepEqual((await v2.listTools()).tools.map((t) => t.name), ['stable']);
     const docsBefore = docs.calls.length;
@@ -228,14 +239,19 @@ describe('tool-definition pinning on two replicas, both revisions', () => {
     assert.equal((await approveRoute({ tool: 'search' }, ADMIN_TOKEN)).status, 400);
     const baseline = await streamsOpen(1);
     const client = await sessionClient('held', 1);
+    const aggregate = await sessionClient('*', 1);
     let changed = 0;
+    let aggregateChanged = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    aggregate.setNotificationHandler(ToolListChangedNotificationSchema, () => void aggregateChanged++);
     assert.equal(search(await client.listTools())?.description, SEARCH_V1);
-    await waitForStream(1, baseline);
+    await waitForStream(1, baseline + 1);
     const res = await approveRoute({ backend: 'held', tool: 'search' }, ADMIN_TOKEN);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { backend: 'held', approved: ['search'] });
     await eventually('tools/list_changed on replica 1 after approval on replica 0', () => changed > 0);
+    await eventually('tools/list_changed on a /mcp session on replica 1', () => aggregateChanged > 0);
+    assert.equal((await allTools(aggregate)).find((t) => t.name === 'held__search')?.description, SEARCH_V2);
     assert.equal(search(await client.listTools())?.description, SEARCH_V2);
     await client.callTool({ name: 'search', arguments: { query: 'q', note: 'now allowed' } });
     assert.deepEqual(held.calls.at(-1), { tool: 'search', args: { query: 'q', note: 'now allowed' } });
@@ -288,6 +304,19 @@ describe('tool-definition pinning on two replicas, both revisions', () => {
     }
   });
 });
+
+/** Every page of a session's tool list (`/mcp` answers a page per member). */
+async function allTools(client: Client): Promise<Listed['tools']> {
+  const tools: Listed['tools'] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 20; page++) {
+    const listed = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...listed.tools);
+    cursor = listed.nextCursor;
+    if (cursor === undefined) return tools;
+  }
+  assert.fail('more than 20 pages');
+}
 
 async function streamsOpen(index: number): Promise<number> {
   const text = await (await fetch(`${metricsUrls[index]}/metrics`)).text();
