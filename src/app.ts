@@ -10,6 +10,7 @@ import { registerMetadataRoutes } from './auth/metadata-routes.js';
 import { allAudiences } from './auth/resources.js';
 import { createTokenVerifier, type TokenVerifier } from './auth/token-verifier.js';
 import { startLocalBridges } from './backends/bridge/local-bridges.js';
+import type { McpBackend } from './backends/backend.js';
 import type { Config } from './config/schema.js';
 import { derived } from './config/live-config.js';
 import type { McpContext } from './mcp/context.js';
@@ -30,7 +31,7 @@ import { registerOpenApiRoute } from './ops/openapi-route.js';
 import { createState } from './state/create-state.js';
 import type { StateStore } from './state/store.js';
 import { handleReplicaMessage } from './sessions/session-notifier.js';
-import { isBridgeMessage, type ReplicaMessage } from './state/coordinator.js';
+import { isBridgeMessage, type PinsMessage, type ReplicaMessage } from './state/coordinator.js';
 import { BackendEras } from './backends/era.js';
 import { AdaptedSessions } from './backends/modern/adapted-sessions.js';
 import { InputAnswers } from './backends/modern/input-answers.js';
@@ -44,6 +45,7 @@ import { createTokenExchange } from './exchange/token-exchange.js';
 import { prepareBroker } from './broker/broker.js';
 import { rulePolicyFace } from './policy/rule-policy-backend.js';
 import type { Audit, AuditSink } from './ops/audit.js';
+import { Pinning } from './pinning/pinning.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -65,6 +67,8 @@ declare module 'fastify' {
     applyConfig: ConfigApplier;
     /** The audit trail; undefined when `audit.sink` is none (issue 30 §2). */
     audit: Audit | undefined;
+    /** Tool-definition pinning (issue 31 §2): approvals by the admin route (server.ts). */
+    pinning: Pinning;
   }
 }
 
@@ -108,13 +112,16 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const exchange = createTokenExchange(config, store, metrics);
   // `policy.rules` and the audit trail (issue 30), outermost on every backend (free while both are off).
   const { audit, face: policyFace } = rulePolicyFace(config, metrics, options.auditSink);
-  const backendParts = { bridges, modern, exchange, metrics, policyFace };
+  // Tool-definition pinning (issue 31 §2), on every backend whose `pinning.mode` is not off.
+  const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => notifyToolsChanged(streams, config, backend) });
+  const backendParts = { bridges, modern, exchange, metrics, policyFace, pinningFace: (b: McpBackend) => pinning.face(b) };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
   // Read per use: a reload may open another sink, or turn the audit on or off (ops/live-audit.ts).
   app.decorate('audit', { getter: () => audit.current });
+  app.decorate('pinning', pinning);
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
@@ -136,7 +143,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.decorate('mcp', ctx);
   app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, servers: { servers: ctx.virtualServers, build: (s, i) => virtualServerEndpoint(ctx, s, i) }, sessions, streams, eras, log: app.log }, loaded));
   ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.current?.linkRequired(principal, backend, session, stepUp);
-  coordinator.onMessage((message) => onReplicaMessage(ctx, modern, message));
+  coordinator.onMessage((message) => (message.type === 'pins-changed' ? pinning.received(message) : onReplicaMessage(ctx, modern, message)));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
@@ -169,7 +176,7 @@ function releaseOnClose(
 }
 
 /** What another replica sent: to the layer it is about. */
-function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: ReplicaMessage): void {
+function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: Exclude<ReplicaMessage, PinsMessage>): void {
   if (message.type === 'input-answer') modern.answers.receive(JSON.parse(message.message) as Record<string, unknown>, message);
   else if (message.type === 'adapted-changed') {
     modern.sessions.forget(message.sessionId);
@@ -177,4 +184,15 @@ function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: Repl
   }
   else if (isBridgeMessage(message)) ctx.bridgeReplicas.handle(ctx, message);
   else handleReplicaMessage(ctx, message);
+}
+
+/**
+ * `notifications/tools/list_changed` on this replica's standalone streams of the sessions that
+ * reach `backend`: its own (`/mcp/{backend}`), and those of `/mcp` and of virtual servers, whose
+ * endpoint names are no backend's (a virtual server without that member hears one it does not
+ * need, which costs a list and misleads nothing). Each replica does it for its own streams.
+ */
+function notifyToolsChanged(streams: StreamRegistry, config: Config, backend: string): void {
+  const backends = new Set(config.backends.map((b) => b.name));
+  streams.injectStandalone((endpoint) => endpoint === backend || !backends.has(endpoint), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }));
 }

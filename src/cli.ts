@@ -4,8 +4,9 @@
  * and reload it on SIGHUP or when it changes (src/reload/).
  * Without one: the embedded development default, which prints the endpoint and a ready
  * bearer token. `switchboard validate --config file.yaml` only validates (issue 32 §2), and
- * `--version` prints the package version; both load neither the server nor its
- * dependencies, so they start nothing.
+ * `--version` prints the package version; both load neither the server nor its dependencies,
+ * so they start nothing. `switchboard pins …` reads and approves tool-definition pins in the
+ * store the replicas share (src/pinning/pins-command.ts): it connects to Redis, serves nothing.
  */
 import { ConfigError } from './config/errors.js';
 import { findConfigFile, loadConfigFile } from './config/load.js';
@@ -16,6 +17,7 @@ const USAGE = `usage:
   switchboard [--config <file.yaml>]           serve (no file: the development default)
   switchboard [--port <n>]                     the development default on this port
   switchboard validate [--config <file.yaml>]  check the file as the start would; exit 0 or 1
+  switchboard pins <export|list|approve> ...   tool-definition pins (switchboard pins --help)
   switchboard --version                        print the version
   switchboard --help                           print this
 `;
@@ -33,6 +35,11 @@ async function main(argv: string[]): Promise<void> {
     const file = findConfigFile(argv.slice(1), process.env);
     if (!file) throw new ConfigError([], 'validate needs a config file: --config <file.yaml>, $SWITCHBOARD_CONFIG or ./switchboard.yaml');
     process.stdout.write(`${validateConfigFile(file, process.env).join('\n')}\n`);
+    return;
+  }
+  if (argv[0] === 'pins') {
+    const { PINS_USAGE, runPinsCommand } = await import('./pinning/pins-command.js');
+    process.stdout.write(argv[1] === '--help' || argv.length === 1 ? PINS_USAGE : `${await runPinsCommand(argv.slice(1), process.env)}\n`);
     return;
   }
   const { closeOnSignals, startServer } = await import('./server.js');

@@ -23,7 +23,11 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   let metrics: MetricsListener | undefined;
   if (config.metrics.listen) {
     const { host, port } = config.metrics.listen;
-    metrics = await startMetricsListener({ host, port, metrics: app.metrics, bearerToken: config.metrics.bearerToken, log: app.log }).catch(async (err: unknown) => {
+    const token = config.admin.token;
+    // Approving a change of a backend's pins (issue 31 §2): only backends that are pinned have any.
+    const approve = async (backend: string, tool?: string) => (config.backends.some((b) => b.name === backend && b.pinning.mode !== 'off') ? app.pinning.approve(backend, tool) : undefined);
+    const admin = token ? { token, approve } : undefined;
+    metrics = await startMetricsListener({ host, port, metrics: app.metrics, bearerToken: config.metrics.bearerToken, log: app.log, admin }).catch(async (err: unknown) => {
       await app.close();
       throw err;
     });

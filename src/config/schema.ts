@@ -15,6 +15,7 @@ import { upstreamAuthSchema } from './upstream-auth-schema.js';
 import { trustProxySchema } from './trust-proxy-schema.js';
 import { discoverySchema } from './discovery-schema.js';
 import { serverIssues, serverSchema } from './servers-schema.js';
+import { adminSchema, pinningSchema } from './pinning-schema.js';
 
 const duration = (fallback: string) =>
   jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
@@ -109,6 +110,8 @@ const backendSchema = z
       .default({}),
     upstreamAuth: upstreamAuthSchema.optional(),
     tokenExchange: tokenExchangeSchema.optional(),
+    /** Tool-definition pinning (issue 31 §2; pinning-schema.ts): off unless set. */
+    pinning: pinningSchema.default({}),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -303,6 +306,8 @@ export const configSchema = z
     policy: policySchema.default({}),
     /** The audit trail of decisions (issue 30 §2; off by default). */
     audit: auditSchema.default({}),
+    /** The admin routes on the metrics listener (pinning-schema.ts). */
+    admin: adminSchema.default({}),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
     /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */
@@ -352,6 +357,9 @@ export const configSchema = z
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['backends', i, 'transport'], message: `${b.transport} backends keep per-session state in this process and cannot be used with redis (multi-replica) state; run a single replica without redis` });
       }
     });
+    if (c.admin.token && !c.metrics.listen) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['admin', 'token'], message: 'needs metrics.listen (the admin routes are served on the metrics listener only, never on the public port)' });
+    }
     for (const issue of serverIssues(c.servers, seen)) ctx.addIssue({ code: z.ZodIssueCode.custom, ...issue });
   });
 

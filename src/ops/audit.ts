@@ -148,6 +148,18 @@ export class Audit {
     this.record({ event: 'refusal', userKey: principal.userKey, claims: principal.claims, session, backend, decision: 'deny', rule, outcome: 'error', code: -32042, durationMs: 0 });
   }
 
+  /**
+   * A backend's tool definition changed from its pin (issue 31 §2, docs/pinning.md): event
+   * `tool-definition-changed`, written once per new fingerprint by whichever replica saw it
+   * first. No user: the pin is the backend's, whoever's list showed the change. `decision`
+   * is what the mode does with it (`allow` for log, `hold`, `deny` for block).
+   */
+  toolDefinitionChanged(e: { backend: string; tool: string; mode: string; pinned?: string; seen: string }): void {
+    const decision = e.mode === 'block' ? 'deny' : e.mode === 'hold' ? 'hold' : 'allow';
+    const record = { schema: AUDIT_SCHEMA, time: new Date().toISOString(), event: 'tool-definition-changed', backend: e.backend, tool: e.tool, decision, rule: `backends.${e.backend}.pinning.mode`, mode: e.mode, pinnedSha256: e.pinned, seenSha256: e.seen };
+    this.sink.write(JSON.stringify(record) + '\n');
+  }
+
   close(): Promise<void> {
     return new Promise((resolve) => {
       if (!this.sink.end) return resolve();

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Metrics } from './metrics.js';
 import { METRICS_CHALLENGE, metricsAccess } from './metrics-route.js';
+import { ADMIN_APPROVE_PATH, handleAdmin, type AdminRoutes } from './admin-route.js';
 
 export interface MetricsListenerOptions {
   host: string;
@@ -20,6 +21,8 @@ export interface MetricsListenerOptions {
   metrics: Metrics;
   bearerToken?: string;
   log: FastifyBaseLogger;
+  /** The admin routes (`admin.token`, admin-route.ts); absent: none. */
+  admin?: AdminRoutes;
 }
 
 export interface MetricsListener {
@@ -35,6 +38,7 @@ export async function startMetricsListener(options: MetricsListenerOptions): Pro
   };
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (options.admin && path === ADMIN_APPROVE_PATH) return handleAdmin(options.admin, req, res, send);
     if (path !== '/metrics') return send(res, 404, 'application/json', '{"error":"not_found"}');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'application/json', '{"error":"method_not_allowed"}', { allow: 'GET, HEAD' });
     if (!admits(req.headers.authorization)) return send(res, 401, 'application/json', '{"error":"unauthorized"}', { 'www-authenticate': METRICS_CHALLENGE });

@@ -62,6 +62,8 @@ export class Metrics {
   readonly rateLimitErrors = new Counter({ name: 'switchboard_rate_limit_errors_total', help: 'Rate-limit counter syncs with Redis that failed or were slow (the limit then counts per replica only)', labelNames: ['reason'], registers: [this.registry] });
   /** reason: scope | tenant | claim (backend access policy) or tool (a hidden tool was called). */
   readonly policyDenials = new Counter({ name: 'switchboard_policy_denials_total', help: 'Requests refused by a backend access policy or tool policy, by backend and reason', labelNames: ['backend', 'reason'], registers: [this.registry] });
+  /** Tool definitions seen changed from their pin (issue 31 §2), once per new fingerprint, by backend and pinning mode. */
+  readonly toolDefinitionChanges = new Counter({ name: 'switchboard_tool_definition_changes_total', help: 'Tool definitions a backend changed from their pin, by backend and pinning mode (log, hold, block)', labelNames: ['backend', 'mode'], registers: [this.registry] });
 
   /** Every config reload attempt (SIGHUP or a change of the file): applied, unchanged, invalid, needs_restart, or failed (an unexpected error while applying) (docs/operations-reload.md). */
   readonly configReloads = new Counter({ name: 'switchboard_config_reloads_total', help: 'Config file reloads by outcome (applied, unchanged, invalid, needs_restart, failed)', labelNames: ['outcome'], registers: [this.registry] });

@@ -26,6 +26,8 @@ export interface BackendParts {
   metrics: Metrics;
   /** `policy.rules` and the audit (issue 30), outermost; absent when both are off (src/policy/rule-policy-backend.ts). */
   policyFace?: (backend: McpBackend) => McpBackend;
+  /** Tool-definition pinning (issue 31 §2; src/pinning/): the backend as it is when `pinning.mode` is off. */
+  pinningFace?: (backend: McpBackend) => McpBackend;
 }
 
 /**
@@ -38,7 +40,9 @@ export function buildBackend(b: BackendConfig, parts: BackendParts): McpBackend 
   const era: McpBackend = b.transport === 'streamable-http' ? new ModernEraBackend(client, parts.modern) : client;
   // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/);
   // backends with a tool policy hide the same tools on every path that reaches them (src/policy/).
-  const policed = withToolPolicy(withTokenExchange(era, parts.exchange), parts.metrics);
+  // Pinning sees the lists as the backend sends them, before a tool policy hides any (src/pinning/).
+  const exchanged = withTokenExchange(era, parts.exchange);
+  const policed = withToolPolicy(parts.pinningFace ? parts.pinningFace(exchanged) : exchanged, parts.metrics);
   return parts.policyFace ? parts.policyFace(policed) : policed;
 }
 

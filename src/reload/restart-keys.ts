@@ -30,6 +30,7 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'limits.bodyTimeout',
   'sessions.idleTtl',
   'bridge',
+  'admin',
 ];
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);

@@ -71,12 +71,22 @@ export type BridgeMessage =
   /** A session the gateway keeps for a 2026 backend changed (its log level; sent to every replica): drop the cached copy. */
   | { type: 'adapted-changed'; userKey: string; sessionId: string };
 
-export type ReplicaMessage = SessionMessage | BridgeMessage;
+/**
+ * A backend's tool-definition pins changed (sent to every replica; src/pinning/): a change was
+ * seen, or an operator approved one (`approved`: live sessions then hear `tools/list_changed`).
+ */
+export interface PinsMessage {
+  type: 'pins-changed';
+  backend: string;
+  approved?: boolean;
+}
 
-const SESSION_MESSAGES: ReadonlySet<string> = new Set(['deliver', 'stop', 'followed', 'ended', 'changed']);
+export type ReplicaMessage = SessionMessage | BridgeMessage | PinsMessage;
+
+const NOT_BRIDGE_MESSAGES: ReadonlySet<string> = new Set(['deliver', 'stop', 'followed', 'ended', 'changed', 'pins-changed']);
 
 export function isBridgeMessage(message: ReplicaMessage): message is BridgeMessage {
-  return !SESSION_MESSAGES.has(message.type);
+  return !NOT_BRIDGE_MESSAGES.has(message.type);
 }
 
 export interface StandaloneClaim {

@@ -18,6 +18,7 @@ export class MemoryStore implements StateStore {
   readonly #userSessions = new Map<string, SessionUses>();
   readonly #streams: MemoryReplayLogs;
   readonly #values = new Map<string, Entry<string>>();
+  readonly #fields = new Map<string, Map<string, string>>();
   readonly #sweeper: NodeJS.Timeout;
 
   constructor(sweepIntervalMs = 60_000, replayBudget: ReplayBudget = DEFAULT_REPLAY_BUDGET) {
@@ -113,6 +114,31 @@ export class MemoryStore implements StateStore {
 
   async deleteValue(key: string): Promise<boolean> {
     return live(this.#values, key) !== undefined && this.#values.delete(key);
+  }
+
+  async putFieldIfAbsent(key: string, field: string, value: string): Promise<boolean> {
+    const fields = this.#fieldsOf(key);
+    if (fields.has(field)) return false;
+    fields.set(field, value);
+    return true;
+  }
+
+  async putField(key: string, field: string, value: string): Promise<void> {
+    this.#fieldsOf(key).set(field, value);
+  }
+
+  async getFields(key: string): Promise<Record<string, string>> {
+    return Object.fromEntries(this.#fields.get(key) ?? []);
+  }
+
+  async deleteField(key: string, field: string): Promise<boolean> {
+    return this.#fields.get(key)?.delete(field) ?? false;
+  }
+
+  #fieldsOf(key: string): Map<string, string> {
+    let fields = this.#fields.get(key);
+    if (!fields) this.#fields.set(key, (fields = new Map()));
+    return fields;
   }
 
   async countSessions(): Promise<number> {

@@ -93,6 +93,11 @@ export class RedisKeys {
     return `v:${name}`;
   }
 
+  /** A map of fields (`StateStore.putField`…: tool-definition pins), by its name from value-keys.ts. */
+  fields(name: string): string {
+    return `f:${name}`;
+  }
+
   /** What SCAN matches to count sessions (with the prefix: SCAN patterns are not prefixed by ioredis). */
   sessionPattern(keyPrefix: string): string {
     return `${keyPrefix}s:*`;

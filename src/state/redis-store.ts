@@ -198,6 +198,22 @@ export class RedisStore implements StateStore {
     return (await this.redis.del(this.keys.value(key))) > 0;
   }
 
+  async putFieldIfAbsent(key: string, field: string, value: string): Promise<boolean> {
+    return (await this.redis.hsetnx(this.keys.fields(key), field, value)) === 1;
+  }
+
+  async putField(key: string, field: string, value: string): Promise<void> {
+    await this.redis.hset(this.keys.fields(key), field, value);
+  }
+
+  async getFields(key: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.keys.fields(key));
+  }
+
+  async deleteField(key: string, field: string): Promise<boolean> {
+    return (await this.redis.hdel(this.keys.fields(key), field)) > 0;
+  }
+
   /**
    * Counts session keys with SCAN (never KEYS, which blocks Redis). Scrapes come from every
    * replica, so the result is cached for a while and the scan is bounded.

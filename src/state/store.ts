@@ -145,6 +145,16 @@ export interface StateStore {
   deleteValue(key: string): Promise<boolean>;
   /** Deletes only while the value is still `expected` (releasing one's own lock), atomically. */
   deleteValueIf(key: string, expected: string): Promise<boolean>;
+  /**
+   * Small maps of named fields under one key, kept without expiry (tool-definition pins,
+   * src/pinning/): the fields of one key are read together, and a field is set only when
+   * absent in one atomic step, so two replicas that see a definition first agree on it.
+   */
+  putFieldIfAbsent(key: string, field: string, value: string): Promise<boolean>;
+  putField(key: string, field: string, value: string): Promise<void>;
+  /** Every field of the key (empty when none). */
+  getFields(key: string): Promise<Record<string, string>>;
+  deleteField(key: string, field: string): Promise<boolean>;
   /** How many sessions are alive (for the sessions gauge; may be approximate and cached). */
   countSessions(): Promise<number>;
   /** Throws when the store cannot serve requests (readiness). */

@@ -71,6 +71,12 @@ export const ValueKeys = {
   bridgeSessionSlot: (userKey: string, slot: number) => `${userKey}:bridge-slot:${slot}`,
   /** A session the gateway keeps for a 2025-11-25 client of a 2026-07-28 backend, which has none (backends/modern/adapted-sessions.ts). */
   adaptedSession: (userKey: string, sessionId: string) => `${userKey}:adapted-session:${sessionId}`,
+  /** The pinned tool definitions of a backend, a field per tool (`StateStore.putField`; pinning/pin-state.ts). */
+  pins: (backend: string) => `pins:${backend}`,
+  /** The changed definitions of a backend's tools waiting for approval, a field per tool. */
+  pinsPending: (backend: string) => `pins-pending:${backend}`,
+  /** A change of one tool to one fingerprint, claimed by the replica that reports it (once for all replicas). */
+  pinChangeReported: (backend: string, tool: string, fingerprint: string) => `pin-change:${backend}:${createHash('sha256').update(tool).digest('base64url')}:${fingerprint}`,
   /** Broker mode (broker/store-adapter.ts): an oidc-provider record of `model`. */
   brokerRecord: (model: string, id: string) => `${BROKER}${model}:${safeId(id)}`,
   /** A single-use record's "consumed" marker, across replicas. */

@@ -47,6 +47,11 @@ export class StreamRegistry {
     return [...this.#standalone.values()];
   }
 
+  /** Sends `data` on every live standalone stream whose endpoint (`relay.backend`) `endpoints` accepts (pinning approvals). */
+  injectStandalone(endpoints: (endpoint: string) => boolean, data: string): void {
+    for (const relay of this.#standalone.values()) if (!relay.finished && endpoints(relay.backend)) relay.inject(data);
+  }
+
   /** Stops every relay of a session (DELETE). */
   stopSession(userKey: string, session: string): void {
     const prefix = `${sessionId(userKey, session)}:`;

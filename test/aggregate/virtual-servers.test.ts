@@ -38,6 +38,7 @@ import { statelessMeta } from '../helpers/stateless-call.js';
 import { statelessHeaders } from '../helpers/stateless-headers.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { refused } from '../helpers/refused.js';
 
 let idp: OAuthHandle;
 let provider: OAuthHandle;
@@ -129,16 +130,6 @@ async function statelessClient(sub: string): Promise<V2Client> {
   await client.connect(new V2Transport(set.endpoint(0, 'triage'), { fetch: set.roundRobinFetch(), requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } }));
   closers.push(() => client.close());
   return client;
-}
-
-async function refused(promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
-  const err = await promise.then(
-    (value) => value,
-    (e: unknown) => e,
-  );
-  const error = err as { code?: unknown; message?: string };
-  assert.equal(error.code, code, `expected ${code}, got ${JSON.stringify(err)}`);
-  assert.match(String(error.message), pattern);
 }
 
 /** What every client of `/mcp/triage` must see listed, whichever revision it speaks. */

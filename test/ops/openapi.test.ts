@@ -89,6 +89,8 @@ function toFastifyPath(path: string): string {
 function documentedRoutes(doc: Json): Set<string> {
   const routes = new Set<string>();
   for (const [path, item] of Object.entries(doc.paths as Json)) {
+    // Routes of the metrics listener (`x-listener: metrics`, src/ops/admin-route.ts) are not the app's.
+    if (isObject(item) && item['x-listener'] === 'metrics') continue;
     for (const method of HTTP_METHODS) if (isObject(item) && method in item) routes.add(`${method.toUpperCase()} ${path}`);
   }
   return routes;

@@ -551,6 +551,26 @@ function storeContract(name: string, kind: StateStore['kind'], factory: StoreFac
       });
     });
 
+    describe('fields (tool-definition pins)', () => {
+      test('putFieldIfAbsent: one winner among concurrent callers; getFields reads every field; deleteField removes one', async (t) => {
+        const store = await open(t);
+        const key = `pins:${randomUUID()}`;
+        assert.deepEqual(await store.getFields(key), {}, 'an unknown key has no fields');
+        const results = await Promise.all([1, 2, 3, 4].map((n) => store.putFieldIfAbsent(key, 'search', `replica-${n}`)));
+        assert.equal(results.filter(Boolean).length, 1, 'exactly one replica records the first sight');
+        const winner = (await store.getFields(key)).search;
+        assert.match(winner!, /^replica-[1-4]$/);
+        assert.equal(await store.putFieldIfAbsent(key, 'search', 'late'), false);
+        await store.putField(key, 'fetch', 'v1');
+        await store.putField(key, 'fetch', 'v2');
+        assert.deepEqual(await store.getFields(key), { search: winner, fetch: 'v2' });
+        assert.equal(await store.deleteField(key, 'fetch'), true);
+        assert.equal(await store.deleteField(key, 'fetch'), false, 'a field deleted twice is gone the second time');
+        assert.deepEqual(await store.getFields(key), { search: winner });
+        assert.deepEqual(await store.getFields(`pins:${randomUUID()}`), {}, 'fields of one key are not seen under another');
+      });
+    });
+
     test('countSessions counts live sessions of every user, not expired or deleted ones', async (t) => {
       const store = await open(t);
       assert.equal(await store.countSessions(), 0, 'a fresh store (own key prefix) has none');

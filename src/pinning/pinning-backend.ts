@@ -1,0 +1,94 @@
+/**
+ * Tool-definition pinning (issue 31 §2) as a face of the backend itself, like the tool policy
+ * (policy/tool-policy-backend.ts): put on a backend with `pinning.mode` other than `off` where
+ * backends are built (reload/backend-set.ts), so every path that reaches it — `/mcp/{backend}`,
+ * the members of `/mcp` and of virtual servers, 2026-07-28 clients, the bridges — sees the same
+ * pinned lists and the same refusals.
+ *
+ * Before the backend is called, a `tools/call` of a tool whose definition changed is judged by
+ * a map lookup (pin-book.ts): `block` refuses it, `hold` validates its arguments against the
+ * pinned `inputSchema` (the SDK's ajv validator); both answer -32602 naming backend and tool
+ * and never reach the backend. After, `tools/list` results are judged (judge.ts, list-answer.ts).
+ * A JSON-RPC batch (2025-03-26 sessions only) is refused whole when one of its calls is.
+ */
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
+import { syntheticBody } from '../backends/body.js';
+import { DecoratedBackend } from '../backends/decorated-backend.js';
+import { idKey } from '../policy/answer-edit.js';
+import { messagesOf } from '../policy/tool-policy-backend.js';
+import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { ListJudge, type ChangeReport, type PinMode } from './judge.js';
+import { editListAnswer } from './list-answer.js';
+import type { PinBook } from './pin-book.js';
+
+const validators = new AjvJsonSchemaValidator();
+
+export class PinningBackend extends DecoratedBackend {
+  readonly #judge: ListJudge;
+  readonly #schemas = new WeakMap<object, (input: unknown) => string | undefined>();
+
+  constructor(
+    inner: McpBackend,
+    private readonly book: PinBook,
+    private readonly mode: PinMode,
+    report: ChangeReport,
+  ) {
+    super(inner);
+    this.#judge = new ListJudge(book, mode, report);
+  }
+
+  async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    const messages = messagesOf(body);
+    if (!messages) return this.inner.post(body, headers, signal);
+    const calls = messages.filter((m): m is JsonRpcMessage & { id: JsonRpcId; method: string } => isRequest(m) && m.method === 'tools/call');
+    if (calls.length) {
+      await this.book.load();
+      const refusals = calls.map((m) => this.#refusal(m)).filter((r) => r !== undefined);
+      if (refusals.length) {
+        headers.caller?.log.warn({ backend: this.name, tools: calls.map(toolName) }, 'tool call refused by tool-definition pinning');
+        const answer = isBatchText(body) ? calls.map((m) => this.#refusal(m) ?? notRun(m, this.name)) : refusals[0];
+        return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(answer)), refused: true };
+      }
+    }
+    const listIds = new Set(messages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => idKey(m.id!)));
+    const res = await this.inner.post(body, headers, signal);
+    return editListAnswer(res, listIds, (tools) => this.#judge.judge(tools));
+  }
+
+  /** The error for a call the pins refuse; undefined when it may go to the backend. */
+  #refusal(m: JsonRpcMessage & { id: JsonRpcId }): JsonRpcMessage | undefined {
+    const tool = toolName(m);
+    if (!this.book.pending(tool)) return undefined;
+    const pinned = this.book.pin(tool);
+    if (this.mode === 'block' || (this.mode === 'hold' && !pinned)) {
+      return errorResponse(m.id, ErrorCode.InvalidParams, `Tool "${tool}" of backend "${this.name}" is blocked: its definition changed since it was pinned, and waits for an operator's approval (switchboard pins approve --backend ${this.name} --tool ${tool})`);
+    }
+    if (this.mode !== 'hold') return undefined;
+    const problem = this.#validatorFor(pinned!.tool)((m.params as { arguments?: unknown } | undefined)?.arguments ?? {});
+    return problem === undefined ? undefined : errorResponse(m.id, ErrorCode.InvalidParams, `Invalid arguments for tool "${tool}" of backend "${this.name}" (checked against its pinned inputSchema, held while a change waits for approval): ${problem}`);
+  }
+
+  #validatorFor(tool: Record<string, unknown>): (input: unknown) => string | undefined {
+    let validate = this.#schemas.get(tool);
+    if (!validate) {
+      const schema = tool.inputSchema && typeof tool.inputSchema === 'object' ? tool.inputSchema : { type: 'object' };
+      const check = validators.getValidator(schema as never);
+      validate = (input) => {
+        const result = check(input);
+        return result.valid ? undefined : result.errorMessage;
+      };
+      this.#schemas.set(tool, validate);
+    }
+    return validate;
+  }
+}
+
+function toolName(m: JsonRpcMessage): string {
+  const name = (m.params as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? name : '';
+}
+
+function notRun(m: JsonRpcMessage & { id: JsonRpcId }, backend: string): JsonRpcMessage {
+  return errorResponse(m.id, ErrorCode.InvalidParams, `Not run: another call of this batch to backend "${backend}" was refused by tool-definition pinning`);
+}
