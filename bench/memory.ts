@@ -7,6 +7,7 @@
  * sessions and with the streams open. With `--snapshot DIR`, also writes a heap snapshot of the
  * gateway at each of the three points (open them in Chrome DevTools, Memory, "Comparison").
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startOAuthServer } from '../test/helpers/oauth.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -46,6 +47,7 @@ async function main(): Promise<void> {
   } finally {
     stats.disconnect();
     await Promise.allSettled([gateway.child.stop(), backend.child.stop(), oauth.stop(), redis.stop()]);
+    rmSync(gateway.configFile, { force: true });
   }
 }
 
