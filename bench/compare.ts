@@ -1,10 +1,11 @@
 /**
- * `npm run bench:compare -- [ref] [--sse] [--rounds N] [--seconds S] [--log-level L] [--autocannon]`
+ * `npm run bench:compare -- [ref] [--sse | --answer chunked|sse-one|sse-progress] [--rounds N] [--seconds S] [--log-level L] [--autocannon]`
  * (defaults: HEAD, JSON answers, 16 rounds of 1 s after 12 s of warm-up, `silent`, undici
  * load): is the working tree's hot path cheaper than `ref`'s (default HEAD)? `--log-level
  * default` (or `info`) compares both at the level the gateway ships with (their stdout is
  * read and dropped by this process, as a log collector would); `--autocannon` drives both
- * with the second load generator (bench/autocannon.ts) instead of undici.
+ * with the second load generator (bench/autocannon.ts) instead of undici. `--answer <shape>`
+ * puts a backend answering in that SDK server's shape (bench/shapes.ts) behind both.
  *
  * On a shared, noisy machine the absolute figures of `npm run bench` move by tens of percent
  * between runs, which hides any single change. This runs two gateways side by side — one
@@ -25,6 +26,7 @@ import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { autocannonLoop } from './autocannon.js';
 import { baseHeaders, closedLoop, median, openPath, type LoopResult, type Path } from './load.js';
 import { startBackend, startGateway, type Backend, type Gateway } from './processes.js';
+import { SHAPES, type Shape } from './shapes.js';
 import { processCpuUs } from './system.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -41,7 +43,9 @@ function option(argv: string[], flag: string, fallback: number): number {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  const ref = argv.find((a, i) => !a.startsWith('--') && !['--rounds', '--seconds', '--log-level'].includes(argv[i - 1] ?? '')) ?? 'HEAD';
+  const ref = argv.find((a, i) => !a.startsWith('--') && !['--rounds', '--seconds', '--log-level', '--answer'].includes(argv[i - 1] ?? '')) ?? 'HEAD';
+  const answer = argv.includes('--answer') ? (argv[argv.indexOf('--answer') + 1] as Shape) : undefined;
+  if (answer !== undefined && !SHAPES.includes(answer)) throw new Error(`--answer must be one of ${SHAPES.join(', ')}`);
   const logLevel = argv.includes('--log-level') ? argv[argv.indexOf('--log-level') + 1] : undefined;
   const sse = argv.includes('--sse');
   const rounds = option(argv, '--rounds', 16);
@@ -70,16 +74,17 @@ async function main(): Promise<void> {
   try {
     process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
     [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
-    backend = await startBackend(sse);
+    backend = answer ? { ...(await startBackend(false, false, answer)), name: `fast-${answer}` } : await startBackend(sse);
     for (const root of [worktree, ROOT]) gateways.push(await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], root, logLevel }));
     const paths: Path[] = [];
     for (const [i, g] of gateways.entries()) {
       const headers = baseHeaders(await oauth.token({ sub: 'bench-user', aud: g.audience }));
-      const p = await openPath(i === 0 ? `ref ${commit}` : 'working tree', g.url, `/mcp/${sse ? 'fast-sse' : 'fast'}`, headers);
+      const p = await openPath(i === 0 ? `ref ${commit}` : 'working tree', g.url, `/mcp/${backend.name ?? (sse ? 'fast-sse' : 'fast')}`, headers);
       pools.push(p.pool);
       paths.push(p);
     }
-    log(`${sse ? 'SSE' : 'JSON'} answers, ${rounds} rounds × ${roundMs / 1000} s per gateway, ${connections} connections, ${argv.includes('--autocannon') ? 'autocannon' : 'undici'}; warming up`);
+    const kind = answer ?? (sse ? 'SSE' : 'JSON');
+    log(`${kind} answers, ${rounds} rounds × ${roundMs / 1000} s per gateway, ${connections} connections, ${argv.includes('--autocannon') ? 'autocannon' : 'undici'}; warming up`);
     // Until both are JIT-warm: a gateway's first seconds under load cost far more per call.
     for (let w = 0; w < 4; w++) for (const p of paths) await loop(p, connections, 1500);
 
@@ -99,7 +104,7 @@ async function main(): Promise<void> {
     const cpuRatio = median(cpu[1]!.map((c, r) => c / cpu[0]![r]!));
     const rateRatio = median(rate[1]!.map((c, r) => c / rate[0]![r]!));
     process.stdout.write(
-      `\n${sse ? 'SSE' : 'JSON'} tools/call, working tree vs ${commit}:\n` +
+      `\n${kind} tools/call, working tree vs ${commit}:\n` +
         `  CPU per call   ref ${median(cpu[0]!).toFixed(0)} µs, working ${median(cpu[1]!).toFixed(0)} µs, median per-round ratio ${cpuRatio.toFixed(3)}\n` +
         `  calls/s        ref ${median(rate[0]!).toFixed(0)}, working ${median(rate[1]!).toFixed(0)}, median per-round ratio ${rateRatio.toFixed(3)}\n`,
     );

@@ -91,7 +91,7 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
   const content = msg.method === 'tools/call' ? { content: [{ type: 'text', text: JSON.stringify(msg.params?.arguments ?? null) }] } : {};
   const result = stateless ? { resultType: 'complete', ...content } : content;
   const body = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result });
-  if (answerShape && msg.method === 'tools/call') return answerShaped(res, answerShape, body);
+  if (answerShape && msg.method === 'tools/call') return answerShaped(res, answerShape, msg.id, content);
   if (sse && msg.method === 'tools/call') {
     const frame = `event: message\ndata: ${body}\n\n`;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'content-length': Buffer.byteLength(frame) });
@@ -104,11 +104,18 @@ function handlePost(req: IncomingMessage, res: ServerResponse, text: string): vo
 /** The SSE head SDK v1's StreamableHTTPServerTransport writes (captured; no length: chunked). */
 const SDK_SSE_HEAD = { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no' };
 
-/** A tools/call answer as real SDK servers write it: head, one chunk per write, then the end (its own terminating chunk). */
-function answerShaped(res: ServerResponse, shape: string, body: string): void {
+/** The v2 SDK's result carries its server's name in `_meta` (captured from `createMcpHandler` 2.4.0). */
+const V2_META = { 'io.modelcontextprotocol/serverInfo': { name: 'bench-fast-backend', version: '1.0.0' } };
+
+/**
+ * A tools/call answer as real SDK servers write it (bench/capture-answers.ts prints the capture;
+ * bench/README.md, "Answer shapes"): head, one chunk per message, then the end, all in one turn.
+ * Both SDKs serialize `result` before `jsonrpc` and `id`; v2 adds `resultType` and `_meta`.
+ */
+function answerShaped(res: ServerResponse, shape: string, id: string | number, content: object): void {
   if (shape === 'chunked') {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.write(body);
+    res.write(JSON.stringify({ result: { ...content, resultType: 'complete', _meta: V2_META }, jsonrpc: '2.0', id }));
     res.end();
     return;
   }
@@ -116,7 +123,7 @@ function answerShaped(res: ServerResponse, shape: string, body: string): void {
   if (shape === 'sse-progress') {
     for (const progress of [1, 2]) res.write(`event: message\ndata: {"method":"notifications/progress","params":{"progressToken":0,"progress":${progress},"total":2},"jsonrpc":"2.0"}\n\n`);
   }
-  res.write(`event: message\ndata: ${body}\n\n`);
+  res.write(`event: message\ndata: ${JSON.stringify({ result: content, jsonrpc: '2.0', id })}\n\n`);
   res.end();
 }
 

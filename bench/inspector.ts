@@ -13,6 +13,8 @@ import { WebSocket } from 'undici';
 export interface Inspector {
   collectGarbage(): Promise<void>;
   memoryUsage(): Promise<NodeJS.MemoryUsage>;
+  /** Writes a V8 heap snapshot of the gateway to `file` (bench/memory.ts `--snapshot`). */
+  writeHeapSnapshot(file: string): Promise<void>;
   close(): void;
 }
 
@@ -55,7 +57,7 @@ export async function attachInspector(pid: number, port: number, timeoutMs = 10_
       const timer = setTimeout(() => {
         pending.delete(id);
         reject(new Error(`inspector ${method} timed out`));
-      }, 30_000);
+      }, 120_000);
       pending.set(id, {
         resolve: (v) => {
           clearTimeout(timer);
@@ -78,6 +80,9 @@ export async function attachInspector(pid: number, port: number, timeoutMs = 10_
         result: { value: string };
       };
       return JSON.parse(result.result.value) as NodeJS.MemoryUsage;
+    },
+    async writeHeapSnapshot(file: string) {
+      await send('Runtime.evaluate', { expression: `process.getBuiltinModule('v8').writeHeapSnapshot(${JSON.stringify(file)})`, returnByValue: true });
     },
     close() {
       ws.close();

@@ -8,7 +8,8 @@
  *
  *   node --import tsx bench/policy-cost.ts
  *
- * Bounded: a fixed number of calls per setup.
+ * CPU time of this process per call (user + system), in 10 rounds that rotate the setups;
+ * medians. Bounded: a fixed number of calls per setup.
  */
 import type { BackendCaller, BackendResponse, McpBackend } from '../src/backends/backend.js';
 import { syntheticBody } from '../src/backends/body.js';
@@ -18,6 +19,7 @@ import { Metrics } from '../src/ops/metrics.js';
 import { rulePolicyFace } from '../src/policy/rule-policy-backend.js';
 
 const CALLS = 50_000;
+const ROUNDS = 10;
 const RULES = [
   { name: 'admins-delete', effect: 'deny', when: 'mcp.tool.name.startsWith("delete_") && !("admins" in jwt.groups)' },
   { name: 'small-transfers', effect: 'allow', when: 'mcp.tool.name == "transfer" && mcp.tool.arguments.amount < 1000' },
@@ -54,22 +56,34 @@ const caller: BackendCaller = {
   url: '/mcp/bank',
 };
 
-async function perCall(backend: McpBackend): Promise<number> {
-  for (let i = 0; i < 5_000; i++) await (await backend.post(BODY, { caller })).body.text();
-  const started = process.hrtime.bigint();
-  for (let i = 0; i < CALLS; i++) await (await backend.post(BODY, { caller })).body.text();
-  return Number(process.hrtime.bigint() - started) / CALLS / 1000;
+/** CPU (user + system) per call in µs over `calls` calls: CPU, not wall time, so other processes on the host move it less. */
+async function perCall(backend: McpBackend, calls: number): Promise<number> {
+  const started = process.cpuUsage();
+  for (let i = 0; i < calls; i++) await (await backend.post(BODY, { caller })).body.text();
+  const used = process.cpuUsage(started);
+  return (used.user + used.system) / calls;
 }
 
-const setups: Array<[string, Partial<ConfigInput>]> = [
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const setups: Array<[string, Partial<ConfigInput>, boolean?]> = [
+  ['not wrapped (base)', {}, false],
   ['off (face, no rules or audit)', {}],
   ['3 rules', { policy: { rules: [...RULES] } }],
   ['audit (stdout sink, dropped)', { audit: { sink: 'stdout' } }],
   ['3 rules + audit', { policy: { rules: [...RULES] }, audit: { sink: 'stdout' } }],
 ];
-const base = await perCall(backendFor({}, false));
-console.log(`${'not wrapped (base)'.padEnd(30)} ${base.toFixed(2)} µs per call`);
-for (const [name, extra] of setups) {
-  const us = await perCall(backendFor(extra));
-  console.log(`${name.padEnd(30)} ${us.toFixed(2)} µs per call  (+${(us - base).toFixed(2)} µs)`);
+const backends = setups.map(([, extra, wrapped]) => backendFor(extra, wrapped));
+for (const b of backends) await perCall(b, 5_000);
+// Rounds rotate the order; each setup's figure and its difference to the unwrapped base are medians over rounds.
+const cpu: number[][] = setups.map(() => []);
+for (let r = 0; r < ROUNDS; r++) {
+  for (let k = 0; k < setups.length; k++) {
+    const i = (k + r) % setups.length;
+    cpu[i]!.push(await perCall(backends[i]!, CALLS / ROUNDS));
+  }
+}
+for (const [i, [name]] of setups.entries()) {
+  const added = median(cpu[i]!.map((us, r) => us - cpu[0]![r]!));
+  console.log(`${name.padEnd(30)} ${median(cpu[i]!).toFixed(2)} µs CPU per call  (+${added.toFixed(2)} µs)`);
 }

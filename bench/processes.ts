@@ -125,7 +125,7 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
       await res.arrayBuffer();
       return res.status === 200 ? true : undefined;
     },
-    { what: `switchboard /readyz on ${url}`, timeoutMs: opts.wrap ? 300_000 : 30_000, intervalMs: 100, details: () => child.logs() },
+    { what: `switchboard /readyz on ${url}`, timeoutMs: opts.wrap ? 300_000 : 90_000, intervalMs: 100, details: () => child.logs() },
   );
   return { child, port, url, audience, configFile, inspectPort };
 }

@@ -5,6 +5,7 @@
  * bench/results/latest.json (bench/run.ts).
  */
 import type { ThroughputResult, Which } from './throughput.js';
+import { SHAPE_TITLES, SHAPES, type ShapeResults } from './shapes.js';
 import { fmt, type ModeResults, type RunResults, type Target } from './targets.js';
 
 const COLUMNS = ['', 'direct', 'naive', 'default', 'silent', ''];
@@ -50,6 +51,19 @@ function modeRows(mode: 'json' | 'sse', m: ModeResults, connections: number): st
   ];
 }
 
+/** One answer shape (bench/shapes.ts): both generators' closed loops, then the open loop. */
+function shapeRows(title: string, m: ShapeResults, connections: number): string[][] {
+  const l = m.latency;
+  return [
+    [`tools/call, backend answers ${title} — undici`, '', '', '', '', ''],
+    ...closedLoopRows(m.throughput, connections),
+    [`  open-loop p50 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p50, 3), '', fmt(l.gateway.p50, 3), fmt(l.silent.p50, 3), `added: default +${fmt(l.addedP50, 3)}, silent +${fmt(l.silentAddedP50, 3)}`],
+    [`  open-loop p99 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p99, 3), '', fmt(l.gateway.p99, 3), fmt(l.silent.p99, 3), `added: default +${fmt(l.addedP99, 3)}, silent +${fmt(l.silentAddedP99, 3)}`],
+    [`tools/call, backend answers ${title} — autocannon`, '', '', '', '', ''],
+    ...closedLoopRows(m.autocannon, connections),
+  ];
+}
+
 function sessionRows(r: RunResults): string[][] {
   const n = r.newSession;
   const s = r.idleStreams;
@@ -58,7 +72,8 @@ function sessionRows(r: RunResults): string[][] {
     [`  new session p50 (initialize + initialized, ms)`, fmt(n.direct.p50, 3), '', fmt(n.gateway.p50, 3), '', `+${fmt(n.addedP50, 3)}`],
     [`  new session p99 (ms)`, fmt(n.direct.p99, 3), '', fmt(n.gateway.p99, 3), '', ''],
     [`  Redis memory per stored session (bytes)`, '', '', fmt(r.storedSessions.bytesPerSession), '', `${fmt(r.storedSessions.sessions)} sessions`],
-    [`idle SSE streams (${fmt(s.opened)} open)`, '', '', '', '', ''],
+    [`idle SSE streams (${fmt(s.opened)} open, ${fmt(s.users)} users)`, '', '', '', '', ''],
+    [`  gateway RSS idle → with sessions (MB)`, '', '', `${fmt(s.rssIdleBytes / 1e6)} → ${fmt(s.rssBeforeBytes / 1e6)}`, '', `${fmt(s.rssBytesPerSession / 1024, 1)} KiB per session, JS heap ${fmt(s.heapBytesPerSession / 1024, 1)}`],
     [`  gateway RSS per idle stream (KiB)`, '', '', fmt(s.bytesPerStream / 1024, 1), '', `JS heap ${fmt(s.heapBytesPerStream / 1024, 1)}`],
     [`  gateway RSS before → with streams (MB)`, '', '', `${fmt(s.rssBeforeBytes / 1e6)} → ${fmt(s.rssAfterBytes / 1e6)}`, '', ''],
     [`  gateway RSS with 10,000 streams (MB)`, '', '', fmt(s.rssAt10kBytes / 1e6), '', s.projected ? 'projected' : 'measured'],
@@ -66,7 +81,8 @@ function sessionRows(r: RunResults): string[][] {
 }
 
 export function resultsTable(r: RunResults, connections: number): string {
-  return table([...modeRows('json', r.json, connections), ...modeRows('sse', r.sse, connections), ...sessionRows(r)], COLUMNS);
+  const shapes = SHAPES.flatMap((shape) => shapeRows(SHAPE_TITLES[shape], r.shapes[shape], connections));
+  return table([...modeRows('json', r.json, connections), ...modeRows('sse', r.sse, connections), ...shapes, ...sessionRows(r)], COLUMNS);
 }
 
 export function targetsTable(targets: Target[]): string {

@@ -26,7 +26,7 @@ import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { autocannonLoop } from './autocannon.js';
 import { calibrate, type Calibration } from './calibrate.js';
 import { measureClusterCpu, startClusterGateway, type ClusterGateway } from './cluster.js';
-import { measureLatency } from './latency.js';
+import { halfLoadLatency } from './latency.js';
 import { measureStateless } from './stateless.js';
 import { baseHeaders, closedLoop, createPool, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
@@ -34,7 +34,8 @@ import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSumma
 import { measureRoundTrips } from './redis-trips.js';
 import { cpuShares, resultsTable, targetsTable } from './report.js';
 import { log, profiledWindows, round } from './sampling.js';
-import { measureIdleStreams, measureNewSessions, measureStoredSessions } from './sessions.js';
+import { measureShapes, shapePids, startShapeProcesses, SHAPES, type ShapeProcesses } from './shapes.js';
+import { measureIdleStreams, measureNewSessions, measureStoredSessions, memorySampler, MEMORY_USERS } from './sessions.js';
 import { parseArgs, type Settings } from './settings.js';
 import { fdLimit, gitState, machineInfo, redisInfoField } from './system.js';
 import { targetsOf, type ModeResults, type RunResults } from './targets.js';
@@ -55,6 +56,7 @@ interface Running {
   gateway?: Gateway;
   silent?: Gateway;
   cluster?: ClusterGateway;
+  shapes?: ShapeProcesses;
   pools: Array<Path['pool']>;
   stats?: Redis;
 }
@@ -89,30 +91,10 @@ async function measureMode(s: Settings, mode: Mode, paths: Record<Which, Path>, 
   const [undici, autocannon] = generators(s);
   const throughput = await measureThroughput(undici!, paths, procs, run.stats!, opts);
   const ac = await measureThroughput(autocannon!, paths, procs, run.stats!, opts);
-  const latencyAt = (rate: number) => measureLatency(paths, { gateway: pids.gateway!, silent: pids.silent! }, { rate, rounds: s.latencyRounds, durationMs: s.latencyMs, label: opts.label, profile: s.profile });
-  const rate = Math.max(50, Math.round(throughput.paths.gateway.callsPerSec / 2 / 50) * 50);
-  let latency = await latencyAt(rate);
-  const steady = steadyHalfLoad(rate, latency);
-  if (steady !== rate) {
-    log(`${opts.label} latency: the gateway fell behind at ${rate}/s (achieved ${latency.gateway.achievedRate.toFixed(0)}/s, ${latency.gatewayCpuUsPerCall.toFixed(0)} µs/call unbatched); measuring again at ${steady}/s`);
-    latency = await latencyAt(steady);
-  }
+  const latency = await halfLoadLatency(paths, { gateway: pids.gateway!, silent: pids.silent! }, throughput.paths.gateway.callsPerSec, { rounds: s.latencyRounds, durationMs: s.latencyMs, label: opts.label, profile: s.profile });
   const redis = await measureRoundTrips(run.redis!.url, paths.gateway, s.monitorCalls);
   log(`${opts.label} Redis (MONITOR, ${redis.calls} calls): ${redis.roundTripsPerCall.toFixed(2)} round trips/call (+${redis.backgroundPerCall.toFixed(2)} rate-limit sync), ${redis.commandsPerCall.toFixed(2)} commands/call ${JSON.stringify(redis.byCommand)}`);
   return { throughput, autocannon: ac, latency, redis };
-}
-
-/**
- * "Half load" that really is half: the latency rounds start at half the default gateway's
- * closed-loop maximum, but the closed loop batches (several requests per read and write), so
- * that maximum can be twice what the gateway sustains at a steady open-loop rate, where each
- * request costs its full CPU. When the gateway fell behind (achieved < 95 % of the rate), the
- * rate becomes half of one core at the CPU per call just measured — else the figure measures a
- * queue, not added latency (issue 16: +193 ms in 5a44399's run).
- */
-function steadyHalfLoad(rate: number, latency: { gateway: { achievedRate: number }; gatewayCpuUsPerCall: number }): number {
-  if (latency.gateway.achievedRate >= 0.95 * rate || !(latency.gatewayCpuUsPerCall > 0)) return rate;
-  return Math.max(50, Math.round(0.5e6 / latency.gatewayCpuUsPerCall / 50) * 50);
 }
 
 /** The Redis Cluster column: the silent gateway against a second, silent one on a 3-master cluster. */
@@ -145,7 +127,8 @@ async function startAll(s: Settings, run: Running): Promise<Record<string, numbe
   [run.redis, run.oauth] = await Promise.all([startRedis(), startOAuthServer()]);
   run.backends.push(...(await Promise.all([startBackend(false), startBackend(true)])));
   run.naive.push(...(await Promise.all(run.backends.map((b) => startNaiveProxy(b)))));
-  const common = { redisUrl: run.redis.url, issuer: run.oauth.issuer, backends: run.backends };
+  run.shapes = await startShapeProcesses();
+  const common = { redisUrl: run.redis.url, issuer: run.oauth.issuer, backends: [...run.backends, ...run.shapes.backends] };
   run.gateway = await startGateway({ ...common, logLevel: 'default', profileDir: s.profile ? PROFILE_DIR : undefined });
   run.silent = await startGateway({ ...common, logLevel: 'silent' });
   log(`switchboard (default configuration) on ${run.gateway.url} (pid ${run.gateway.child.pid}), silent on ${run.silent.url} (pid ${run.silent.child.pid})`);
@@ -153,7 +136,7 @@ async function startAll(s: Settings, run: Running): Promise<Record<string, numbe
   const redisPid = await redisInfoField(run.stats, 'server', 'process_id');
   const [bj, bs] = run.backends;
   const [nj, ns] = run.naive;
-  return { gateway: run.gateway.child.pid, silent: run.silent.child.pid, backendJson: bj!.child.pid, backendSse: bs!.child.pid, redis: redisPid, naiveJson: nj!.child.pid, naiveSse: ns!.child.pid };
+  return { gateway: run.gateway.child.pid, silent: run.silent.child.pid, backendJson: bj!.child.pid, backendSse: bs!.child.pid, redis: redisPid, naiveJson: nj!.child.pid, naiveSse: ns!.child.pid, ...shapePids(run.shapes) };
 }
 
 async function measureAll(s: Settings, run: Running, pids: Record<string, number>): Promise<RunResults> {
@@ -164,6 +147,7 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const silentHeaders = baseHeaders(await run.oauth!.token({ sub: 'bench-user', aud: run.silent!.audience }));
   const paths = { json: await openPaths(run, 'json', headers, silentHeaders), sse: await openPaths(run, 'sse', headers, silentHeaders) };
   const measured = { json: await measureMode(s, 'json', paths.json, pids, run), sse: await measureMode(s, 'sse', paths.sse, pids, run) };
+  const shapes = await measureShapes({ ...s.shapes, connections: s.connections, profile: s.profile }, run.shapes!, { gateway: gateway.url, silent: run.silent!.url }, { gateway: headers, silent: silentHeaders }, pids, run.pools);
   const stateless = await measureStateless(paths.json.silent, pids.silent!, { rounds: s.throughputRounds, durationMs: s.throughputMs, warmupMs: s.warmupMs, connections: s.connections });
   log(
     `2026-07-28 tools/call: ${stateless.statelessCpuUsPerCall.toFixed(0)} µs/call through the bridge, ${stateless.nativeCpuUsPerCall.toFixed(0)} to a 2026 backend, ` +
@@ -178,11 +162,14 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   run.pools.push(one.direct, one.gateway);
   const newSession = await measureNewSessions(s.newSessions, { pool: one.direct, path: '/mcp', headers }, { pool: one.gateway, path: '/mcp/fast', headers });
   const budget = streamBudget(s);
-  log(`idle streams: creating ${budget.count} sessions`);
-  const stored = await measureStoredSessions(gateway, headers, run.stats!, budget.count);
-  const idleStreams = await measureIdleStreams(gateway, token, stored.sessionIds, s.idleStreams, budget.note);
+  log(`idle streams: creating ${budget.count} sessions of ${MEMORY_USERS} users`);
+  const tokens = await Promise.all(Array.from({ length: MEMORY_USERS }, (_, i) => run.oauth!.token({ sub: `bench-memory-user-${i}`, aud: gateway.audience })));
+  const memory = await memorySampler(gateway);
+  const idle = await memory.sample();
+  const stored = await measureStoredSessions(gateway, tokens.map(baseHeaders), run.stats!, budget.count);
+  const idleStreams = await measureIdleStreams(gateway, memory, idle, tokens, stored.sessions, s.idleStreams, budget.note);
   const mode = (m: Mode): ModeResults => ({ ...measured[m], cluster: cluster[m] });
-  return { json: mode('json'), sse: mode('sse'), newSession, storedSessions: stored.result, idleStreams, stateless };
+  return { json: mode('json'), sse: mode('sse'), shapes, newSession, storedSessions: stored.result, idleStreams, stateless };
 }
 
 /** After a graceful stop the gateway has written its CPU profile: summarize its loaded windows. */
@@ -206,8 +193,11 @@ function report(s: Settings, r: RunResults, facts: { calibration: Calibration; l
     `calibration: one cross-process loopback round trip (write, echo, read) costs ${fmt0(facts.calibration.wallUsPerRoundTrip)} µs wall and ${fmt0(facts.calibration.cpuUsPerRoundTrip)} µs CPU on one side; a proxied call makes the gateway do 2 of them (client, backend), 3 when it also writes to Redis`,
     `paths: direct (the backend), naive (Fastify + undici pass-through), default (Switchboard as shipped: log.level info, stdout drained by the bench, rate limit and metrics on), silent (the same, log.level silent)`,
     `load: ${s.connections} connections, one request in flight each; undici ${s.throughputRounds} rounds × ${s.throughputMs / 1000} s, autocannon ${s.autocannonRounds} × ${s.autocannonMs / 1000} s, open loop ${s.latencyRounds} × ${s.latencyMs / 1000} s per path, interleaved; warm-up ${s.warmupMs / 1000} s discarded; medians`,
+    `answer shapes: undici ${s.shapes.rounds} rounds, autocannon ${s.shapes.autocannonRounds}, open loop ${s.shapes.latencyRounds}, × ${s.shapes.roundMs / 1000} s per path; warm-up ${s.shapes.warmupMs / 1000} s`,
   ].join('\n');
-  const errors = MODES.reduce((n, m) => n + r[m].throughput.errors + r[m].autocannon.errors + r[m].latency.errors + r[m].cluster.errors, 0);
+  const errors =
+    MODES.reduce((n, m) => n + r[m].throughput.errors + r[m].autocannon.errors + r[m].latency.errors + r[m].cluster.errors, 0) +
+    SHAPES.reduce((n, k) => n + r.shapes[k].throughput.errors + r.shapes[k].autocannon.errors + r.shapes[k].latency.errors, 0);
   const footer = [
     cpuShares(r),
     `load average at start ${facts.loadStart.map((x) => x.toFixed(2)).join(' ')}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
@@ -260,7 +250,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of run.pools) await p.close().catch(() => {});
     run.stats?.disconnect();
-    const children = [run.gateway?.child, run.silent?.child, ...run.backends.map((b) => b.child), ...run.naive.map((n) => n.child)];
+    const children = [run.gateway?.child, run.silent?.child, ...run.backends.map((b) => b.child), ...run.naive.map((n) => n.child), ...(run.shapes?.backends ?? []).map((b) => b.child), ...(run.shapes?.naive ?? []).map((n) => n.child)];
     await Promise.allSettled([...children.map((c) => c?.stop()), run.cluster?.stop(), run.oauth?.stop(), run.redis?.stop()]);
     for (const g of [run.gateway, run.silent]) if (g) rmSync(g.configFile, { force: true });
   }

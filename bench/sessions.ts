@@ -1,7 +1,9 @@
 /**
  * The session phases of `npm run bench`, on the default-configuration gateway: the cost of a
  * new session (initialize + initialized, one at a time, alternating with the direct path),
- * Redis memory per stored session, and gateway memory per idle standalone SSE stream.
+ * Redis memory per stored session, and gateway memory per idle standalone SSE stream. The
+ * sessions are spread over {@link MEMORY_USERS} users, as issue 29 measures (10,000 sessions of
+ * 100 users): per-user state (rate limits, shares, stream counts) is then what production holds.
  */
 import type { Redis } from 'ioredis';
 import { attachInspector } from './inspector.js';
@@ -10,6 +12,9 @@ import type { Gateway } from './processes.js';
 import { log, sleep } from './sampling.js';
 import { closeAll, openIdleStreams, type StreamRequest } from './streams.js';
 import { processRssBytes, redisInfoField } from './system.js';
+
+/** How many users the stored sessions and idle streams are spread over, round robin. */
+export const MEMORY_USERS = 100;
 
 type SessionPath = Pick<Path, 'pool' | 'path' | 'headers'>;
 
@@ -28,49 +33,62 @@ export async function measureNewSessions(n: number, direct: SessionPath, gateway
   return { sessions: n, direct: { p50: d[0]!, p99: d[1]! }, gateway: { p50: g[0]!, p99: g[1]! }, addedP50: g[0]! - d[0]! };
 }
 
-/** `count` sessions through the gateway on 32 connections; Redis `used_memory` before and after. */
-export async function measureStoredSessions(gateway: Gateway, headers: Record<string, string>, stats: Redis, count: number) {
+/** `count` sessions through the gateway on 32 connections, session i for user i mod users; Redis `used_memory` before and after. */
+export async function measureStoredSessions(gateway: Gateway, userHeaders: Array<Record<string, string>>, stats: Redis, count: number) {
   const pool = createPool(gateway.url, 32);
   try {
     await sleep(500);
     const memBefore = await redisInfoField(stats, 'memory', 'used_memory');
-    const sessionIds: string[] = [];
+    const sessions: Array<{ id: string; user: number }> = [];
     let next = 0;
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: 32 }, async () => {
         while (next < count) {
-          next++;
-          sessionIds.push(await openSession(pool, '/mcp/fast', headers));
+          const user = next++ % userHeaders.length;
+          sessions.push({ id: await openSession(pool, '/mcp/fast', userHeaders[user]!), user });
         }
       }),
     );
     const secs = (performance.now() - t0) / 1000;
     await sleep(500);
     const memAfter = await redisInfoField(stats, 'memory', 'used_memory');
-    const result = { sessions: sessionIds.length, usedMemoryDeltaBytes: memAfter - memBefore, bytesPerSession: (memAfter - memBefore) / Math.max(1, sessionIds.length), sessionsPerSec: sessionIds.length / secs };
-    log(`stored sessions: ${sessionIds.length} in ${secs.toFixed(1)} s; Redis used_memory +${(result.usedMemoryDeltaBytes / 1024).toFixed(0)} KiB = ${result.bytesPerSession.toFixed(0)} B/session`);
-    return { result, sessionIds };
+    const result = { sessions: sessions.length, users: userHeaders.length, usedMemoryDeltaBytes: memAfter - memBefore, bytesPerSession: (memAfter - memBefore) / Math.max(1, sessions.length), sessionsPerSec: sessions.length / secs };
+    log(`stored sessions: ${sessions.length} of ${userHeaders.length} users in ${secs.toFixed(1)} s; Redis used_memory +${(result.usedMemoryDeltaBytes / 1024).toFixed(0)} KiB = ${result.bytesPerSession.toFixed(0)} B/session`);
+    return { result, sessions };
   } finally {
     await pool.close();
   }
 }
 
-/**
- * One idle standalone stream per session; gateway RSS and JS heap before and after, each
- * sampled after a forced GC through the inspector, so that the garbage left by creating the
- * sessions does not hide what the streams hold.
- */
-export async function measureIdleStreams(gateway: Gateway, token: string, sessionIds: string[], requested: number, note: string | undefined) {
+export interface MemorySample {
+  rss: number;
+  heapUsed: number;
+  external: number;
+}
+
+export interface MemorySampler {
+  /** Gateway RSS (from /proc) and JS heap, after two forced GCs when the inspector is attached. */
+  sample(): Promise<MemorySample>;
+  /** Why GC could not be forced, if it could not. */
+  note?: string;
+  /** A heap snapshot of the gateway (needs the inspector). */
+  writeHeapSnapshot(file: string): Promise<void>;
+  close(): void;
+}
+
+/** Attaches the inspector (SIGUSR1) to force GC before each sample; without it, RSS deltas include garbage. */
+export async function memorySampler(gateway: Gateway): Promise<MemorySampler> {
   let inspector: Awaited<ReturnType<typeof attachInspector>> | undefined;
-  let gcNote: string | undefined;
+  let note: string | undefined;
   try {
     inspector = await attachInspector(gateway.child.pid, gateway.inspectPort);
   } catch (err) {
-    gcNote = `no forced GC (${(err as Error).message}); RSS deltas include garbage`;
-    log(`WARNING ${gcNote}`);
+    note = `no forced GC (${(err as Error).message}); RSS deltas include garbage`;
+    log(`WARNING ${note}`);
   }
-  const sample = async () => {
+  const sample = async (): Promise<MemorySample> => {
+    await sleep(500);
     if (inspector) {
       await inspector.collectGarbage();
       await inspector.collectGarbage();
@@ -79,21 +97,42 @@ export async function measureIdleStreams(gateway: Gateway, token: string, sessio
     const heap = inspector ? await inspector.memoryUsage() : undefined;
     return { rss: processRssBytes(gateway.child.pid), heapUsed: heap?.heapUsed ?? NaN, external: heap?.external ?? NaN };
   };
-  await sleep(500);
-  const before = await sample();
-  const headers = { Accept: 'text/event-stream', Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': '2025-11-25' };
-  const requests: StreamRequest[] = sessionIds.map((id) => ({ host: '127.0.0.1', port: gateway.port, path: '/mcp/fast', headers: { ...headers, 'Mcp-Session-Id': id } }));
+  const writeHeapSnapshot = async (file: string) => {
+    if (!inspector) throw new Error(`no heap snapshot: ${note}`);
+    await inspector.writeHeapSnapshot(file);
+  };
+  return { sample, note, writeHeapSnapshot, close: () => inspector?.close() };
+}
+
+/**
+ * One idle standalone stream per session, each over a raw socket with its user's token; gateway
+ * RSS and JS heap sampled (after forced GC) with the sessions only and with the streams open,
+ * so that the garbage left by creating the sessions does not hide what the streams hold.
+ * `idle` is the sample taken before any session was made.
+ */
+export async function measureIdleStreams(gateway: Gateway, memory: MemorySampler, idle: MemorySample, tokens: string[], sessions: Array<{ id: string; user: number }>, requested: number, note: string | undefined) {
+  const before = await memory.sample();
+  const requests: StreamRequest[] = sessions.map((s) => ({
+    host: '127.0.0.1',
+    port: gateway.port,
+    path: '/mcp/fast',
+    headers: { Accept: 'text/event-stream', Authorization: `Bearer ${tokens[s.user]!}`, 'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': s.id },
+  }));
   log(`idle streams: opening ${requests.length}`);
   const t0 = performance.now();
   const opened = await openIdleStreams(requests, 64);
   const openSecs = (performance.now() - t0) / 1000;
   if (opened.failures) log(`WARNING ${opened.failures} streams failed to open (${opened.firstError})`);
-  await sleep(2000);
-  const after = await sample();
-  inspector?.close();
+  await sleep(1500);
+  const after = await memory.sample();
+  memory.close();
   const n = Math.max(1, opened.sockets.length);
   const perStream = (after.rss - before.rss) / n;
-  log(`idle streams: ${opened.sockets.length} open in ${openSecs.toFixed(1)} s; gateway RSS ${(before.rss / 1e6).toFixed(0)} → ${(after.rss / 1e6).toFixed(0)} MB = ${(perStream / 1024).toFixed(1)} KiB/stream`);
+  const perSession = (before.rss - idle.rss) / Math.max(1, sessions.length);
+  log(
+    `idle streams: ${opened.sockets.length} open in ${openSecs.toFixed(1)} s; gateway RSS idle ${(idle.rss / 1e6).toFixed(0)} MB → ${(before.rss / 1e6).toFixed(0)} with ${sessions.length} sessions ` +
+      `(${(perSession / 1024).toFixed(1)} KiB/session) → ${(after.rss / 1e6).toFixed(0)} with the streams = ${(perStream / 1024).toFixed(1)} KiB/stream; JS heap ${(idle.heapUsed / 1e6).toFixed(0)} → ${(before.heapUsed / 1e6).toFixed(0)} → ${(after.heapUsed / 1e6).toFixed(0)} MB`,
+  );
   closeAll(opened.sockets);
   await sleep(500);
   return {
@@ -101,8 +140,13 @@ export async function measureIdleStreams(gateway: Gateway, token: string, sessio
     opened: opened.sockets.length,
     failures: opened.failures,
     firstError: opened.firstError,
-    note: [note, gcNote].filter(Boolean).join('; ') || undefined,
+    note: [note, memory.note].filter(Boolean).join('; ') || undefined,
     openSecs,
+    users: tokens.length,
+    rssIdleBytes: idle.rss,
+    rssBytesPerSession: perSession,
+    heapUsedIdleBytes: idle.heapUsed,
+    heapBytesPerSession: (before.heapUsed - idle.heapUsed) / Math.max(1, sessions.length),
     rssBeforeBytes: before.rss,
     rssAfterBytes: after.rss,
     bytesPerStream: perStream,

@@ -1,6 +1,6 @@
 /**
- * What a bench run does and for how long: `--quick` (a smoke run of about three minutes) or
- * the full run (about eight), and the flags that override either. See bench/README.md.
+ * What a bench run does and for how long: `--quick` (a smoke run of about four minutes) or
+ * the full run (about twelve), and the flags that override either. See bench/README.md.
  */
 export interface Settings {
   mode: 'quick' | 'full';
@@ -20,6 +20,8 @@ export interface Settings {
   newSessions: number;
   idleStreams: number;
   monitorCalls: number;
+  /** The answer-shape phase (bench/shapes.ts): rounds per path under each generator, their length, open-loop rounds. */
+  shapes: { rounds: number; autocannonRounds: number; roundMs: number; warmupMs: number; latencyRounds: number };
   /** The whole run is aborted after this long. */
   deadlineMs: number;
 }
@@ -39,7 +41,9 @@ const QUICK: Settings = {
   newSessions: 100,
   idleStreams: 1000,
   monitorCalls: 300,
-  deadlineMs: 300_000,
+  // One round each: the three shapes must fit in --quick's few minutes.
+  shapes: { rounds: 1, autocannonRounds: 1, roundMs: 1500, warmupMs: 1000, latencyRounds: 1 },
+  deadlineMs: 600_000,
 };
 
 const FULL: Settings = {
@@ -57,12 +61,13 @@ const FULL: Settings = {
   newSessions: 200,
   idleStreams: 10_000,
   monitorCalls: 1000,
-  deadlineMs: 720_000,
+  shapes: { rounds: 3, autocannonRounds: 2, roundMs: 2500, warmupMs: 2000, latencyRounds: 2 },
+  deadlineMs: 1_200_000,
 };
 
 const USAGE =
   'usage: npm run bench -- [--quick] [--profile] [--streams K] [--rounds N] [--seconds S]\n' +
-  '  --quick     ~3 minute smoke run (fewer/shorter rounds, 1,000 idle streams)\n' +
+  '  --quick     ~4 minute smoke run (fewer/shorter rounds, 1,000 idle streams)\n' +
   '  --profile   run the default-configuration gateway with --cpu-prof and print its top self-time functions\n' +
   '  --rounds N  throughput rounds per path under each load generator\n' +
   '  --seconds S length of every throughput and latency round\n';
@@ -85,6 +90,8 @@ export function parseArgs(argv: string[]): Settings {
   const rounds = num('--rounds');
   if (rounds) s.throughputRounds = s.autocannonRounds = s.clusterRounds = rounds;
   const seconds = num('--seconds');
+  if (rounds) s.shapes = { ...s.shapes, rounds, autocannonRounds: rounds, latencyRounds: rounds };
   if (seconds) s.throughputMs = s.autocannonMs = s.latencyMs = seconds * 1000;
+  if (seconds) s.shapes = { ...s.shapes, roundMs: seconds * 1000 };
   return s;
 }

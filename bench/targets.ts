@@ -10,6 +10,7 @@ import type { ClusterCpuResult } from './cluster.js';
 import type { LatencyResult } from './latency.js';
 import type { RoundTrips } from './redis-trips.js';
 import type { IdleStreams, NewSessions, StoredSessions } from './sessions.js';
+import type { Shape, ShapeResults } from './shapes.js';
 import type { ThroughputResult } from './throughput.js';
 
 export interface Target {
@@ -33,6 +34,8 @@ export interface ModeResults {
 export interface RunResults {
   json: ModeResults;
   sse: ModeResults;
+  /** The backend answer shapes of real SDK servers (bench/shapes.ts, issue 29). */
+  shapes: Record<Shape, ShapeResults>;
   newSession: NewSessions;
   storedSessions: StoredSessions;
   idleStreams: IdleStreams;
@@ -74,6 +77,28 @@ function modeTargets(mode: 'json' | 'sse', m: ModeResults, connections: number):
   return out;
 }
 
+/** Issue 29's bounds per answer shape: CPU per call ÷ naive (default, silent) and added p50 at half load (ms). */
+const SHAPE_BOUNDS: Record<Shape, { gateway: number; silent: number; addedP50: number }> = {
+  chunked: { gateway: 1.0, silent: 0.9, addedP50: 0.3 },
+  'sse-one': { gateway: 1.0, silent: 0.9, addedP50: 0.3 },
+  'sse-progress': { gateway: 1.2, silent: 1.1, addedP50: 0.5 },
+};
+
+function shapeTargets(shape: Shape, m: ShapeResults): Target[] {
+  const bound = SHAPE_BOUNDS[shape];
+  const out: Target[] = [];
+  for (const t of [m.throughput, m.autocannon]) {
+    for (const which of ['gateway', 'silent'] as const) {
+      const v = t.cpuVsNaive[which];
+      const config = which === 'gateway' ? 'default configuration' : 'silent';
+      out.push({ issue: '29', name: `gateway CPU per call ÷ naive pass-through, ${config} (${shape}, ${t.generator})`, target: `≤ ${bound[which].toFixed(1)} ×`, value: fmt(v, 3), pass: v <= bound[which] });
+    }
+  }
+  const added = m.latency.addedP50;
+  out.push({ issue: '29', name: `added p50 at half load, default configuration (${shape})`, target: `≤ ${bound.addedP50} ms`, value: `${fmt(added, 3)} ms`, pass: added <= bound.addedP50 });
+  return out;
+}
+
 export function targetsOf(r: RunResults, connections: number): Target[] {
   const s = r.idleStreams;
   const memory = (issue: string, mb: number): Target => ({
@@ -89,5 +114,6 @@ export function targetsOf(r: RunResults, connections: number): Target[] {
     { issue: '15', name: 'CPU per call, MCP 2026-07-28 tools/call ÷ 2025-11-25, each era end to end (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.nativeRatio, 3), pass: era.nativeRatio <= 1.0 },
     { issue: '15', name: 'CPU per call, the same, the 2025-11-25 request as big as the 2026-07-28 one (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.sameSizeRatio, 3), pass: era.sameSizeRatio <= 1.0 },
   ];
-  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), memory('7', 500), memory('16', 300), ...stateless];
+  const shapes = (Object.keys(SHAPE_BOUNDS) as Shape[]).flatMap((shape) => shapeTargets(shape, r.shapes[shape]));
+  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), ...shapes, memory('7', 500), memory('16', 300), ...stateless];
 }

@@ -90,7 +90,7 @@ async function oneRound(gen: Generator, p: Path, which: Which, procs: Processes,
   };
 }
 
-export async function measureThroughput(gen: Generator, paths: Record<Which, Path>, procs: Processes, redis: Redis, opts: { label: string; connections: number; profile: boolean }): Promise<ThroughputResult> {
+export async function measureThroughput(gen: Generator, paths: Record<Which, Path>, procs: Processes, redis: Redis | undefined, opts: { label: string; connections: number; profile: boolean }): Promise<ThroughputResult> {
   const label = `${opts.label} ${gen.name}`;
   log(`${label}: warm-up ${gen.warmupMs} ms per path`);
   for (const which of PATHS) await gen.run(paths[which], opts.connections, gen.warmupMs);
@@ -103,7 +103,7 @@ export async function measureThroughput(gen: Generator, paths: Record<Which, Pat
     const order = PATHS.map((_, i) => PATHS[(i + r) % PATHS.length]!);
     for (const which of order) {
       await sleep(200);
-      const stats0 = which === 'gateway' ? await commandStats(redis) : undefined;
+      const stats0 = which === 'gateway' && redis ? await commandStats(redis) : undefined;
       const got = await oneRound(gen, paths[which], which, procs, opts.connections, opts.profile);
       checkErrors(got.res, `${label} ${which} round ${r + 1}`, sink);
       const x = s[which];
@@ -114,7 +114,7 @@ export async function measureThroughput(gen: Generator, paths: Record<Which, Pat
       x.p50.push(percentiles(got.res.latencies, [50])[0]!);
       x.share.push(got.share);
       if (stats0) {
-        const delta = commandDelta(stats0, await commandStats(redis));
+        const delta = commandDelta(stats0, await commandStats(redis!));
         redisPerCall.push(delta.total / Math.max(1, got.res.calls));
         breakdowns.push(Object.fromEntries(Object.entries(delta.byCommand).map(([k, v]) => [k, v / Math.max(1, got.res.calls)])));
       }

@@ -34,3 +34,52 @@ export function syntheticBody(source: string | AsyncIterable<Buffer | string>): 
   stream.text = async () => Buffer.from(await stream.bytes()).toString('utf8');
   return stream;
 }
+
+/**
+ * `body` unchanged for its reader, with `whole` told the complete bytes once they have all
+ * passed (by `bytes()`, `text()` or iteration; not when the reader stops early or dumps it).
+ * For an observer that needs the whole answer but must not change how it is relayed: the
+ * relay keeps the backend's length and its one-write path (held-answer.ts). Chunks are kept
+ * only until the end, as a reader that parsed the answer would hold them.
+ */
+export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void): BackendBody {
+  return new TappedBody(body, whole);
+}
+
+class TappedBody implements BackendBody {
+  constructor(
+    private readonly body: BackendBody,
+    private readonly whole: (bytes: Buffer) => void,
+  ) {}
+
+  get arrived(): boolean | undefined {
+    return this.body.arrived;
+  }
+
+  dump(): Promise<void> {
+    return this.body.dump();
+  }
+
+  destroy(): void {
+    this.body.destroy();
+  }
+
+  async bytes(): Promise<Uint8Array> {
+    const all = await this.body.bytes();
+    this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
+    return all;
+  }
+
+  async text(): Promise<string> {
+    return Buffer.from(await this.bytes()).toString('utf8');
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    const seen: Buffer[] = [];
+    for await (const chunk of this.body) {
+      seen.push(chunk);
+      yield chunk;
+    }
+    this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
+  }
+}

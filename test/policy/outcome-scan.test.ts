@@ -1,0 +1,84 @@
+/**
+ * The audit's outcome read from an answer's text without parsing it (src/policy/outcome-scan.ts,
+ * issue 30 "Cost"): only the top-level `id`, `method`, `error.code` and `result.isError` count,
+ * whatever the same bytes do inside strings or deeper objects; anything but one complete
+ * object is left to JSON.parse. Each case is checked against what JSON.parse would give.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Readable } from 'node:stream';
+import { syntheticBody, type BackendBody } from '../../src/backends/body.js';
+import { editAnswer } from '../../src/policy/answer-edit.js';
+import { outcomeOf } from '../../src/policy/audit-calls.js';
+import { scanResponse } from '../../src/policy/outcome-scan.js';
+import type { JsonRpcMessage } from '../../src/wire/jsonrpc.js';
+
+/** What the audit makes of a message: its id, whether it is a request, and its outcome. */
+const facts = (m: JsonRpcMessage) => ({ id: m.id ?? null, request: m.method !== undefined, ...outcomeOf(m) });
+
+function same(text: string): void {
+  const scanned = scanResponse(text);
+  assert.ok(scanned, `scanned: ${text}`);
+  assert.deepEqual(facts(scanned as JsonRpcMessage), facts(JSON.parse(text) as JsonRpcMessage), text);
+}
+
+describe('outcome scan', () => {
+  it('reads ok, isError and error codes as JSON.parse does', () => {
+    same('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"done"}]}}');
+    same('{"result":{"content":[],"isError":true},"jsonrpc":"2.0","id":"a-1"}');
+    same('{"result":{"isError":false},"jsonrpc":"2.0","id":3}');
+    same('{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Unknown tool: x"}}');
+    same('{"jsonrpc":"2.0","id":5,"error":{"message":"no code"}}');
+    same(' \n{ "jsonrpc" : "2.0" , "id" : 6 , "result" : { "isError" : true } }\n');
+    same('{"jsonrpc":"2.0","id":"\\u00e9t\\"é","result":{}}');
+    same('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}');
+  });
+
+  it('ignores the same bytes inside strings and nested objects', () => {
+    // A tool's text quoting an error answer, and an `isError` / `error` one level too deep.
+    same(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: '{"isError":true,"error":{"code":-1}}' }] } }));
+    same(JSON.stringify({ jsonrpc: '2.0', id: 2, result: { structuredContent: { isError: true, error: { code: -32000 } } } }));
+    same(JSON.stringify({ jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'ends with a backslash \\' }], isError: true } }));
+    same(JSON.stringify({ jsonrpc: '2.0', id: 4, result: { 'key with "isError":true': 1, nested: [{ isError: true }] } }));
+    same(JSON.stringify({ jsonrpc: '2.0', id: 5, result: { text: '"}' }, error: { code: -32001 } }));
+    same('{"jsonrpc":"2.0","id":6,"result":{"isError":true,"isError":false}}');
+    same('{"jsonrpc":"2.0","id":7,"error":null,"result":{}}');
+  });
+
+  it('leaves batches and incomplete or trailing text to JSON.parse', () => {
+    assert.equal(scanResponse('[{"jsonrpc":"2.0","id":1,"result":{}}]'), undefined);
+    assert.equal(scanResponse('{"jsonrpc":"2.0","id":1,"result":{'), undefined);
+    assert.equal(scanResponse('{"jsonrpc":"2.0","id":1,"result":{}} {"id":2}'), undefined);
+    assert.equal(scanResponse('{"jsonrpc":"2.0","id":"unterminated}'), undefined);
+    assert.equal(scanResponse('not json'), undefined);
+  });
+});
+
+/** A backend body as the exchange gives one: bytes, with its length declared in the headers. */
+function answer(text: string): { status: number; headers: Record<string, string>; contentType: string; body: BackendBody } {
+  return { status: 200, headers: { 'content-length': String(Buffer.byteLength(text)) }, contentType: 'application/json', body: syntheticBody(Readable.from([Buffer.from(text)])) };
+}
+
+describe('an answer only observed by the audit', () => {
+  it('passes with its length and bytes as sent, and the observer sees its outcome', async () => {
+    const text = '{"result":{"content":[{"type":"text","text":"{\\"isError\\":true}"}],"isError":true},"jsonrpc":"2.0","id":9}';
+    const seen: JsonRpcMessage[] = [];
+    const res = editAnswer(answer(text), { errors: [], listIds: new Set(), visible: () => true, observe: (m) => seen.push(m) });
+    assert.equal(res.headers['content-length'], String(Buffer.byteLength(text)), 'the length is kept: the relay can answer in one write');
+    assert.equal(await res.body.text(), text);
+    assert.deepEqual(seen.map(facts), [{ id: 9, request: false, outcome: 'isError' }]);
+  });
+
+  it('is observed when read chunk by chunk too, and a batch is parsed', async () => {
+    const text = '[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}]';
+    const seen: JsonRpcMessage[] = [];
+    const res = editAnswer(answer(text), { errors: [], listIds: new Set(), visible: () => true, observe: (m) => seen.push(m) });
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body) chunks.push(chunk);
+    assert.equal(Buffer.concat(chunks).toString('utf8'), text);
+    assert.deepEqual(seen.map(facts), [
+      { id: 1, request: false, outcome: 'ok' },
+      { id: 2, request: false, outcome: 'error', code: -32601 },
+    ]);
+  });
+});
