@@ -44,6 +44,7 @@ import { createTokenExchange } from './exchange/token-exchange.js';
 import { prepareBroker } from './broker/broker.js';
 import { rulePolicyFace } from './policy/rule-policy-backend.js';
 import type { Audit, AuditSink } from './ops/audit.js';
+import { startTelemetry } from './telemetry/telemetry.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -108,12 +109,15 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const exchange = createTokenExchange(config, store, metrics);
   // `policy.rules` and the audit trail (issue 30), outermost on every backend when either is on.
   const { audit, face: policyFace } = rulePolicyFace(config, metrics, options.auditSink);
-  const backendParts = { bridges, modern, exchange, metrics, policyFace };
+  // OpenTelemetry (issue 30 §1): the SDK is loaded only when `telemetry` is configured.
+  const telemetry = await startTelemetry(config, app.log);
+  const backendParts = { bridges, modern, exchange, metrics, policyFace, telemetry };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
   app.decorate('metrics', metrics);
   app.decorate('audit', audit);
+  app.decorate('telemetry', telemetry);
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
@@ -141,7 +145,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
   await registerWebSocketTransport(app, config, { originGuard, authenticate });
   // The backends as they are at close: a reload may have added some (src/reload/).
-  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), async () => audit?.close()], state });
+  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), async () => audit?.close(), async () => telemetry?.shutdown()], state });
   return app;
 }
 

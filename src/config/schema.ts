@@ -4,6 +4,7 @@
  * in) so that no other module re-interprets raw config.
  */
 import { auditSchema, policySchema } from './policy-schema.js';
+import { telemetrySchema } from './telemetry-schema.js';
 import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
 import { brokerModeIssues, brokerSchema } from './broker-schema.js';
@@ -302,6 +303,8 @@ export const configSchema = z
     policy: policySchema.default({}),
     /** The audit trail of decisions (issue 30 §2; off by default). */
     audit: auditSchema.default({}),
+    /** OpenTelemetry traces and metrics over OTLP/HTTP (issue 30 §1; telemetry-schema.ts); absent = off. */
+    telemetry: telemetrySchema.optional(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
     /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */
