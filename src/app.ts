@@ -107,10 +107,12 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     { get maxPerUser() { return config.sessions.maxPerUser; } /* read per session: it reloads */, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  // `policy.rules` and the audit trail (issue 30), outermost on every backend when either is on.
-  const { audit, face: policyFace } = rulePolicyFace(config, metrics, options.auditSink);
   // OpenTelemetry (issue 30 §1): the SDK is loaded only when `telemetry` is configured.
   const telemetry = await startTelemetry(config, app.log);
+  // `audit.sink: otlp` exports the records as OTLP logs (the config requires `telemetry` for it).
+  const auditSink = options.auditSink ?? (config.audit.sink === 'otlp' ? await telemetry?.auditSink() : undefined);
+  // `policy.rules` and the audit trail (issue 30), outermost on every backend when either is on.
+  const { audit, face: policyFace } = rulePolicyFace(config, metrics, auditSink);
   const backendParts = { bridges, modern, exchange, metrics, policyFace, telemetry };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };

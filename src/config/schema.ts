@@ -318,6 +318,9 @@ export const configSchema = z
     if (c.bridge.maxSessionsPerUser > c.bridge.maxSessions) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['bridge', 'maxSessionsPerUser'], message: `must be at most bridge.maxSessions (${c.bridge.maxSessions})` });
     }
+    if (c.audit.sink === 'otlp' && !c.telemetry) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['audit', 'sink'], message: 'otlp needs telemetry.otlp.endpoint (the records go to {endpoint}/v1/logs)' });
+    }
     // auth.mode broker: its client at the IdP, shared signing keys, an absolute audience (broker-schema.ts).
     for (const issue of brokerModeIssues(c)) ctx.addIssue({ code: z.ZodIssueCode.custom, ...issue });
     const linksAccounts = c.backends.some((b) => b.upstreamAuth);

@@ -11,7 +11,8 @@
  * `allowedHosts`), the session service's TTL (`sessions.idleTtl`), the local bridge
  * (`bridge`, and every stdio or legacy SSE backend), the browser flow of account linking
  * (every backend with `upstreamAuth`) and the virtual servers (`servers`, built once into
- * the MCP context; reloading them is still to do), the audit sink (`audit`, opened once) and
+ * the MCP context; reloading them is still to do), the audit sink (`audit`, opened once), the
+ * OpenTelemetry SDK (`telemetry`, set up once) and
  * the first `policy.rules` of a gateway that started with none and no audit.
  */
 import { isDeepStrictEqual } from 'node:util';
@@ -33,6 +34,8 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'bridge',
   'servers',
   'audit',
+  // The OpenTelemetry SDK and its exporters are set up once at start (src/telemetry/).
+  'telemetry',
 ];
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);

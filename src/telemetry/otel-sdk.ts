@@ -75,6 +75,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
       if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
       instruments.session.record(Math.max(0, Date.now() - createdAt) / 1000, attributes);
     },
+    auditSink: async () => (await import('./audit-logs.js')).createAuditLogSink(endpoint, headers, resource, packageVersion()),
     shutdown: async () => {
       // Both flush what they hold before stopping (SIGTERM: SPEC §5 graceful shutdown).
       const results = await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);

@@ -9,6 +9,7 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { CallTrace, TraceHeaders } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
+import type { AuditSink } from '../ops/audit.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 /** The SERVER span of one client message, from its arrival to the end of its answer. */
@@ -38,6 +39,8 @@ export interface Telemetry {
   client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }): ClientScope;
   /** A session the client ended: `mcp.server.session.duration`. */
   sessionEnded(createdAt: number, protocolVersion: string | undefined): void;
+  /** `audit.sink: otlp`: a sink exporting each audit record as an OTLP log record (audit-logs.ts). */
+  auditSink(): Promise<AuditSink>;
   /** Exports what is pending and stops (graceful shutdown). */
   shutdown(): Promise<void>;
 }
