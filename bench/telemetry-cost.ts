@@ -1,10 +1,12 @@
 /**
  * What OpenTelemetry costs per `tools/call` (issue 30 §1 "Cost"): the gateway's own CPU
  * (user + system of its process, from /proc) per call, telemetry off (no `telemetry` key: the
- * SDK is not loaded) against on at sampling 1.0, exporting to a real OTLP/HTTP receiver
+ * SDK is not loaded) against on at sampling 1.0 (every call traced and exported) and on at
+ * sampling 0 with no client context (nothing recorded: what remains is the parsing, the
+ * `_meta` injection and the histograms), exporting to a real OTLP/HTTP receiver
  * (test/fixtures/otlp-receiver.ts). Real gateway (the CLI), real Redis, the minimal backend
  * (bench/fast-backend.ts); calls are sequential on one session, each with a client
- * `traceparent`. The setups alternate over several rounds and the median is reported, since
+ * `traceparent` (but in the sampling-0 setup). The setups alternate over several rounds and the median is reported, since
  * the CPUs are shared.
  *
  *   node --import tsx bench/telemetry-cost.ts [calls per round, default 2000] [rounds, default 3]
@@ -36,13 +38,13 @@ async function post(url: string, headers: Record<string, string>, body: unknown)
   return res;
 }
 
-async function round(setup: Record<string, unknown>, deps: { redisUrl: string; issuer: string; token: (aud: string) => Promise<string>; backend: Awaited<ReturnType<typeof startBackend>> }): Promise<number> {
+async function round(setup: Record<string, unknown>, traced: boolean, deps: { redisUrl: string; issuer: string; token: (aud: string) => Promise<string>; backend: Awaited<ReturnType<typeof startBackend>> }): Promise<number> {
   const gw = await startGateway({ redisUrl: deps.redisUrl, issuer: deps.issuer, backends: [deps.backend], extra: setup });
   try {
     const url = `${gw.url}/mcp/fast`;
     const auth = { authorization: `Bearer ${await deps.token(gw.audience)}` };
     const init = await post(url, auth, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
-    const session = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25', traceparent: TRACEPARENT };
+    const session = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25', ...(traced ? { traceparent: TRACEPARENT } : {}) };
     await post(url, session, { jsonrpc: '2.0', method: 'notifications/initialized' });
     const call = (id: number) => post(url, session, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hello', n: id } } });
     for (let i = 1; i <= WARMUP; i++) await call(i);
@@ -60,14 +62,16 @@ try {
   const setups: Array<[string, Record<string, unknown>]> = [
     ['off (no telemetry key)', {}],
     ['on, sampling 1.0', { telemetry: { otlp: { endpoint: receiver.url }, sampling: { ratio: 1 } } }],
+    // Client contexts are sampled (flag 01) and followed by the parent-based sampler: a client without one is what ratio 0 spares.
+    ['on, sampling 0, no client context', { telemetry: { otlp: { endpoint: receiver.url }, sampling: { ratio: 0 } } }],
   ];
   const results = new Map<string, number[]>(setups.map(([name]) => [name, []]));
-  for (let r = 0; r < ROUNDS; r++) for (const [name, setup] of setups) results.get(name)!.push(await round(setup, deps));
+  for (let r = 0; r < ROUNDS; r++) for (const [name, setup] of setups) results.get(name)!.push(await round(setup, !name.includes('no client context'), deps));
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const off = median(results.get(setups[0]![0])!);
   for (const [name, xs] of results) {
     const m = median(xs);
-    console.log(`${name.padEnd(24)} ${m.toFixed(0).padStart(5)} µs CPU per call  (+${(m - off).toFixed(0)} µs; rounds: ${xs.map((x) => x.toFixed(0)).join(', ')})`);
+    console.log(`${name.padEnd(34)} ${m.toFixed(0).padStart(5)} µs CPU per call  (+${(m - off).toFixed(0)} µs; rounds: ${xs.map((x) => x.toFixed(0)).join(', ')})`);
   }
   const received = (await (await fetch(`${receiver.url}/recorded`)).json()) as { spans: unknown[] };
   console.log(`receiver got ${received.spans.length} spans`);

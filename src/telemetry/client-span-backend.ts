@@ -17,6 +17,8 @@
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody, type BackendBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
+import { DECLARED_ANSWER_MAX_BYTES } from '../backends/held-answer.js';
+import { headerValue } from '../wire/headers.js';
 import { editAnswer, idKey } from '../policy/answer-edit.js';
 import { isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
@@ -65,11 +67,11 @@ export class ClientSpanBackend extends DecoratedBackend {
     }
     for (const s of notifications) s.end();
     if (!open.size) return res;
-    return this.#observed(res, open, headers);
+    return await this.#observed(res, open, headers);
   }
 
   /** The answer, each response ending its span (and telling the SERVER span its outcome). */
-  #observed(res: BackendResponse, open: Map<string, ClientScope>, headers: BackendCallHeaders): BackendResponse {
+  #observed(res: BackendResponse, open: Map<string, ClientScope>, headers: BackendCallHeaders): BackendResponse | Promise<BackendResponse> {
     const server = headers.caller?.trace;
     const observe = (m: JsonRpcMessage) => {
       if (m.method !== undefined || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
@@ -80,12 +82,31 @@ export class ClientSpanBackend extends DecoratedBackend {
       scope.end();
       server?.observe(m);
     };
-    const edited = editAnswer(res, { errors: [], listIds: NO_LISTS, visible: () => true, observe });
     const endRest = () => {
       for (const s of open.values()) s.end();
       open.clear();
     };
+    // The usual answer — JSON with its length — is read here, looked at, and passed on as the
+    // same bytes with the same length (the route still sends it in one write: held-answer.ts).
+    if (res.contentType === 'application/json' && Number(headerValue(res.headers['content-length'])) <= DECLARED_ANSWER_MAX_BYTES) return observedWhole(res, observe, endRest);
+    const edited = editAnswer(res, { errors: [], listIds: NO_LISTS, visible: () => true, observe });
     return { ...edited, body: endingWith(edited.body, endRest) };
+  }
+}
+
+async function observedWhole(res: BackendResponse, observe: (m: JsonRpcMessage) => void, endRest: () => void): Promise<BackendResponse> {
+  try {
+    const text = await res.body.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    for (const m of Array.isArray(parsed) ? parsed : [parsed]) if (m && typeof m === 'object') observe(m as JsonRpcMessage);
+    return { ...res, body: syntheticBody(text) };
+  } finally {
+    endRest();
   }
 }
 

@@ -66,7 +66,8 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
     client: histogram('mcp.client.operation.duration', 'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.'),
     session: histogram('mcp.server.session.duration', 'The duration of the MCP session as observed on the MCP server.'),
   };
-  log.info({ endpoint, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
+  // The origin only: an endpoint URL may carry credentials.
+  log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
   return {
     server: (request, message, backend) => startServerSpan(tracer, instruments, config, { request, message, backend }),
     client: (target, message, parent, session) => startClientSpan(tracer, instruments, config, { target, message, parent, session }),
