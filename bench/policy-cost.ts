@@ -43,7 +43,7 @@ function backendFor(extra: Partial<ConfigInput>, wrapped = true): McpBackend {
     delete: () => Promise.reject(new Error('unused')),
     close: async () => {},
   };
-  const { face } = rulePolicyFace(config, new Metrics({ openStreams: () => 0, activeSessions: async () => 0 }), extra.audit ? { write: () => true } : undefined);
+  const { face } = rulePolicyFace(config, new Metrics({ openStreams: () => 0, activeSessions: async () => 0 }), { override: extra.audit ? { write: () => true } : undefined });
   return wrapped ? face(inner) : inner;
 }
 

@@ -30,7 +30,7 @@ export const ROOT_FOLDER = '(root)';
  * order and the code are seen to agree — change the list when the design changes.
  */
 export const LAYERS: readonly string[] = [
-  'wire', 'config', 'state', 'ops', 'auth', 'backends', 'http', 'providers', 'policy', 'pinning', 'browser', 'connect',
+  'wire', 'config', 'state', 'ops', 'auth', 'backends', 'http', 'providers', 'policy', 'pinning', 'telemetry', 'browser', 'connect',
   'exchange', 'streams', 'sessions', 'linking', 'aggregate', 'discovery', 'stateless', 'mcp', 'transport', 'broker', 'dev', 'reload', ROOT_FOLDER,
 ];
 

@@ -3,7 +3,7 @@
  * releases it when the app closes; open SSE streams are told to `retry` and ended first so
  * that closing does not wait on them (SPEC §5, graceful shutdown).
  */
-import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { JWTVerifyGetKey } from 'jose';
 import { createAuthenticate } from './auth/authenticate.js';
 import { registerMetadataRoutes } from './auth/metadata-routes.js';
@@ -46,6 +46,7 @@ import { prepareBroker } from './broker/broker.js';
 import { rulePolicyFace } from './policy/rule-policy-backend.js';
 import type { Audit, AuditSink } from './ops/audit.js';
 import { Pinning } from './pinning/pinning.js';
+import { startTelemetry } from './telemetry/telemetry.js';
 
 export interface AppOptions {
   /** A verification key set that replaces JWKS discovery (embedded development issuer). */
@@ -110,11 +111,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     { get maxPerUser() { return config.sessions.maxPerUser; } /* read per session: it reloads */, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  // `policy.rules` and the audit trail (issue 30), outermost on every backend (free while both are off).
-  const { audit, face: policyFace } = rulePolicyFace(config, metrics, options.auditSink);
+  const { telemetry, audit, policyFace } = await observe(config, metrics, app.log, options.auditSink);
   // Tool-definition pinning (issue 31 §2), on every backend whose `pinning.mode` is not off.
   const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => notifyToolsChanged(streams, config, backend) });
-  const backendParts = { bridges, modern, exchange, metrics, policyFace, pinningFace: (b: McpBackend) => pinning.face(b) };
+  const backendParts = { bridges, modern, exchange, metrics, policyFace, telemetry, pinningFace: (b: McpBackend) => pinning.face(b) };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
   app.decorate('readiness', readiness);
@@ -122,6 +122,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // Read per use: a reload may open another sink, or turn the audit on or off (ops/live-audit.ts).
   app.decorate('audit', { getter: () => audit.current });
   app.decorate('pinning', pinning);
+  app.decorate('telemetry', telemetry);
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
@@ -149,8 +150,21 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
   await registerWebSocketTransport(app, config, { originGuard, authenticate });
   // The backends as they are at close: a reload may have added some (src/reload/).
-  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), () => audit.close()], state });
+  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), () => audit.close(), async () => telemetry?.shutdown()], state });
   return app;
+}
+
+/**
+ * OpenTelemetry (issue 30 §1: the SDK is loaded only when `telemetry` is configured), and
+ * `policy.rules` with the audit trail (issue 30), whose face goes outermost on every backend
+ * (free while both are off). `audit.sink: otlp` writes through the telemetry's OTLP log sink,
+ * made once: `telemetry` needs a restart, so that sink outlives any reload of `audit`.
+ */
+async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger, override: AuditSink | undefined) {
+  const telemetry = await startTelemetry(config, log);
+  const otlp = telemetry ? await telemetry.auditSink() : undefined;
+  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp });
+  return { telemetry, audit, policyFace };
 }
 
 /**

@@ -153,7 +153,7 @@ export class AggregatedBackend implements McpBackend {
   #call(headers: BackendCallHeaders): AggregateCall {
     if (!headers.caller) throw new Error('the aggregated backend needs the caller');
     const state = decodeAggregateState(headers.sessionId);
-    return { caller: headers.caller, map: state.members, state, traceparent: headers.traceparent, tracestate: headers.tracestate };
+    return { caller: headers.caller, map: state.members, state, traceparent: headers.traceparent, tracestate: headers.tracestate, baggage: headers.baggage };
   }
 
   async #dispatch(call: AggregateCall, message: JsonRpcMessage): Promise<BackendResponse> {

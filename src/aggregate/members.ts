@@ -21,6 +21,7 @@ export interface AggregateCall {
   state: AggregateState;
   traceparent?: string;
   tracestate?: string;
+  baggage?: string;
 }
 
 export class Members {
@@ -121,7 +122,7 @@ export class Members {
     const { caller } = call;
     return backend.post(
       JSON.stringify(message),
-      { sessionId: session?.sessionId, protocolVersion: session?.protocolVersion, authorization, traceparent: call.traceparent, tracestate: call.tracestate, caller },
+      { sessionId: session?.sessionId, protocolVersion: session?.protocolVersion, authorization, traceparent: call.traceparent, tracestate: call.tracestate, baggage: call.baggage, caller },
       signal,
     );
   }

@@ -10,6 +10,32 @@ import type { Principal } from '../auth/principal.js';
 import type { SubjectToken } from '../auth/subject-token.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { BackendBody } from './body.js';
+import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+
+/** W3C trace context as a backend call carries it (headers, and `params._meta` with telemetry on). */
+export interface TraceHeaders {
+  traceparent?: string;
+  tracestate?: string;
+  baggage?: string;
+}
+
+/**
+ * The SERVER span of the client request a backend call serves, when `telemetry` is on
+ * (src/telemetry/): the context to carry to the backend, its trace id (the audit record's
+ * `traceId`), and where the backend's answers are reported so the span gets their outcome.
+ */
+export interface CallTrace {
+  readonly traceId: string;
+  readonly headers: TraceHeaders;
+  observe(message: JsonRpcMessage): void;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the MCP routes when `telemetry` is on (src/telemetry/); read by callerOf and traceHeaders. */
+    traceScope?: CallTrace;
+  }
+}
 
 /** Who is calling: a real backend ignores it; the aggregated backend routes and authorizes with it. */
 export interface BackendCaller {
@@ -28,6 +54,8 @@ export interface BackendCaller {
   headers?: IncomingHttpHeaders;
   address?: string;
   url?: string;
+  /** The SERVER span of the request, with `telemetry` on (src/telemetry/). */
+  trace?: CallTrace;
 }
 
 export interface BackendCallHeaders {
@@ -43,9 +71,11 @@ export interface BackendCallHeaders {
    * (streamable-http.ts), so nothing else a client sent can ride along.
    */
   protocolHeaders?: Record<string, string>;
-  /** W3C trace context, carried through when the client sent it. */
+  /** W3C trace context, carried through when the client sent it (with `telemetry` on: the gateway's span). */
   traceparent?: string;
   tracestate?: string;
+  /** W3C baggage: sent only with `telemetry` on (src/telemetry/), which propagates it. */
+  baggage?: string;
   caller?: BackendCaller;
 }
 

@@ -4,16 +4,21 @@
  * backend with `tokenExchange` exchanges the caller's token for its own (src/exchange/).
  */
 import type { FastifyRequest } from 'fastify';
-import type { BackendCaller } from './backend.js';
+import type { BackendCaller, TraceHeaders } from './backend.js';
 import { principalOf } from '../auth/authenticate.js';
 import { headerValue } from '../wire/headers.js';
 
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>): BackendCaller {
-  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: request.headers, address: request.ip, url: request.url };
+  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: request.headers, address: request.ip, url: request.url, trace: request.traceScope };
 }
 
-/** W3C trace context the client sent, carried to the backend so one trace spans both hops. */
-export function traceHeaders(request: FastifyRequest): { traceparent?: string; tracestate?: string } {
+/**
+ * W3C trace context carried to the backend so one trace spans both hops: the client's headers
+ * as they came, or — with `telemetry` on — the gateway's SERVER span of this request, which the
+ * client face makes the parent of its CLIENT span (src/telemetry/client-span-backend.ts).
+ */
+export function traceHeaders(request: FastifyRequest): TraceHeaders {
+  if (request.traceScope) return request.traceScope.headers;
   return {
     traceparent: headerValue(request.headers.traceparent),
     tracestate: headerValue(request.headers.tracestate),

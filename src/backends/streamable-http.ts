@@ -73,6 +73,7 @@ export class StreamableHttpBackend implements McpBackend {
     if (h.authorization) headers.authorization = h.authorization;
     if (h.traceparent) headers.traceparent = h.traceparent;
     if (h.tracestate) headers.tracestate = h.tracestate;
+    if (h.baggage) headers.baggage = h.baggage;
     if (this.#isBridge && h.caller) headers[BRIDGE_USER_HEADER] = h.caller.principal.userKey;
     try {
       const res = await exchange(this.#agent, {

@@ -48,8 +48,8 @@ export const policySchema = z
 
 export const auditSchema = z
   .object({
-    /** `otlp` is not offered yet: OTLP logs come with the OpenTelemetry work (issue 30 §1). */
-    sink: z.enum(['none', 'stdout', 'file']).default('none'),
+    /** `otlp`: OTLP logs to `{telemetry.otlp.endpoint}/v1/logs` (needs `telemetry`; docs/telemetry.md). */
+    sink: z.enum(['none', 'stdout', 'file', 'otlp']).default('none'),
     /** For `sink: file`: appended to, never truncated. */
     path: z.string().min(1).optional(),
     /** Claims copied into each record as they are in the token (e.g. email, tenant). */

@@ -4,6 +4,7 @@
  * in) so that no other module re-interprets raw config.
  */
 import { auditSchema, policySchema } from './policy-schema.js';
+import { telemetrySchema } from './telemetry-schema.js';
 import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
 import { brokerModeIssues, brokerSchema } from './broker-schema.js';
@@ -308,6 +309,8 @@ export const configSchema = z
     audit: auditSchema.default({}),
     /** The admin routes on the metrics listener (pinning-schema.ts). */
     admin: adminSchema.default({}),
+    /** OpenTelemetry traces and metrics over OTLP/HTTP (issue 30 §1; telemetry-schema.ts); absent = off. */
+    telemetry: telemetrySchema.optional(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
     /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */
@@ -322,6 +325,9 @@ export const configSchema = z
     }
     if (c.bridge.maxSessionsPerUser > c.bridge.maxSessions) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['bridge', 'maxSessionsPerUser'], message: `must be at most bridge.maxSessions (${c.bridge.maxSessions})` });
+    }
+    if (c.audit.sink === 'otlp' && !c.telemetry) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['audit', 'sink'], message: 'otlp needs telemetry.otlp.endpoint (the records go to {endpoint}/v1/logs)' });
     }
     // auth.mode broker: its client at the IdP, shared signing keys, an absolute audience (broker-schema.ts).
     for (const issue of brokerModeIssues(c)) ctx.addIssue({ code: z.ZodIssueCode.custom, ...issue });

@@ -82,6 +82,9 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   const method = messages.length === 1 ? messages[0]!.method : 'batch';
   request.rpcMethod = method;
   const finish = ctx.metrics.startMcpRequest(backend.name, method);
+  // OpenTelemetry's SERVER span (src/telemetry/), when on; a batch (2025-03-26 only) gets none.
+  const scope = messages.length === 1 ? request.server.telemetry?.server(request, messages[0]!, backend.name) : undefined;
+  if (scope) request.traceScope = scope;
   try {
     // The revision decides per request: 2026-07-28 is served without a session (src/stateless/).
     if (messages.length === 1 && requestEra(version, messages[0]) === 'stateless') {
@@ -90,6 +93,7 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
     return await forwardPost(ctx, request, reply, backend, messages, body);
   } finally {
     finish(request.mcpOutcome ?? 'relayed');
+    scope?.end(request.mcpOutcome);
   }
 }
 
@@ -236,6 +240,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
   const principal = principalOf(request);
   ctx.streams.stopSession(principal.userKey, target.sessionId);
   ctx.metrics.sessionsEnded.inc({ backend: backend.name, reason: 'deleted' });
+  request.server.telemetry?.sessionEnded(target.session.createdAt, target.protocolVersion);
   if (target.session.backendSessionId) {
     try {
       const authorization = Boolean(backend.config.upstreamAuth) ? await ctx.upstream.linkedAuthorization(principal, backend.config).catch(() => undefined) : undefined;

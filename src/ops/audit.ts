@@ -58,6 +58,8 @@ export interface AuditedHttpRequest {
 
 export interface AuditSink {
   write(line: string): unknown;
+  /** A sink that takes the record itself (`audit.sink: otlp`, src/telemetry/audit-logs.ts) gets it here instead of a line. */
+  writeRecord?(record: Record<string, unknown>): unknown;
   end?(): unknown;
 }
 
@@ -114,7 +116,8 @@ export class Audit {
     };
     if (e.arguments !== undefined) this.#addArguments(record, e.arguments);
     Object.assign(record, { decision: e.decision, rule: e.rule, outcome: e.outcome, code: e.code, durationMs: Math.round(e.durationMs * 1000) / 1000, traceId: e.traceId });
-    this.sink.write(JSON.stringify(record) + '\n');
+    if (this.sink.writeRecord) this.sink.writeRecord(record);
+    else this.sink.write(JSON.stringify(record) + '\n');
   }
 
   #addArguments(record: Record<string, unknown>, args: unknown): void {
@@ -191,10 +194,17 @@ export class Audit {
  * `audit.path`; rotation is left to the platform (logrotate `copytruncate`, or a sidecar), since
  * appends continue at the file's new end after a truncation.
  */
-export function createAudit(config: Config, override: AuditSink | undefined, tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined): Audit | undefined {
+/** Where records go besides `stdout` and `file`, made by others: tests' `override` (whatever `audit.sink` says), and `audit.sink: otlp`'s (src/telemetry/audit-logs.ts). */
+export interface AuditSinks {
+  override?: AuditSink;
+  otlp?: AuditSink;
+}
+
+export function createAudit(config: Config, sinks: AuditSinks, tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined): Audit | undefined {
   const settings = config.audit;
-  if (settings.sink === 'none' && !override) return undefined;
-  const sink = override ?? (settings.sink === 'file' ? createWriteStream(settings.path!, { flags: 'a', mode: 0o640 }) : process.stdout);
+  if (settings.sink === 'none' && !sinks.override) return undefined;
+  if (settings.sink === 'otlp' && !sinks.override && !sinks.otlp) throw new Error('audit.sink otlp needs the sink of the telemetry (src/telemetry/audit-logs.ts)');
+  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? createWriteStream(settings.path!, { flags: 'a', mode: 0o640 }) : process.stdout);
   return new Audit(sink, settings, tenantOf);
 }
 
@@ -203,7 +213,7 @@ const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;
 /**
  * The trace id of the client's W3C trace context: `params._meta.traceparent` (the MCP
  * convention's carrier) first, else the `traceparent` HTTP header; undefined when neither is
- * valid. OpenTelemetry (issue 30 §1) will fill it from the active span instead.
+ * valid. With `telemetry` on, the SERVER span's trace id is used instead (policy/audit-calls.ts).
  */
 export function traceIdOf(meta: unknown, header: string | string[] | undefined): string | undefined {
   const fromMeta = meta && typeof meta === 'object' ? (meta as { traceparent?: unknown }).traceparent : undefined;

@@ -12,7 +12,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { configGeneration } from '../config/live-config.js';
 import type { Config } from '../config/schema.js';
-import { createAudit, type Audit, type AuditSink } from './audit.js';
+import { createAudit, type Audit, type AuditSinks } from './audit.js';
 
 type TenantOf = (claims: Readonly<Record<string, unknown>>) => string | undefined;
 
@@ -21,13 +21,17 @@ export class LiveAudit {
   #settings: Config['audit'];
   #generation: number;
 
-  /** @param override where records go whatever `audit.sink` says (tests); never closed here. */
+  /**
+   * @param sinks `override`: where records go whatever `audit.sink` says (tests); `otlp`: the
+   *   telemetry's log sink for `audit.sink: otlp`. Neither is closed by a reload: they outlive
+   *   any one `audit` block (the telemetry flushes its own at shutdown).
+   */
   constructor(
     private readonly config: Config,
-    private readonly override: AuditSink | undefined,
+    private readonly sinks: AuditSinks,
     private readonly tenantOf: TenantOf,
   ) {
-    this.#audit = createAudit(config, override, tenantOf);
+    this.#audit = createAudit(config, sinks, tenantOf);
     this.#settings = config.audit;
     this.#generation = configGeneration(config);
   }
@@ -44,9 +48,10 @@ export class LiveAudit {
 
   #reopen(): void {
     const old = this.#audit;
+    const oldSink = this.#settings.sink;
     this.#settings = this.config.audit;
-    this.#audit = createAudit(this.config, this.override, this.tenantOf);
-    if (old && !this.override) void old.close();
+    this.#audit = createAudit(this.config, this.sinks, this.tenantOf);
+    if (old && !this.sinks.override && oldSink !== 'otlp') void old.close();
   }
 
   close(): Promise<void> {

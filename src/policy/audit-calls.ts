@@ -3,8 +3,8 @@
  * caller and the JSON-RPC message: the user (the principal's digest and the claims the
  * operator listed — the Audit picks them, and the tenant), the gateway
  * session, the endpoint path, the tool, prompt or URI and their arguments, and the W3C trace
- * id (issue 30 §2: from `params._meta.traceparent`, else the `traceparent` header; OpenTelemetry
- * will fill it from the active span). Nothing else of the request is read: no header but
+ * id (issue 30 §2: the SERVER span's when `telemetry` is on, else `params._meta.traceparent`,
+ * else the `traceparent` header). Nothing else of the request is read: no header but
  * `traceparent`, never the token.
  */
 import type { Principal } from '../auth/principal.js';
@@ -28,7 +28,7 @@ export function requestFacts(m: JsonRpcMessage, backend: string): RequestFacts {
 }
 
 /** The part of a record that says who asked, where and what (decision and outcome to add). */
-export function auditBase(principal: Principal, request: Pick<BackendCaller, 'headers' | 'url'>, facts: Partial<RequestFacts>, message?: JsonRpcMessage) {
+export function auditBase(principal: Principal, request: Pick<BackendCaller, 'headers' | 'url' | 'trace'>, facts: Partial<RequestFacts>, message?: JsonRpcMessage) {
   return {
     userKey: principal.userKey,
     claims: principal.claims,
@@ -40,7 +40,7 @@ export function auditBase(principal: Principal, request: Pick<BackendCaller, 'he
     prompt: facts.prompt,
     uri: facts.uri,
     arguments: facts.arguments,
-    traceId: traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
+    traceId: request.trace?.traceId ?? traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
   } satisfies Partial<AuditEvent>;
 }
 

@@ -21,7 +21,7 @@ import type { BackendCallHeaders, BackendCaller, BackendResponse, McpBackend } f
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import type { Config } from '../config/schema.js';
-import type { Audit, AuditEvent, AuditSink } from '../ops/audit.js';
+import type { Audit, AuditEvent, AuditSinks } from '../ops/audit.js';
 import { LiveAudit } from '../ops/live-audit.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
@@ -147,9 +147,9 @@ export class RulePolicyBackend extends DecoratedBackend {
  * on the first rule or the audit; with neither it passes each request on before parsing it
  * (bench/policy-cost.ts "off"). The rules follow the live config.
  */
-export function rulePolicyFace(config: Config, metrics: Metrics, sink?: AuditSink): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
+export function rulePolicyFace(config: Config, metrics: Metrics, sinks: AuditSinks = {}): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
   const tenantClaim = config.auth.tenantClaim;
-  const audit = new LiveAudit(config, sink, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
+  const audit = new LiveAudit(config, sinks, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
   const rules = derived(config, (c) => new CelRules(c.policy));
   return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit: () => audit.current, metrics }) };
 }

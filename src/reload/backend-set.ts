@@ -18,6 +18,8 @@ import { withTokenExchange } from '../exchange/exchanging-backend.js';
 import type { TokenExchange } from '../exchange/token-exchange.js';
 import type { Metrics } from '../ops/metrics.js';
 import { withToolPolicy } from '../policy/tool-policy-backend.js';
+import { withClientSpans } from '../telemetry/client-span-backend.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 export interface BackendParts {
   bridges: LocalBridges;
@@ -28,6 +30,8 @@ export interface BackendParts {
   policyFace?: (backend: McpBackend) => McpBackend;
   /** Tool-definition pinning (issue 31 §2; src/pinning/): the backend as it is when `pinning.mode` is off. */
   pinningFace?: (backend: McpBackend) => McpBackend;
+  /** With `telemetry`: a CLIENT span per message, innermost, around the client itself (src/telemetry/). */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -36,7 +40,7 @@ export interface BackendParts {
  * backends are reached through the local bridge, which speaks the session era only.
  */
 export function buildBackend(b: BackendConfig, parts: BackendParts): McpBackend {
-  const client = new StreamableHttpBackend(parts.bridges.configFor(b));
+  const client = withClientSpans(new StreamableHttpBackend(parts.bridges.configFor(b)), parts.telemetry);
   const era: McpBackend = b.transport === 'streamable-http' ? new ModernEraBackend(client, parts.modern) : client;
   // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/);
   // backends with a tool policy hide the same tools on every path that reaches them (src/policy/).

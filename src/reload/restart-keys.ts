@@ -11,7 +11,8 @@
  * `allowedHosts`), the session service's TTL (`sessions.idleTtl`), the local bridge
  * (`bridge`, and every stdio or legacy SSE backend), the browser flow of account linking
  * (every backend with `upstreamAuth`). The audit sink and the first `policy.rules` reload
- * (ops/live-audit.ts; the rule face is on every backend, free while both are off).
+ * (ops/live-audit.ts; the rule face is on every backend, free while both are off). The
+ * OpenTelemetry SDK (`telemetry`) is set up once.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { BackendConfig, Config } from '../config/schema.js';
@@ -31,6 +32,8 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
   'sessions.idleTtl',
   'bridge',
   'admin',
+  // The OpenTelemetry SDK and its exporters are set up once at start (src/telemetry/).
+  'telemetry',
 ];
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);

@@ -190,7 +190,7 @@ restart-only.
 {{- define "switchboard.restartOnlyConfig" -}}
 {{- $c := .Values.config -}}
 {{- $keep := dict -}}
-{{- range $k := list "publicUrl" "listen" "redis" "auth" "secrets" "metrics" "allowedOrigins" "allowedHosts" "bridge" -}}
+{{- range $k := list "publicUrl" "listen" "redis" "auth" "secrets" "metrics" "allowedOrigins" "allowedHosts" "bridge" "telemetry" -}}
 {{- if hasKey $c $k }}{{ $_ := set $keep $k (get $c $k) }}{{ end -}}
 {{- end -}}
 {{- $_ := set $keep "limits" (pick ($c.limits | default dict) "maxBodyBytes" "bodyTimeout") -}}

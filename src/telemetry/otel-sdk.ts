@@ -1,0 +1,196 @@
+/**
+ * The OpenTelemetry SDK behind `telemetry` (issue 30 §1), loaded only by a dynamic import from
+ * telemetry.ts. No auto-instrumentation and no global registration: one tracer provider
+ * (parent-based ratio sampler, batch processor, OTLP/HTTP exporter to `{endpoint}/v1/traces`),
+ * one meter provider (OTLP/HTTP to `{endpoint}/v1/metrics`), W3C trace context and baggage,
+ * and contexts passed by hand from the SERVER span to the CLIENT spans (the request carries it).
+ *
+ * Spans and metrics follow `docs/gen-ai/mcp.md` of open-telemetry/semantic-conventions-genai:
+ * - the SERVER span's parent is the context in the client's `params._meta` (the convention's
+ *   carrier, SEP-414); the HTTP headers' context is its parent only when `_meta` has none, and
+ *   a link when both are there and differ ("SHOULD link current ambient context");
+ * - span status ERROR whenever `error.type` is set, described by the JSON-RPC error's message;
+ * - `mcp.server.operation.duration`, `mcp.client.operation.duration` and
+ *   `mcp.server.session.duration` in seconds, with the convention's ExplicitBucketBoundaries
+ *   as instrument advice.
+ */
+import { randomUUID } from 'node:crypto';
+import { defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Histogram, type Link, type Span } from '@opentelemetry/api';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { TraceHeaders } from '../backends/backend.js';
+import type { TelemetryConfig } from '../config/telemetry-schema.js';
+import { packageVersion } from '../ops/version.js';
+import { headerValue } from '../wire/headers.js';
+import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+import { HEADER } from '../wire/protocol.js';
+import { cappedJson, describeMessage, metricAttributes, responseError, serverOf, type Attributes } from './mcp-attributes.js';
+import type { ClientScope, ClientTarget, ServerScope, Telemetry } from './telemetry.js';
+
+/** The convention's ExplicitBucketBoundaries for all MCP duration histograms, in seconds. */
+export const MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
+
+const SCOPE_NAME = 'switchboard';
+const propagator = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] });
+
+interface Instruments {
+  server: Histogram;
+  client: Histogram;
+  session: Histogram;
+}
+
+export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLogger): Telemetry {
+  // One instance id per process: the replicas behind one service tell apart.
+  const resource = resourceFromAttributes({ 'service.name': 'switchboard', 'service.version': packageVersion(), 'service.instance.id': randomUUID() });
+  const endpoint = config.otlp.endpoint.replace(/\/+$/, '');
+  const headers = config.otlp.headers;
+  const tracerProvider = new TracerProvider({
+    resource,
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling.ratio) }),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, headers }) })],
+  });
+  const meterProvider = new MeterProvider({
+    resource,
+    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers }) })],
+  });
+  const tracer = tracerProvider.getTracer(SCOPE_NAME, packageVersion());
+  const meter = meterProvider.getMeter(SCOPE_NAME, packageVersion());
+  const histogram = (name: string, description: string) => meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: MCP_DURATION_BUCKETS } });
+  const instruments: Instruments = {
+    server: histogram('mcp.server.operation.duration', 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.'),
+    client: histogram('mcp.client.operation.duration', 'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.'),
+    session: histogram('mcp.server.session.duration', 'The duration of the MCP session as observed on the MCP server.'),
+  };
+  // The origin only: an endpoint URL may carry credentials.
+  log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
+  return {
+    server: (request, message, backend) => startServerSpan(tracer, instruments, config, { request, message, backend }),
+    client: (target, message, parent, session) => startClientSpan(tracer, instruments, config, { target, message, parent, session }),
+    sessionEnded: (createdAt, protocolVersion) => {
+      const attributes: Attributes = { 'network.transport': 'tcp', 'network.protocol.name': 'http' };
+      if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
+      instruments.session.record(Math.max(0, Date.now() - createdAt) / 1000, attributes);
+    },
+    auditSink: async () => (await import('./audit-logs.js')).createAuditLogSink(endpoint, headers, resource, packageVersion()),
+    shutdown: async () => {
+      // Both flush what they hold before stopping (SIGTERM: SPEC §5 graceful shutdown).
+      const results = await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
+      for (const r of results) if (r.status === 'rejected') log.warn({ err: (r.reason as Error)?.message }, 'OpenTelemetry export at shutdown failed');
+    },
+  };
+}
+
+/** One span's life: attributes gathered, the outcome set once, the duration recorded at its end. */
+class SpanLife {
+  readonly #started = performance.now();
+  #ended = false;
+  #failed = false;
+
+  constructor(
+    readonly span: Span,
+    readonly attributes: Attributes,
+    private readonly histogram: Histogram,
+    private readonly config: TelemetryConfig,
+  ) {}
+
+  observe(message: JsonRpcMessage): void {
+    if (this.#ended || this.#failed) return;
+    const error = responseError(message);
+    if (error) {
+      this.#fail(error.attributes, error.message);
+      return;
+    }
+    if (this.config.recordContent && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined) {
+      this.span.setAttribute('gen_ai.tool.call.result', cappedJson(message.result, this.config.contentMaxBytes));
+    }
+  }
+
+  end(failure?: string): void {
+    if (this.#ended) return;
+    if (failure && !this.#failed) this.#fail({ 'error.type': failure });
+    this.#ended = true;
+    this.span.end();
+    this.histogram.record((performance.now() - this.#started) / 1000, metricAttributes(this.attributes));
+  }
+
+  #fail(attributes: Attributes, message?: string): void {
+    this.#failed = true;
+    Object.assign(this.attributes, attributes);
+    this.span.setAttributes(attributes);
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
+  }
+}
+
+/** Outcomes of the gateway's own that are not failures (metrics' McpOutcome). */
+const NOT_FAILED: ReadonlySet<string> = new Set(['relayed', 'answered_by_gateway']);
+
+function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, instruments: Instruments, config: TelemetryConfig, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
+  const { request, message } = p;
+  const { name, attributes } = describeMessage(message);
+  const { parent, links } = serverParent(request, message);
+  const version = headerValue(request.headers[HEADER.protocolVersion]);
+  const session = headerValue(request.headers[HEADER.sessionId]);
+  if (session) attributes['mcp.session.id'] = session;
+  if (version) attributes['mcp.protocol.version'] = version;
+  Object.assign(attributes, { 'client.address': request.ip, 'network.transport': 'tcp', 'network.protocol.name': 'http', 'network.protocol.version': request.raw.httpVersion, 'switchboard.backend': p.backend });
+  if (request.socket?.remotePort !== undefined) attributes['client.port'] = request.socket.remotePort;
+  const principal = request.principal;
+  if (principal) {
+    if (config.user === 'sub') attributes['user.id'] = principal.sub;
+    else attributes['enduser.pseudo.id'] = principal.userKey;
+  }
+  contentAttributes(config, message, attributes);
+  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes, links }, parent);
+  const life = new SpanLife(span, attributes, instruments.server, config);
+  const headers = injected(trace.setSpan(parent, span));
+  return {
+    traceId: span.spanContext().traceId,
+    headers,
+    observe: (m) => life.observe(m),
+    end: (outcome) => life.end(outcome && !NOT_FAILED.has(outcome) ? outcome : undefined),
+  };
+}
+
+/** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
+function serverParent(request: FastifyRequest, message: JsonRpcMessage): { parent: Context; links?: Link[] } {
+  const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
+  const fromHeaders = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+  const headerSpan = trace.getSpanContext(fromHeaders);
+  if (!meta || typeof meta !== 'object' || !('traceparent' in meta)) return { parent: fromHeaders };
+  const fromMeta = propagator.extract(ROOT_CONTEXT, meta, defaultTextMapGetter);
+  const metaSpan = trace.getSpanContext(fromMeta);
+  if (!metaSpan) return { parent: fromHeaders };
+  const differs = headerSpan && (headerSpan.traceId !== metaSpan.traceId || headerSpan.spanId !== metaSpan.spanId);
+  return { parent: fromMeta, links: differs ? [{ context: headerSpan }] : undefined };
+}
+
+function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, instruments: Instruments, config: TelemetryConfig, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string } }): ClientScope {
+  const { name, attributes } = describeMessage(p.message);
+  if (p.session.id) attributes['mcp.session.id'] = p.session.id;
+  if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
+  Object.assign(attributes, serverOf(p.target.url), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
+  contentAttributes(config, p.message, attributes);
+  const parent = propagator.extract(ROOT_CONTEXT, p.parent, defaultTextMapGetter);
+  const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
+  const life = new SpanLife(span, attributes, instruments.client, config);
+  return { headers: injected(trace.setSpan(parent, span)), observe: (m) => life.observe(m), end: (failure) => life.end(failure) };
+}
+
+/** Opt-in (`recordContent`): a tool call's arguments, capped. */
+function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, attributes: Attributes): void {
+  if (!config.recordContent || message.method !== 'tools/call') return;
+  const args = (message.params as { arguments?: unknown } | undefined)?.arguments;
+  if (args !== undefined) attributes['gen_ai.tool.call.arguments'] = cappedJson(args, config.contentMaxBytes);
+}
+
+/** `traceparent`, `tracestate` and `baggage` of a context, as W3C text. */
+function injected(ctx: Context): TraceHeaders {
+  const carrier: Record<string, string> = {};
+  propagator.inject(ctx, carrier, defaultTextMapSetter);
+  return { traceparent: carrier.traceparent, tracestate: carrier.tracestate, baggage: carrier.baggage };
+}
