@@ -28,6 +28,7 @@ import { calibrate, type Calibration } from './calibrate.js';
 import { measureClusterCpu, startClusterGateway, type ClusterGateway } from './cluster.js';
 import { halfLoadLatency } from './latency.js';
 import { measureStateless } from './stateless.js';
+import { measureVirtual, openVirtualPaths, VIRTUAL_SERVERS } from './virtual-phase.js';
 import { baseHeaders, closedLoop, createPool, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -130,7 +131,8 @@ async function startAll(s: Settings, run: Running): Promise<Record<string, numbe
   run.shapes = await startShapeProcesses();
   const common = { redisUrl: run.redis.url, issuer: run.oauth.issuer, backends: [...run.backends, ...run.shapes.backends] };
   run.gateway = await startGateway({ ...common, logLevel: 'default', profileDir: s.profile ? PROFILE_DIR : undefined });
-  run.silent = await startGateway({ ...common, logLevel: 'silent' });
+  // The silent one also serves the virtual server of the virtual-server phase (bench/virtual-phase.ts).
+  run.silent = await startGateway({ ...common, logLevel: 'silent', extra: { servers: VIRTUAL_SERVERS } });
   log(`switchboard (default configuration) on ${run.gateway.url} (pid ${run.gateway.child.pid}), silent on ${run.silent.url} (pid ${run.silent.child.pid})`);
   run.stats = new Redis(run.redis.url);
   const redisPid = await redisInfoField(run.stats, 'server', 'process_id');
@@ -154,6 +156,10 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
       `against ${stateless.sessionCpuUsPerCall.toFixed(0)} in a 2025 session (÷ ${stateless.ratio.toFixed(3)}, ÷ ${stateless.nativeRatio.toFixed(3)}); ` +
       `${stateless.sizedCpuUsPerCall.toFixed(0)} for a 2025 request of the 2026 size (native ÷ it ${stateless.sameSizeRatio.toFixed(3)})`,
   );
+  const virtualPaths = await openVirtualPaths(run.silent!.url, silentHeaders);
+  run.pools.push(...virtualPaths.map((p) => p.pool));
+  const virtual = await measureVirtual(virtualPaths, pids.silent!, { rounds: s.throughputRounds, durationMs: s.throughputMs, warmupMs: s.warmupMs, connections: s.connections });
+  log(`virtual server: ${virtual.virtualCpuUsPerCall.toFixed(0)} µs/call against ${virtual.mcpCpuUsPerCall.toFixed(0)} through /mcp (÷ ${virtual.cpuRatio.toFixed(3)})`);
   const cluster = await measureCluster(s, run, paths);
   await run.silent!.child.stop();
 
@@ -169,7 +175,7 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const stored = await measureStoredSessions(gateway, tokens.map(baseHeaders), run.stats!, budget.count);
   const idleStreams = await measureIdleStreams(gateway, memory, idle, tokens, stored.sessions, s.idleStreams, budget.note);
   const mode = (m: Mode): ModeResults => ({ ...measured[m], cluster: cluster[m] });
-  return { json: mode('json'), sse: mode('sse'), shapes, newSession, storedSessions: stored.result, idleStreams, stateless };
+  return { json: mode('json'), sse: mode('sse'), shapes, newSession, storedSessions: stored.result, idleStreams, stateless, virtual };
 }
 
 /** After a graceful stop the gateway has written its CPU profile: summarize its loaded windows. */

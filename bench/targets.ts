@@ -6,6 +6,7 @@
  * latency and the Redis figures come from one (undici) and are judged once.
  */
 import type { StatelessResult } from './stateless.js';
+import type { VirtualResult } from './virtual-phase.js';
 import type { ClusterCpuResult } from './cluster.js';
 import type { LatencyResult } from './latency.js';
 import type { RoundTrips } from './redis-trips.js';
@@ -41,6 +42,8 @@ export interface RunResults {
   idleStreams: IdleStreams;
   /** The 2026-07-28 tools/call against the 2025 one, on the silent gateway (bench/stateless.ts). */
   stateless: StatelessResult;
+  /** A call through a virtual server against the same call through `/mcp`, on the silent gateway (bench/virtual-phase.ts). */
+  virtual: VirtualResult;
 }
 
 export const fmt = (v: number | null | undefined, digits = 0) =>
@@ -115,5 +118,6 @@ export function targetsOf(r: RunResults, connections: number): Target[] {
     { issue: '15', name: 'CPU per call, the same, the 2025-11-25 request as big as the 2026-07-28 one (JSON, silent)', target: '≤ 1.0 ×', value: fmt(era.sameSizeRatio, 3), pass: era.sameSizeRatio <= 1.0 },
   ];
   const shapes = (Object.keys(SHAPE_BOUNDS) as Shape[]).flatMap((shape) => shapeTargets(shape, r.shapes[shape]));
-  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), ...shapes, memory('7', 500), memory('16', 300), ...stateless];
+  const virtual: Target = { issue: '31', name: 'CPU per call, a virtual server ÷ the same call through /mcp (JSON, silent)', target: '≤ 1.05 ×', value: fmt(r.virtual.cpuRatio, 3), pass: r.virtual.cpuRatio <= 1.05 };
+  return [...modeTargets('json', r.json, connections), ...modeTargets('sse', r.sse, connections), ...shapes, memory('7', 500), memory('16', 300), ...stateless, virtual];
 }
