@@ -18,7 +18,8 @@
  *   2025-11-25 Resources, "Error Handling").
  * - With the audit on, each `tools/call`, `prompts/get`, `resources/read` and
  *   `resources/subscribe` gets one record when its answer passes (outcome, duration), and every
- *   refusal — a rule's or a tool list's — one at once.
+ *   refusal — a rule's or a tool list's — one at once. A request whose answer never comes is
+ *   recorded too, as `timeout`, `cancelled` or `disconnected` (unanswered.ts).
  *
  * Put in front of a backend only when there are rules or an audit: otherwise it costs nothing.
  */
@@ -36,6 +37,7 @@ import { CelRules, type RuleDecision } from './cel-rules.js';
 import { claimValues } from './backend-access.js';
 import { policyVariables, type RequestFacts } from './policy-input.js';
 import { toolListEntry } from './tool-policy.js';
+import { failedCall, settledAtEnd } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
 
 const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/discover']);
@@ -89,11 +91,19 @@ export class RulePolicyBackend extends DecoratedBackend {
       return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(refusal)), refused: true };
     }
     const forward = denied.size ? JSON.stringify(rest.length === 1 ? rest[0] : rest) : body;
-    const res = await this.inner.post(forward, headers, signal);
+    let res: BackendResponse;
+    try {
+      res = await this.inner.post(forward, headers, signal);
+    } catch (err) {
+      this.#settle(pending, started, failedCall(this.name, err, signal));
+      throw err;
+    }
     if (res.status < 200 || res.status >= 300) this.#settle(pending, started, { outcome: 'error' });
     const visible = (entry: unknown, key: ListKey) => this.#listable(caller, key, entry);
     const observe = pending.size ? (msg: JsonRpcMessage) => this.#observed(pending, started, msg) : undefined;
-    return editAnswer(res, { errors, listIds, visible, observe });
+    const edited = editAnswer(res, { errors, listIds, visible, observe });
+    // A record still pending when the answer's body is done never got its response.
+    return pending.size ? settledAtEnd(this.name, edited, signal, (outcome) => this.#settle(pending, started, outcome)) : edited;
   }
 
   /** The denial's answer; its record and count. */
