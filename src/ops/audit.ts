@@ -21,7 +21,8 @@ export const AUDIT_SCHEMA = 'switchboard.audit/v1';
 export const AUDIT_USER_CHARS = 16;
 
 export type AuditDecision = 'allow' | 'deny';
-export type AuditOutcome = 'ok' | 'isError' | 'error';
+/** `timeout`, `cancelled`, `disconnected`: the answer never came (policy/unanswered.ts). */
+export type AuditOutcome = 'ok' | 'isError' | 'error' | 'timeout' | 'cancelled' | 'disconnected';
 
 /** What the call sites know; the Audit adds schema, time, user digest, claims and the argument hash. */
 export interface AuditEvent {

@@ -1,6 +1,7 @@
 /**
  * Edits a backend's answer to one POST, for the tool lists (tool-traffic.ts) and the CEL rules
- * (rule-policy-backend.ts) alike: `tools/list` results lose the tools a policy hides, the
+ * (rule-policy-backend.ts) alike: list results (`tools/list`, and for the rules `prompts/list`,
+ * `resources/list`, `resources/templates/list`) lose the entries a policy hides, the
  * errors for requests the gateway refused are added, and an observer (the audit trail) sees
  * every response message as it passes. Only the responses whose ids are the listed requests'
  * change; every other message and SSE event passes unchanged, backend event ids included
@@ -18,11 +19,17 @@ import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { formatSseEvent, transformSse } from '../wire/sse.js';
 import { scanResponse } from './outcome-scan.js';
 
+/** The key of a list result's entries: `tools`, `prompts`, `resources`, `resourceTemplates`. */
+export type ListKey = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+/** The list each listing method answers with. */
+export const LIST_KEYS: Readonly<Record<string, ListKey>> = { 'tools/list': 'tools', 'prompts/list': 'prompts', 'resources/list': 'resources', 'resources/templates/list': 'resourceTemplates' };
+
 export interface AnswerEdit {
-  /** `idKey`s of the tools/list requests whose results are filtered. */
-  listIds: ReadonlySet<string>;
-  /** Whether a tool stays in a filtered list. */
-  visible(tool: unknown): boolean;
+  /** `idKey`s of the list requests whose results are filtered, with the list each answers. */
+  listIds: ReadonlyMap<string, ListKey>;
+  /** Whether an entry stays in a filtered list. */
+  visible(entry: unknown, key: ListKey): boolean;
   /** Answers the gateway made for requests it kept from the backend. */
   errors: readonly JsonRpcMessage[];
   /** Sees each response message of the backend (not the added errors). */
@@ -42,8 +49,9 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     if (!m || typeof m !== 'object' || Array.isArray(m)) return m;
     const msg = m as JsonRpcMessage;
     observe?.(msg);
-    if (msg.method !== undefined || !('result' in msg) || (typeof msg.id !== 'string' && typeof msg.id !== 'number') || !listIds.has(idKey(msg.id))) return m;
-    return { ...msg, result: filterTools(msg.result, edit.visible) };
+    const key = msg.method === undefined && 'result' in msg && (typeof msg.id === 'string' || typeof msg.id === 'number') ? listIds.get(idKey(msg.id)) : undefined;
+    if (!key) return m;
+    return { ...msg, result: filterEntries(msg.result, key, (entry) => edit.visible(entry, key)) };
   };
   if (res.status === 202) {
     if (!errors.length) return res;
@@ -111,20 +119,30 @@ async function* editJson(res: BackendResponse, rewrite: (m: unknown) => unknown,
 }
 
 /**
- * A tools/list result without the tools `visible` refuses. Everything else in the result
- * (`nextCursor`, `_meta`, unknown fields) is kept; a page may come out shorter or empty,
+ * A list result without the entries under `key` that `visible` refuses. Everything else in the
+ * result (`nextCursor`, `_meta`, unknown fields) is kept; a page may come out shorter or empty,
  * which pagination allows. The input is not modified; it is returned as is when nothing goes.
  */
-export function filterTools(result: unknown, visible: (tool: unknown) => boolean): unknown {
+export function filterEntries(result: unknown, key: ListKey, visible: (entry: unknown) => boolean): unknown {
   if (!result || typeof result !== 'object' || Array.isArray(result)) return result;
-  const tools = (result as { tools?: unknown }).tools;
-  if (!Array.isArray(tools)) return result;
-  const kept = tools.filter(visible);
-  return kept.length === tools.length ? result : { ...result, tools: kept };
+  const entries = (result as Record<string, unknown>)[key];
+  if (!Array.isArray(entries)) return result;
+  const kept = entries.filter(visible);
+  return kept.length === entries.length ? result : { ...result, [key]: kept };
+}
+
+/** A tools/list result without the tools `visible` refuses (filterEntries). */
+export function filterTools(result: unknown, visible: (tool: unknown) => boolean): unknown {
+  return filterEntries(result, 'tools', visible);
 }
 
 /** A listed tool's name ("" when it has none, which a policy then judges). */
 export function toolNameOf(tool: unknown): string {
-  const name = tool && typeof tool === 'object' ? (tool as { name?: unknown }).name : undefined;
-  return typeof name === 'string' ? name : '';
+  return fieldOf(tool, 'name');
+}
+
+/** A list entry's string field — a prompt's `name`, a resource's `uri` — or "". */
+export function fieldOf(entry: unknown, field: string): string {
+  const value = entry && typeof entry === 'object' ? (entry as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'string' ? value : '';
 }

@@ -13,6 +13,9 @@
  * the tool, a maybe-`deny` is passed over (some arguments would not match it). Rules that do
  * not read the arguments decide as for a call. So listing errs towards showing a tool, never
  * towards hiding one a call could use; the call itself is judged with its arguments.
+ * `prompts/list` entries are judged the same way as a `prompts/get` of the prompt, and
+ * `resources/templates/list` entries as a `resources/read` whose URI is unknown: a rule that
+ * reads `mcp.resource.uri` is then the "maybe" (rule-policy-backend.ts).
  */
 import type { Config } from '../config/schema.js';
 import { compileCel, type CelProgram } from '../config/cel.js';
@@ -27,10 +30,16 @@ interface CompiledRule {
   name: string;
   effect: 'allow' | 'deny';
   program: CelProgram;
-  readsArguments: boolean;
+  /** The unknowns the rule's text names: `arguments`, `uri`. */
+  reads: ReadonlySet<Unknown>;
 }
 
-const ARGUMENTS = /\barguments\b/;
+/** What listing may not know of a request: a call's arguments, or a template's URI. */
+export type Unknown = 'arguments' | 'uri';
+const READS: ReadonlyArray<[Unknown, RegExp]> = [
+  ['arguments', /\barguments\b/],
+  ['uri', /\buri\b/],
+];
 
 export class CelRules {
   readonly #rules: CompiledRule[];
@@ -41,7 +50,8 @@ export class CelRules {
       const compiled = compileCel(r.when);
       // The config schema compiled every rule already; this only guards hand-built configs.
       if ('problem' in compiled) throw new Error(`policy rule "${r.name}": ${compiled.problem}`);
-      return { name: r.name, effect: r.effect, program: compiled.program, readsArguments: ARGUMENTS.test(r.when) };
+      const reads = new Set(READS.filter(([, word]) => word.test(r.when)).map(([unknown]) => unknown));
+      return { name: r.name, effect: r.effect, program: compiled.program, reads };
     });
     this.#default = { effect: policy.default, rule: 'policy.default' };
   }
@@ -59,13 +69,13 @@ export class CelRules {
     return this.#default;
   }
 
-  /** Whether some call could be allowed, the call's arguments unknown (see the module comment). */
-  couldAllow(vars: Record<string, unknown>): boolean {
+  /** Whether some request could be allowed, `unknown` not known (see the module comment). */
+  couldAllow(vars: Record<string, unknown>, unknown: Unknown = 'arguments'): boolean {
     for (const rule of this.#rules) {
       const value = run(rule.program, vars);
       if (value === true) return rule.effect === 'allow';
       if (value === undefined) {
-        if (rule.readsArguments) {
+        if (rule.reads.has(unknown)) {
           if (rule.effect === 'allow') return true;
           continue;
         }

@@ -14,6 +14,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BackendCaller } from '../backends/backend.js';
+import type { Unknown } from './cel-rules.js';
 
 const WITHHELD = new Set(['authorization', 'proxy-authorization', 'cookie']);
 const EMPTY = Object.freeze({});
@@ -27,12 +28,17 @@ export interface RequestFacts {
   uri?: string;
 }
 
-export function policyVariables(caller: BackendCaller | undefined, facts: RequestFacts, argumentsKnown = true): Record<string, unknown> {
+/**
+ * The variables of one request. `unknown` leaves out what a listing cannot know (cel-rules.ts):
+ * the arguments of a call, or the URI a resource template stands for; a rule reading it fails.
+ */
+export function policyVariables(caller: BackendCaller | undefined, facts: RequestFacts, unknown?: Unknown): Record<string, unknown> {
   const tool: Record<string, unknown> = { name: facts.tool ?? '' };
-  if (argumentsKnown) tool.arguments = isObject(facts.arguments) ? facts.arguments : EMPTY;
+  if (unknown !== 'arguments') tool.arguments = isObject(facts.arguments) ? facts.arguments : EMPTY;
+  const resource = unknown === 'uri' ? EMPTY : { uri: facts.uri ?? '' };
   return {
     jwt: caller?.principal.claims ?? EMPTY,
-    mcp: { method: facts.method, backend: facts.backend, tool, prompt: { name: facts.prompt ?? '' }, resource: { uri: facts.uri ?? '' } },
+    mcp: { method: facts.method, backend: facts.backend, tool, prompt: { name: facts.prompt ?? '' }, resource },
     request: { headers: caller?.headers ? visibleHeaders(caller.headers) : EMPTY },
     source: { address: caller?.address ?? '' },
   };

@@ -10,10 +10,16 @@
  *   (-32602, as the lists answer, leaking nothing), any other denial with -32015 "Access denied
  *   by policy" (the rule's name goes to the audit record, not to the client). In a batch
  *   (2025-03-26) the rest is forwarded and the errors added (answer-edit.ts).
- * - `tools/list` results keep the tools some call of which could be allowed.
+ * - List results keep the entries some request for which could be allowed: `tools/list` the
+ *   tools some call could use, `prompts/list` the prompts some `prompts/get` could, `resources/list`
+ *   the resources whose `resources/read` is allowed, `resources/templates/list` the templates some
+ *   read could use, its URI unknown (cel-rules.ts). A request for a hidden entry is answered as
+ *   for one that does not exist: -32602 unknown tool or prompt, -32002 resource not found (MCP
+ *   2025-11-25 Resources, "Error Handling").
  * - With the audit on, each `tools/call`, `prompts/get`, `resources/read` and
  *   `resources/subscribe` gets one record when its answer passes (outcome, duration), and every
- *   refusal — a rule's or a tool list's — one at once.
+ *   refusal — a rule's or a tool list's — one at once. A request whose answer never comes is
+ *   recorded too, as `timeout`, `cancelled` or `disconnected` (unanswered.ts).
  *
  * Put in front of a backend only when there are rules or an audit: otherwise it costs nothing.
  */
@@ -25,16 +31,19 @@ import type { Audit, AuditEvent, AuditSinks } from '../ops/audit.js';
 import { LiveAudit } from '../ops/live-audit.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
-import { editAnswer, idKey, toolNameOf } from './answer-edit.js';
+import { editAnswer, fieldOf, idKey, LIST_KEYS, type ListKey } from './answer-edit.js';
 import { AUDITED_METHODS, callerBase, outcomeOf, requestFacts } from './audit-calls.js';
 import { derived } from '../config/live-config.js';
 import { CelRules, type RuleDecision } from './cel-rules.js';
 import { claimValues } from './backend-access.js';
 import { policyVariables, type RequestFacts } from './policy-input.js';
 import { toolListEntry } from './tool-policy.js';
+import { failedCall, settledAtEnd } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
 
 const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/discover']);
+/** MCP 2025-11-25 Resources, "Error Handling": the answer to a read of a resource that is not there. */
+const RESOURCE_NOT_FOUND = -32002;
 
 type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
 type Pending = { base: ReturnType<typeof callerBase>; rule: string };
@@ -65,7 +74,7 @@ export class RulePolicyBackend extends DecoratedBackend {
     const errors: JsonRpcMessage[] = [];
     const denied = new Set<JsonRpcMessage>();
     const pending = new Map<string, Pending>();
-    const listIds = new Set<string>();
+    const listIds = new Map<string, ListKey>();
     for (const m of messages) {
       if (!isRequest(m) || UNJUDGED.has(m.method!)) continue;
       const facts = requestFacts(m, this.name);
@@ -75,7 +84,8 @@ export class RulePolicyBackend extends DecoratedBackend {
         denied.add(m);
         errors.push(this.#refuse(caller, m as Request, facts, decision, started));
       } else {
-        if (m.method === 'tools/list' && this.parts.rules().size) listIds.add(idKey(m.id!));
+        const list = LIST_KEYS[m.method!];
+        if (list && this.parts.rules().size) listIds.set(idKey(m.id!), list);
         if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started);
       }
     }
@@ -85,19 +95,26 @@ export class RulePolicyBackend extends DecoratedBackend {
       return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(refusal)), refused: true };
     }
     const forward = denied.size ? JSON.stringify(rest.length === 1 ? rest[0] : rest) : body;
-    const res = await this.inner.post(forward, headers, signal);
+    let res: BackendResponse;
+    try {
+      res = await this.inner.post(forward, headers, signal);
+    } catch (err) {
+      this.#settle(pending, started, failedCall(this.name, err, signal));
+      throw err;
+    }
     if (res.status < 200 || res.status >= 300) this.#settle(pending, started, { outcome: 'error' });
-    const visible = (tool: unknown) => this.#listable(caller, toolNameOf(tool));
+    const visible = (entry: unknown, key: ListKey) => this.#listable(caller, key, entry);
     const observe = pending.size ? (msg: JsonRpcMessage) => this.#observed(pending, started, msg) : undefined;
-    return editAnswer(res, { errors, listIds, visible, observe });
+    const edited = editAnswer(res, { errors, listIds, visible, observe });
+    // A record still pending when the answer's body is done never got its response.
+    return pending.size ? settledAtEnd(this.name, edited, signal, (outcome) => this.#settle(pending, started, outcome)) : edited;
   }
 
   /** The denial's answer; its record and count. */
   #refuse(caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision, started: number): JsonRpcMessage {
     this.parts.metrics.policyDenials.inc({ backend: this.name, reason: 'rule' });
     caller.log.info({ backend: this.name, method: m.method, rule: decision.rule }, 'request refused by policy rule');
-    const hidden = m.method === 'tools/call' && !this.#listable(caller, facts.tool ?? '');
-    const answer = hidden ? errorResponse(m.id, ErrorCode.InvalidParams, `Unknown tool: ${facts.tool}`) : errorResponse(m.id, ErrorCode.AccessDenied, 'Access denied by policy');
+    const answer = this.#asMissing(caller, m, facts) ?? errorResponse(m.id, ErrorCode.AccessDenied, 'Access denied by policy');
     this.parts.audit()?.record({ ...callerBase(caller, facts, m), event: 'refusal', decision: 'deny', rule: decision.rule, outcome: 'error', code: answer.error!.code, durationMs: performance.now() - started });
     return answer;
   }
@@ -132,11 +149,33 @@ export class RulePolicyBackend extends DecoratedBackend {
     this.parts.audit()?.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, ...outcome, durationMs: performance.now() - started });
   }
 
-  /** Whether a tools/list shows the tool: some call of it could be allowed (cel-rules.ts). */
-  #listable(caller: BackendCaller, tool: string): boolean {
+  /**
+   * The answer to a denied request for something its list hides, as if it did not exist (so
+   * nothing leaks); undefined for other denials. A read names its URI, so its decision was
+   * exact: no read of it can be allowed, and no list shows it.
+   */
+  #asMissing(caller: BackendCaller, m: Request, facts: RequestFacts): JsonRpcMessage | undefined {
+    if (m.method === 'tools/call' && !this.#listable(caller, 'tools', { name: facts.tool })) return errorResponse(m.id, ErrorCode.InvalidParams, `Unknown tool: ${facts.tool}`);
+    if (m.method === 'prompts/get' && !this.#listable(caller, 'prompts', { name: facts.prompt })) return errorResponse(m.id, ErrorCode.InvalidParams, `Unknown prompt: ${facts.prompt}`);
+    if (m.method === 'resources/read') return errorResponse(m.id, RESOURCE_NOT_FOUND, 'Resource not found');
+    return undefined;
+  }
+
+  /** Whether a list shows the entry: some request for it could be allowed (cel-rules.ts). */
+  #listable(caller: BackendCaller, key: ListKey, entry: unknown): boolean {
     const rules = this.parts.rules();
     if (!rules.size) return true;
-    return rules.couldAllow(policyVariables(caller, { method: 'tools/call', backend: this.name, tool }, false));
+    const backend = this.name;
+    switch (key) {
+      case 'tools':
+        return rules.couldAllow(policyVariables(caller, { method: 'tools/call', backend, tool: fieldOf(entry, 'name') }, 'arguments'));
+      case 'prompts':
+        return rules.couldAllow(policyVariables(caller, { method: 'prompts/get', backend, prompt: fieldOf(entry, 'name') }, 'arguments'));
+      case 'resources':
+        return rules.decide(policyVariables(caller, { method: 'resources/read', backend, uri: fieldOf(entry, 'uri') })).effect === 'allow';
+      case 'resourceTemplates':
+        return rules.couldAllow(policyVariables(caller, { method: 'resources/read', backend }, 'uri'), 'uri');
+    }
   }
 }
 

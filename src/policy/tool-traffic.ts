@@ -76,6 +76,6 @@ export function screenToolCalls(metrics: Metrics, log: FastifyBaseLogger | undef
 export function applyToolPolicy(backend: BackendConfig, requestMessages: readonly JsonRpcMessage[], res: BackendResponse): BackendResponse {
   if (!hasToolPolicy(backend)) return res;
   const errors = hiddenCalls(backend, requestMessages).map(unknownTool);
-  const listIds = new Set(requestMessages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => idKey(m.id!)));
+  const listIds = new Map(requestMessages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => [idKey(m.id!), 'tools' as const]));
   return editAnswer(res, { errors, listIds, visible: (tool) => isToolAllowed(backend, toolNameOf(tool)) });
 }

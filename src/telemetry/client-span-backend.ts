@@ -19,11 +19,11 @@ import { syntheticBody, type BackendBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import { DECLARED_ANSWER_MAX_BYTES } from '../backends/held-answer.js';
 import { headerValue } from '../wire/headers.js';
-import { editAnswer, idKey } from '../policy/answer-edit.js';
+import { editAnswer, idKey, type ListKey } from '../policy/answer-edit.js';
 import { isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
 
-const NO_LISTS: ReadonlySet<string> = new Set();
+const NO_LISTS: ReadonlyMap<string, ListKey> = new Map();
 
 export class ClientSpanBackend extends DecoratedBackend {
   readonly #target: ClientTarget;

@@ -30,21 +30,31 @@ export async function linkRequired(client: Client, name: string): Promise<UrlEli
   return elicitation!;
 }
 
+/** What the browser saw on the way, for tests that look for it elsewhere (the audit's secret grep). */
+export interface BrowserTrail {
+  /** Every URL the browser requested, redirects included (the OAuth `code` and `state` are in them). */
+  urls: string[];
+  /** The value of every cookie the context held at the end. */
+  cookies: string[];
+}
+
 /**
  * Follows `link` in a fresh browser context with `cookies` (who signs in where): the consent
  * page (200), Continue, `provider`'s authorization, back to `/oauth/callback/{provider}`,
- * which says to return to the client. Returns the consent page's text.
+ * which says to return to the client. Returns the consent page's text; fills `trail` if given.
  */
-export async function linkInBrowser(browser: BrowserHandle, link: string, provider: string, cookies: BrowserCookie[]): Promise<string> {
+export async function linkInBrowser(browser: BrowserHandle, link: string, provider: string, cookies: BrowserCookie[], trail?: BrowserTrail): Promise<string> {
   const context = await browser.newContext();
   try {
     await context.addCookies(cookies);
+    if (trail) context.on('request', (request) => void trail.urls.push(request.url()));
     const page = await context.newPage();
     const consent = await page.goto(link);
     const consentText = (await page.textContent('body')) ?? '';
     assert.equal(consent?.status(), 200, consentText);
     await Promise.all([page.waitForURL(new RegExp(`/oauth/callback/${provider}\\?`), { timeout: 15_000 }), page.click('button[value="continue"]')]);
     assert.match((await page.textContent('body')) ?? '', /return to your client/i);
+    if (trail) trail.cookies.push(...(await context.cookies()).map((c) => c.value));
     return consentText;
   } finally {
     await context.close();

@@ -34,7 +34,7 @@ function caller(claims: Record<string, unknown>, headers: Record<string, string>
 }
 
 const call = (claims: Record<string, unknown>, tool: string, args?: unknown) => policyVariables(caller(claims), { method: 'tools/call', backend: 'bank', tool, arguments: args });
-const listing = (claims: Record<string, unknown>, tool: string) => policyVariables(caller(claims), { method: 'tools/call', backend: 'bank', tool }, false);
+const listing = (claims: Record<string, unknown>, tool: string) => policyVariables(caller(claims), { method: 'tools/call', backend: 'bank', tool }, 'arguments');
 
 describe('policy config', () => {
   test('an invalid expression is a config error naming the rule and the position', () => {
@@ -81,6 +81,25 @@ describe('CelRules', () => {
     const allowList = new CelRules(config({ policy: { rules: [{ name: 'read', effect: 'allow', when: 'mcp.tool.name.startsWith("read_")' }], default: 'deny' } }).policy);
     assert.equal(allowList.couldAllow(listing({}, 'read_x')), true);
     assert.equal(allowList.couldAllow(listing({}, 'write_x')), false);
+  });
+
+  test('listing templates: a read of some URI could be allowed, the URI unknown', () => {
+    const template = (claims: Record<string, unknown>) => policyVariables(caller(claims), { method: 'resources/read', backend: 'bank' }, 'uri');
+    const uriRules = new CelRules(
+      config({
+        policy: {
+          rules: [
+            { name: 'ledger', effect: 'deny', when: 'mcp.resource.uri.startsWith("bank://ledger")' },
+            { name: 'guests', effect: 'deny', when: 'mcp.method == "resources/read" && "guests" in jwt.groups' },
+          ],
+        },
+      }).policy,
+    );
+    assert.equal(uriRules.couldAllow(template({ groups: [] }), 'uri'), true, 'a maybe-deny on the URI is passed over');
+    assert.equal(uriRules.couldAllow(template({ groups: ['guests'] }), 'uri'), false, 'a rule without the URI decides');
+    const onlyAccounts = new CelRules(config({ policy: { rules: [{ name: 'accounts', effect: 'allow', when: 'mcp.resource.uri.startsWith("bank://accounts/")' }], default: 'deny' } }).policy);
+    assert.equal(onlyAccounts.couldAllow(template({}), 'uri'), true, 'a maybe-allow on the URI lists it');
+    assert.equal(onlyAccounts.couldAllow(template({}), 'arguments'), false, 'judged for unknown arguments instead, the failing URI rule does not match');
   });
 });
 

@@ -1,0 +1,57 @@
+/**
+ * The audit's outcome of a request whose answer never came (issue 30 §2: one record for each
+ * request that reaches a backend; docs/policy-and-audit.md "Record schema"):
+ *
+ * - `timeout` (-32011): the backend did not answer within its `timeout` — no headers, or a
+ *   body that stopped arriving;
+ * - `disconnected` (-32012 for a stream, -32010 before one): the backend's stream or connection
+ *   ended before the response (MCP 2025-11-25 Transports: a stream that closes without the
+ *   response, or a connection reset);
+ * - `cancelled`: the client went away first — the request's signal aborted, or the gateway
+ *   stopped reading the answer (the client's connection or stream closed) before the response.
+ *
+ * rule-policy-backend.ts settles its pending records with these when the backend call fails or
+ * when the answer's body ends without them.
+ */
+import type { BackendResponse } from '../backends/backend.js';
+import { syntheticBody } from '../backends/body.js';
+import { BackendError, toBackendError } from '../backends/errors.js';
+import type { AuditEvent } from '../ops/audit.js';
+
+export type Unanswered = Pick<AuditEvent, 'outcome' | 'code'>;
+
+/** The outcome of a failure of the backend call itself (before any answer's body). */
+export function failedCall(backend: string, err: unknown, signal: AbortSignal | undefined): Unanswered {
+  if (signal?.aborted) return { outcome: 'cancelled' };
+  const failure = toBackendError(backend, err, 'connect');
+  if (failure.failure === 'timeout') return { outcome: 'timeout', code: failure.rpcCode };
+  if (failure.failure === 'unreachable') return { outcome: 'disconnected', code: failure.rpcCode };
+  return { outcome: 'error', code: failure.rpcCode };
+}
+
+/**
+ * `res` whose body, once it is done, calls `settle` with how it ended — what the records
+ * still pending then get: read to the end (the stream closed without their responses:
+ * disconnected), failed (timeout or disconnected), or stopped by its reader (cancelled).
+ */
+export function settledAtEnd(backend: string, res: BackendResponse, signal: AbortSignal | undefined, settle: (outcome: Unanswered) => void): BackendResponse {
+  const body = res.body;
+  let outcome: Unanswered = { outcome: 'cancelled' };
+  async function* watched(): AsyncGenerator<Buffer> {
+    try {
+      yield* body;
+      outcome = { outcome: 'disconnected', code: new BackendError(backend, 'stream_broken', '').rpcCode };
+    } catch (err) {
+      outcome = signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err);
+      throw err;
+    } finally {
+      settle(outcome);
+    }
+  }
+  return { ...res, body: syntheticBody(watched()) };
+}
+
+function streamFailure(backend: string, err: unknown): Unanswered {
+  const failure = toBackendError(backend, err, 'stream');
+  return { outcome: failure.failure === 'timeout' ? 'timeout' : 'disconnected', code: failure.rpcCode };
+}
