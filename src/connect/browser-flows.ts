@@ -8,6 +8,12 @@
  * Without configured secrets (the development default, or a single replica that links no
  * accounts) random keys are made at start: links and sessions then end with the process.
  * The config schema insists on real keys where several replicas must share them.
+ *
+ * The flows read the gateway's one live config (config/live-config.ts), so a reload that adds,
+ * removes or changes a backend with `upstreamAuth` (issue 32 §1) reaches the connect,
+ * callback and `/connections` pages on their next request. Only the generated keys are kept
+ * aside: `secrets` needs a restart anyway, and a copy of the whole config would never see a
+ * reload.
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -51,17 +57,20 @@ export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps
   return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }
 
+/**
+ * `config` as it is now and after every reload, but with generated keys where `secrets` has
+ * none: a view that answers `secrets` from the keys made here and every other key from the
+ * live object, whose top level a reload replaces.
+ */
 function withSecrets(config: Config, app: FastifyInstance): Config {
   const { cookieKey, tokenKey } = config.secrets;
   if (cookieKey && tokenKey) return config;
   if (config.backends.some((b) => b.upstreamAuth) || config.auth.login) {
     app.log.warn('secrets.cookieKey/tokenKey not set: using random keys, so linked accounts and browser sessions end with this process');
   }
-  return {
-    ...config,
-    secrets: {
-      cookieKey: cookieKey ?? randomBytes(32).toString('base64url'),
-      tokenKey: tokenKey ?? randomBytes(32).toString('base64url'),
-    },
+  const secrets: Config['secrets'] = {
+    cookieKey: cookieKey ?? randomBytes(32).toString('base64url'),
+    tokenKey: tokenKey ?? randomBytes(32).toString('base64url'),
   };
+  return new Proxy(config, { get: (target, key) => (key === 'secrets' ? secrets : Reflect.get(target, key)) });
 }

@@ -33,10 +33,18 @@ const ENDPOINTS_WAIT_MS = 3_000;
 
 type ProviderForm = { Params: { provider: string }; Body: Record<string, string> };
 
-export function registerConnectionsRoutes(app: FastifyInstance, deps: ConnectionsDeps): void {
-  /** One backend per provider: the one whose endpoints link and revoke that provider's tokens. */
+/**
+ * One backend per provider: the one whose endpoints link and revoke that provider's tokens.
+ * Worked out per request from the live config, so a reload that adds or removes a backend
+ * with `upstreamAuth` changes what the page offers (issue 32 §1).
+ */
+function providersOf(config: Config): Map<string, BackendConfig> {
   const providers = new Map<string, BackendConfig>();
-  for (const backend of deps.config.backends) if (backend.upstreamAuth && !providers.has(backend.upstreamAuth.provider)) providers.set(backend.upstreamAuth.provider, backend);
+  for (const backend of config.backends) if (backend.upstreamAuth && !providers.has(backend.upstreamAuth.provider)) providers.set(backend.upstreamAuth.provider, backend);
+  return providers;
+}
+
+export function registerConnectionsRoutes(app: FastifyInstance, deps: ConnectionsDeps): void {
 
   /** The signed-in user, the provider's backend, after the CSRF check; undefined after answering. */
   async function checkedForm(request: FastifyRequest<ProviderForm>, reply: FastifyReply): Promise<{ user: BrowserUser; backend: BackendConfig } | undefined> {
@@ -49,7 +57,7 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
       await sendPage(reply, refusalPage({ title: 'Request refused', reason: 'This form has expired or did not come from this site.' }));
       return undefined;
     }
-    const backend = providers.get(request.params.provider);
+    const backend = providersOf(deps.config).get(request.params.provider);
     if (!backend) {
       await sendPage(reply, errorPage({ status: 404, title: 'Unknown provider', detail: 'No backend uses this provider.' }));
       return undefined;
@@ -64,6 +72,7 @@ export function registerConnectionsRoutes(app: FastifyInstance, deps: Connection
     scope.get('/connections', async (request, reply) => {
       const user = await deps.sessions.current(request);
       if (!user) return reply.headers(REDIRECT_HEADERS).redirect(loginUrl('/connections'), 303);
+      const providers = providersOf(deps.config);
       const connections = await Promise.all([...providers.keys()].map((provider) => entry(deps.vault, user.userKey, provider)));
       // Connect answers with a 303 to the provider: the page's CSP form-action must allow it.
       const unlinked = connections.filter((c) => c.status !== 'connected').map((c) => providers.get(c.provider)!);

@@ -6,11 +6,14 @@
  * its RFC 9728 metadata and its authorization server's RFC 8414 metadata, or the 2025-03-26
  * fallbacks (upstream-discovery.ts); a client identity — configured, a Client ID Metadata
  * Document, or registered (client-identity.ts) — and the scopes to ask for. Discovery runs
- * once per backend and is reused; a failure is not.
+ * once per backend and its `url` and `upstreamAuth` settings and is reused; a failure is not.
+ * A reload that changes either (issue 32 §1) therefore discovers afresh on the next link
+ * instead of keeping the old provider's endpoints.
  *
  * Only linking needs it: connecting to a backend and listing what it shows without a token
  * never waits for discovery (connect/upstream-auth.ts resolves it lazily).
  */
+import { createHash } from 'node:crypto';
 import type { BackendConfig, Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import type { TokenCipher } from '../state/secrets.js';
@@ -41,7 +44,8 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
     const upstream = backend.upstreamAuth!;
     // Configured endpoints, or a preset's with its quirks (a rejection, never a throw).
     if (!upstream.discover) return Promise.resolve(upstream).then(configuredEndpoints);
-    let pending = discovered.get(backend.name);
+    const key = discoveryKey(backend);
+    let pending = discovered.get(key);
     if (!pending) {
       pending = (async () => {
         const challenge = await backendChallenge(backend.url!, { allowLoopback });
@@ -64,11 +68,22 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
           request: { fetch: guardedFetch({ allowLoopback }) },
         };
       })();
-      discovered.set(backend.name, pending);
-      pending.catch(() => discovered.delete(backend.name));
+      for (const old of discovered.keys()) if (old.startsWith(`${backend.name}\n`)) discovered.delete(old);
+      discovered.set(key, pending);
+      pending.catch(() => discovered.delete(key));
     }
     return pending;
   };
+}
+
+/**
+ * The backend's name with a digest of what discovery is made from (its url and
+ * `upstreamAuth`): a backend whose settings a reload changed misses the cache. The name
+ * comes first, so the entry of its earlier settings can be dropped when a new one is made.
+ */
+function discoveryKey(backend: BackendConfig): string {
+  const digest = createHash('sha256').update(JSON.stringify([backend.url, backend.upstreamAuth])).digest('base64url');
+  return `${backend.name}\n${digest}`;
 }
 
 /**

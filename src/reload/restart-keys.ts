@@ -9,8 +9,8 @@
  * (`secrets`), the metrics listener (`metrics`), the HTTP server's body limits
  * (`limits.maxBodyBytes`, `limits.bodyTimeout`), the Host/Origin guard (`allowedOrigins`,
  * `allowedHosts`), the session service's TTL (`sessions.idleTtl`), the local bridge
- * (`bridge`, and every stdio or legacy SSE backend), the browser flow of account linking
- * (every backend with `upstreamAuth`). The audit sink and the first `policy.rules` reload
+ * (`bridge`, and every stdio or legacy SSE backend). Backends with `upstreamAuth` reload: the
+ * account-linking pages read the live config (connect/browser-flows.ts). The audit sink and the first `policy.rules` reload
  * (ops/live-audit.ts; the rule face is on every backend, free while both are off). The
  * OpenTelemetry SDK (`telemetry`) is set up once.
  */
@@ -38,9 +38,9 @@ export const RESTART_ONLY_KEYS: readonly string[] = [
 
 const valueAt = (config: Config, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], config);
 
-/** Backends reached through something started once for them (the local bridge, the linking pages). */
+/** Backends reached through something started once for them (the local bridge). */
 function builtAtStart(b: BackendConfig): boolean {
-  return b.transport !== 'streamable-http' || b.upstreamAuth !== undefined;
+  return b.transport !== 'streamable-http';
 }
 
 /**

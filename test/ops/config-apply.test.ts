@@ -157,10 +157,16 @@ describe('restartOnlyChanges', () => {
     assert.deepEqual(restartOnlyChanges(base(), configWith({ limits: { rateLimit: { max: 5 } }, aggregate: { fanoutTimeout: '9s' } })), []);
   });
 
-  test('backends reached through something started once (stdio, sse, upstreamAuth) need a restart; streamable-http ones do not', () => {
+  test('backends reached through something started once (stdio, sse) need a restart; streamable-http ones, with upstreamAuth or not, do not', () => {
     const stdio = configWith({ backends: [{ name: 'alpha', url: alpha.url }, { name: 'local', transport: 'stdio', command: 'node' }] });
     assert.deepEqual(restartOnlyChanges(base(), stdio), ['backends.local']);
     assert.deepEqual(restartOnlyChanges(stdio, base()), ['backends.local']);
     assert.deepEqual(restartOnlyChanges(base(), configWith({ backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url, headers: { x: 'y' } }] })), []);
+    const auth = { issuer: oauth.issuer, audience: gateway.audience, algorithms: ['RS256' as const], login: { clientId: 'switchboard-web', scopes: ['openid'] } };
+    const plain = configWith({ auth });
+    const linked = (scopes: string[]) => configWith({ auth, backends: [{ name: 'alpha', url: alpha.url }, { name: 'gh', url: beta.url, upstreamAuth: { provider: 'acme', authorizationUrl: 'https://acme.test/authorize', tokenUrl: 'https://acme.test/token', clientId: 'sb', scopes } }] });
+    assert.deepEqual(restartOnlyChanges(plain, linked(['repo'])), []);
+    assert.deepEqual(restartOnlyChanges(linked(['repo']), linked(['repo', 'read:org'])), []);
+    assert.deepEqual(restartOnlyChanges(linked(['repo']), plain), []);
   });
 });

@@ -184,20 +184,20 @@ Checks that fail early, at `helm install`/`helm template`, instead of in a crash
 The part of the config that only a restart applies (src/reload/restart-keys.ts; keep the two
 lists equal): the gateway reloads everything else from the mounted ConfigMap by itself
 (docs/operations-reload.md), so with `configReload.rollOnChange: restartOnly` only a change
-here rolls the pods. Backends with `upstreamAuth` or a stdio/sse transport count as
-restart-only.
+here rolls the pods. Backends with a stdio/sse transport count as restart-only (those with
+`upstreamAuth` reload).
 */}}
 {{- define "switchboard.restartOnlyConfig" -}}
 {{- $c := .Values.config -}}
 {{- $keep := dict -}}
-{{- range $k := list "publicUrl" "listen" "redis" "auth" "secrets" "metrics" "allowedOrigins" "allowedHosts" "bridge" "telemetry" -}}
+{{- range $k := list "publicUrl" "listen" "redis" "auth" "secrets" "metrics" "allowedOrigins" "allowedHosts" "bridge" "admin" "telemetry" -}}
 {{- if hasKey $c $k }}{{ $_ := set $keep $k (get $c $k) }}{{ end -}}
 {{- end -}}
 {{- $_ := set $keep "limits" (pick ($c.limits | default dict) "maxBodyBytes" "bodyTimeout") -}}
 {{- $_ := set $keep "sessions" (pick ($c.sessions | default dict) "idleTtl") -}}
 {{- $pinned := list -}}
 {{- range $b := $c.backends | default list -}}
-{{- if or $b.upstreamAuth (and $b.transport (ne $b.transport "streamable-http")) }}{{ $pinned = append $pinned $b }}{{ end -}}
+{{- if and $b.transport (ne $b.transport "streamable-http") }}{{ $pinned = append $pinned $b }}{{ end -}}
 {{- end -}}
 {{- $_ := set $keep "backends" $pinned -}}
 {{- toYaml $keep -}}
