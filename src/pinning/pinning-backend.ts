@@ -9,7 +9,8 @@
  * a map lookup (pin-book.ts): `block` refuses it, `hold` validates its arguments against the
  * pinned `inputSchema` (the SDK's ajv validator); both answer -32602 naming backend and tool
  * and never reach the backend. After, `tools/list` results are judged (judge.ts, list-answer.ts).
- * A JSON-RPC batch (2025-03-26 sessions only) is refused whole when one of its calls is.
+ * A JSON-RPC batch (2025-03-26 sessions only) is refused whole when one of its calls is: each
+ * of its requests is answered, none sent on.
  */
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
@@ -47,7 +48,9 @@ export class PinningBackend extends DecoratedBackend {
       const refusals = calls.map((m) => this.#refusal(m)).filter((r) => r !== undefined);
       if (refusals.length) {
         headers.caller?.log.warn({ backend: this.name, tools: calls.map(toolName) }, 'tool call refused by tool-definition pinning');
-        const answer = isBatchText(body) ? calls.map((m) => this.#refusal(m) ?? notRun(m, this.name)) : refusals[0];
+        // A batch is answered whole: every request in it gets its response (JSON-RPC 2.0 §6), the
+        // refused calls their refusal and the others "not run" — none of it reached the backend.
+        const answer = isBatchText(body) ? messages.filter(isRequest).map((m) => (m.method === 'tools/call' ? this.#refusal(m) : undefined) ?? notRun(m, this.name)) : refusals[0];
         return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(answer)), refused: true };
       }
     }

@@ -10,6 +10,9 @@ import { parseConfig } from '../../src/config/load.js';
 import { fingerprint } from '../../src/pinning/fingerprint.js';
 import { ListJudge, type PinMode } from '../../src/pinning/judge.js';
 import { PinBook, approvePending } from '../../src/pinning/pin-book.js';
+import type { BackendResponse, McpBackend } from '../../src/backends/backend.js';
+import { syntheticBody } from '../../src/backends/body.js';
+import { PinningBackend } from '../../src/pinning/pinning-backend.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 
 const SEARCH = {
@@ -98,5 +101,34 @@ describe('two replicas judging lists against one store', () => {
     assert.deepEqual(await b!.judge.judge([changed]), [changed]);
     assert.equal(b!.book.pending('search'), undefined);
     assert.deepEqual(reports, ['search:hold'], 'approval is no change');
+  });
+});
+
+describe('a batch with a blocked call (2025-03-26 sessions)', () => {
+  test('every request of it is answered — the blocked call refused, the others "not run" — and nothing reaches the backend', async () => {
+    const store = new MemoryStore();
+    const reports: string[] = [];
+    const judge = new ListJudge(new PinBook('crm', store), 'block', (_b, tool, m) => reports.push(`${tool}:${m}`));
+    await judge.judge([SEARCH]);
+    await judge.judge([{ ...SEARCH, description: 'changed' }]);
+    assert.deepEqual(reports, ['search:block']);
+    const sent: string[] = [];
+    const inner = {
+      name: 'crm',
+      post: async (body: string): Promise<BackendResponse> => (sent.push(body), { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('[]') }),
+    } as unknown as McpBackend;
+    const backend = new PinningBackend(inner, new PinBook('crm', store), 'block', () => {});
+    const batch = [
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'x' } } },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: 1 } },
+      { jsonrpc: '2.0', id: 'three', method: 'ping' },
+    ];
+    const res = await backend.post(JSON.stringify(batch), {});
+    const answers = JSON.parse(await res.body.text()) as Array<{ id: unknown; error?: { code: number; message: string } }>;
+    assert.deepEqual(answers.map((a) => a.id), [1, 2, 'three'], 'one response per request, none for the notification');
+    assert.match(answers[0]!.error!.message, /Tool "search" of backend "crm" is blocked/);
+    for (const a of answers.slice(1)) assert.match(a.error!.message, /Not run: another call of this batch to backend "crm"/);
+    assert.deepEqual(sent, [], 'nothing reached the backend');
   });
 });
