@@ -39,6 +39,7 @@ import { SessionListens } from './backends/modern/session-listens.js';
 import type { ModernEraParts } from './backends/modern/modern-era-backend.js';
 import { buildBackends } from './reload/backend-set.js';
 import { createConfigApplier, type ConfigApplier } from './reload/apply-config.js';
+import { announceToolsChanged } from './reload/list-changes.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
@@ -113,7 +114,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const exchange = createTokenExchange(config, store, metrics);
   const { telemetry, audit, policyFace } = await observe(config, metrics, app.log, options.auditSink);
   // Tool-definition pinning (issue 31 §2), on every backend whose `pinning.mode` is not off.
-  const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => notifyToolsChanged(streams, config, backend) });
+  const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => announceToolsChanged(streams, config, backend) });
   const backendParts = { bridges, modern, exchange, metrics, policyFace, telemetry, pinningFace: (b: McpBackend) => pinning.face(b) };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
@@ -198,15 +199,4 @@ function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: Excl
   }
   else if (isBridgeMessage(message)) ctx.bridgeReplicas.handle(ctx, message);
   else handleReplicaMessage(ctx, message);
-}
-
-/**
- * `notifications/tools/list_changed` on this replica's standalone streams of the sessions that
- * reach `backend`: its own (`/mcp/{backend}`), and those of `/mcp` and of virtual servers, whose
- * endpoint names are no backend's (a virtual server without that member hears one it does not
- * need, which costs a list and misleads nothing). Each replica does it for its own streams.
- */
-function notifyToolsChanged(streams: StreamRegistry, config: Config, backend: string): void {
-  const backends = new Set(config.backends.map((b) => b.name));
-  streams.injectStandalone((endpoint) => endpoint === backend || !backends.has(endpoint), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }));
 }

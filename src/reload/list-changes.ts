@@ -18,6 +18,7 @@
  * aggregate/rejoin.ts when it joins.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/schema.js';
 import { AGGREGATE_NAME } from '../aggregate/aggregated-backend.js';
 import { decodeAggregateState, type AggregateState } from '../aggregate/session-map.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -57,5 +58,20 @@ async function tell(sessions: SessionService, relay: StreamRelay, changes: ListC
   if (!record || relay.finished) return;
   for (const list of changedLists(relay.backend, decodeAggregateState(record.backendSessionId), changes)) {
     relay.inject(JSON.stringify({ jsonrpc: '2.0', method: `notifications/${list}/list_changed` }));
+  }
+}
+
+/**
+ * `notifications/tools/list_changed` on this replica's standalone streams of the sessions that
+ * reach `backend`, when an operator approves a pinned tool's change (pinning/pinning.ts): its
+ * own (`/mcp/{backend}`), and those of `/mcp` and of virtual servers, whose endpoint names are
+ * no backend's (a virtual server without that member hears one it does not need, which costs a
+ * list and misleads nothing). Each replica does it for its own streams.
+ */
+export function announceToolsChanged(streams: StreamRegistry, config: Config, backend: string): void {
+  const backends = new Set(config.backends.map((b) => b.name));
+  const data = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  for (const relay of streams.standaloneStreams()) {
+    if (!relay.finished && (relay.backend === backend || !backends.has(relay.backend))) relay.inject(data);
   }
 }

@@ -42,14 +42,9 @@ export class StreamRegistry {
     return this.#standalone.get(sessionId(userKey, session));
   }
 
-  /** The standalone (GET) streams running here, one per session: where a config reload tells sessions their lists changed (src/reload/list-changes.ts). */
+  /** The standalone (GET) streams running here, one per session: where a config reload or a pin approval tells sessions their lists changed (src/reload/list-changes.ts). */
   standaloneStreams(): StreamRelay[] {
     return [...this.#standalone.values()];
-  }
-
-  /** Sends `data` on every live standalone stream whose endpoint (`relay.backend`) `endpoints` accepts (pinning approvals). */
-  injectStandalone(endpoints: (endpoint: string) => boolean, data: string): void {
-    for (const relay of this.#standalone.values()) if (!relay.finished && endpoints(relay.backend)) relay.inject(data);
   }
 
   /** Stops every relay of a session (DELETE). */
