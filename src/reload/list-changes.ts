@@ -15,7 +15,8 @@
  * mailbox entry per session of a busy `/mcp` would be a write storm); its next list is already
  * the new one. The next lists lack a removed member because the aggregated layer routes only
  * to members that are still configured (aggregate/members.ts). An added member is announced by
- * aggregate/rejoin.ts when it joins.
+ * aggregate/rejoin.ts when it joins. A 2026-07-28 client, which has no session, hears the same
+ * on the `subscriptions/listen` streams it holds open here (tellListens below).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/schema.js';
@@ -47,6 +48,7 @@ export function changedLists(endpoint: string, state: AggregateState, changes: L
 /** Sends the notifications on this replica's standalone streams, in the background; failures are logged. */
 export function announceListChanges(parts: { streams: StreamRegistry; sessions: SessionService; log: FastifyBaseLogger }, changes: ListChanges): void {
   if (!changes.removedBackends.length && !changes.changedServers.length) return;
+  tellListens(parts.streams, changes);
   for (const relay of parts.streams.standaloneStreams()) {
     if (relay.backend !== AGGREGATE_NAME && !changes.servers.has(relay.backend)) continue;
     void tell(parts.sessions, relay, changes).catch((err: Error) => parts.log.warn({ backend: relay.backend, err: err.message }, 'could not tell a session its lists changed'));
@@ -62,16 +64,34 @@ async function tell(sessions: SessionService, relay: StreamRelay, changes: ListC
 }
 
 /**
+ * The same for the 2026-07-28 `subscriptions/listen` streams open here (streams/open-listens.ts),
+ * each only of the lists it asked for: a changed virtual server's listens hear every list; a
+ * removed member's `/mcp` listens hear every list too — a listen is not tied to a member map
+ * as a session is, so it cannot know which lists that member gave it (a needless notice costs
+ * the client one list and misleads nothing).
+ */
+function tellListens(streams: StreamRegistry, changes: ListChanges): void {
+  for (const endpoint of streams.listens.endpoints()) {
+    const touched = changes.changedServers.includes(endpoint) || (endpoint === AGGREGATE_NAME && changes.removedBackends.length > 0);
+    if (touched) streams.listens.tell(endpoint, LISTS);
+  }
+}
+
+/**
  * `notifications/tools/list_changed` on this replica's standalone streams of the sessions that
  * reach `backend`, when an operator approves a pinned tool's change (pinning/pinning.ts): its
  * own (`/mcp/{backend}`), and those of `/mcp` and of virtual servers, whose endpoint names are
  * no backend's (a virtual server without that member hears one it does not need, which costs a
- * list and misleads nothing). Each replica does it for its own streams.
+ * list and misleads nothing). Each replica does it for its own streams, and for the 2026-07-28
+ * listens it holds on the same endpoints that asked for `toolsListChanged` (tagged with their
+ * subscription id: streams/open-listens.ts).
  */
 export function announceToolsChanged(streams: StreamRegistry, config: Config, backend: string): void {
   const backends = new Set(config.backends.map((b) => b.name));
+  const touches = (endpoint: string) => endpoint === backend || !backends.has(endpoint);
   const data = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
   for (const relay of streams.standaloneStreams()) {
-    if (!relay.finished && (relay.backend === backend || !backends.has(relay.backend))) relay.inject(data);
+    if (!relay.finished && touches(relay.backend)) relay.inject(data);
   }
+  for (const endpoint of streams.listens.endpoints()) if (touches(endpoint)) streams.listens.tell(endpoint, ['tools']);
 }

@@ -15,6 +15,8 @@
  *   notifications reach the client while the call runs: the revision has no resumption, so
  *   event ids and priming events are dropped (a client must not try `Last-Event-ID` against
  *   the gateway), and the final response is shaped.
+ * - A `subscriptions/listen` stream also carries the list changes the gateway itself causes
+ *   (a pin approval, a reload), between the backend's events (relayed-listen.ts).
  * - Closing the response stream is the cancellation of the request: when the client goes,
  *   the backend's body is destroyed, which closes that connection, which is the backend's
  *   cancellation signal in turn. Nothing else is sent for it.
@@ -32,6 +34,7 @@ import { formatSseEvent, soleEventData, transformSse, SSE_RESPONSE_HEADERS } fro
 import { createJsonMessageSplitter, maySpanLines } from '../wire/json-lines.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
 import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
+import type { RelayedListen } from './relayed-listen.js';
 import { shapeMessageBytes, shapeMessageText } from './result-shaping.js';
 
 export interface StatelessAnswer {
@@ -42,6 +45,8 @@ export interface StatelessAnswer {
   id: JsonRpcId | undefined;
   /** Whether the backend's `"public"` cache scope may stand (result-shaping.ts). */
   shared: boolean;
+  /** A `subscriptions/listen`: the gateway's own list changes go into its stream too (relayed-listen.ts). */
+  listen?: RelayedListen;
 }
 
 export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResponse, answer: StatelessAnswer): Promise<FastifyReply | void> {
@@ -63,7 +68,7 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     // A stream's headers go at once: a listen with nothing to say yet, or a message still
     // arriving, is an open answer the client sees begin (its first bytes are then events).
     const begin = held.stream ? () => reply.raw.flushHeaders() : undefined;
-    return sendEvents(reply, res, jsonMessagesAsEvents(heldChunks(held), answer, begin));
+    return sendEvents(reply, res, withNotices(jsonMessagesAsEvents(heldChunks(held), answer, begin), answer));
   }
   if (ok && res.contentType === 'text/event-stream') {
     const held = await holdAnswer(res);
@@ -75,9 +80,10 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     }
     const events = transformSse(heldChunks(held), (data) => {
       if (data === '') return undefined;
+      answer.listen?.observe(data);
       return { data: shapeMessageText(data, answer.method, answer.shared) };
     });
-    return sendEvents(reply, res, events);
+    return sendEvents(reply, res, withNotices(events, answer));
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
     const held = await holdAnswer(res);
@@ -92,13 +98,22 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
 async function* jsonMessagesAsEvents(chunks: AsyncIterable<Buffer>, answer: StatelessAnswer, begin?: () => void): AsyncGenerator<Buffer> {
   begin?.();
   const splitter = createJsonMessageSplitter();
-  const event = (message: Buffer) => formatSseEvent(shapeMessageText(message.toString('utf8'), answer.method, answer.shared));
+  const event = (message: Buffer) => {
+    const text = message.toString('utf8');
+    answer.listen?.observe(text);
+    return formatSseEvent(shapeMessageText(text, answer.method, answer.shared));
+  };
   for await (const chunk of chunks) {
     const messages = splitter.feed(chunk);
     if (messages.length) yield Buffer.from(messages.map(event).join(''));
   }
   const rest = splitter.end();
   if (rest) yield Buffer.from(event(rest));
+}
+
+/** A listen's events with the gateway's notices between them; any other answer's as they are. */
+function withNotices(events: AsyncIterable<Buffer>, answer: StatelessAnswer): AsyncIterable<Buffer> {
+  return answer.listen ? answer.listen.relay(events) : events;
 }
 
 function sendEvents(reply: FastifyReply, res: BackendResponse, events: AsyncIterable<Buffer>): FastifyReply {

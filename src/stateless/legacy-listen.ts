@@ -17,6 +17,10 @@
  *   request's id);
  * - when the backend ends the stream, the listen's result (the subscription's graceful end).
  *
+ * The listen is also kept in this replica's open listens (streams/open-listens.ts), so a
+ * `list_changed` the gateway itself causes — a pin approval, a reload that removes a member of
+ * `/mcp` or changes a virtual server — reaches it, tagged the same way, when it asked for that list.
+ *
  * A server→client request on that stream goes to the call running in the session
  * (legacy-streams.ts), never to a listen. Several listens share the stream; when the last one
  * closes and no call runs, the stream is closed after a while. A stream another replica holds
@@ -25,7 +29,9 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { BackendMessage } from '../backends/backend-messages.js';
+import { principalOf } from '../auth/authenticate.js';
 import { sendJsonRpcError } from '../http/replies.js';
+import { listsAsked } from '../streams/open-listens.js';
 import { SseWriter } from '../streams/sse-writer.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
 import { META } from '../wire/revision-2026.js';
@@ -73,8 +79,14 @@ export async function listenOnLegacyBackend(f: LegacyForward, session: LegacySes
   writer = new SseWriter(reply.raw, { keepAliveMs: f.ctx.config.streams.keepAlive, headers: {} });
   writer.message(JSON.stringify(tag({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: honoured } })));
   for (const message of early.splice(0)) writer.message(JSON.stringify(tag(message)));
-  writer.onClose(() => listening.detach());
+  // Heard also when the gateway changes the lists itself: a pin approval, a reload (streams/open-listens.ts).
+  const forget = f.ctx.streams.listens.add({ userKey: principalOf(f.request).userKey, endpoint: f.backend.name, lists: listsAsked(honoured), subscriptionId: id, write: (m) => writer!.message(m) });
+  writer.onClose(() => {
+    forget();
+    listening.detach();
+  });
   void listening.ended.then(() => {
+    forget();
     if (writer!.closed) return;
     writer!.message(JSON.stringify({ jsonrpc: '2.0', id, result: { _meta: { [META.subscriptionId]: id } } }));
     writer!.end();

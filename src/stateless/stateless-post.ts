@@ -29,6 +29,7 @@ import type { StatelessContext } from './context.js';
 import { parkedCallOf, resumeHere, type Continuation, type ParkedCallRef } from './bridge-resume.js';
 import { forwardToLegacyBackend } from './legacy-bridge.js';
 import { answerUnlinkedStateless, declinedLink, LINK_INPUT_KEY } from './link-required.js';
+import { RelayedListen } from './relayed-listen.js';
 import { RequestStates } from './request-state.js';
 import { sharesAnswersAcrossUsers } from './result-shaping.js';
 
@@ -96,7 +97,8 @@ export async function handleStatelessPost(post: StatelessPost, afterDowngrade = 
       return await tokenRefused(post, check.request, id);
     }
     // Awaited, not returned: an async function returning a promise adopts it in two more turns (npm run bench, issue 15).
-    return await relayStatelessAnswer(reply, res, { backend: backend.name, method: message.method!, id, shared: sharesAnswersAcrossUsers(backend.config) });
+    const listen = message.method === 'subscriptions/listen' && id !== undefined ? new RelayedListen(ctx.streams.listens, { userKey: principalOf(request).userKey, endpoint: backend.name, id }) : undefined;
+    return await relayStatelessAnswer(reply, res, { backend: backend.name, method: message.method!, id, shared: sharesAnswersAcrossUsers(backend.config), listen });
   } catch (err) {
     if (!(err instanceof BackendError)) throw err;
     return sendBackendError(post.reply, err, isRequest(post.message) ? [post.message.id] : [], false);

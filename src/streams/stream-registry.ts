@@ -4,6 +4,7 @@
  * from the replay log in the store (see stream-service.ts). Each session has at most one
  * standalone (GET) stream, where gateway-originated notifications go.
  */
+import { OpenListens } from './open-listens.js';
 import type { StreamRelay } from './stream-relay.js';
 
 export class StreamRegistry {
@@ -11,6 +12,8 @@ export class StreamRegistry {
   readonly #standalone = new Map<string, StreamRelay>();
   /** Open relays per user (`streams.maxPerUser`). */
   readonly #perUser = new Map<string, number>();
+  /** The 2026-07-28 `subscriptions/listen` streams open here: where the same list changes reach clients without a session (open-listens.ts). */
+  readonly listens = new OpenListens();
 
   add(relay: StreamRelay): void {
     const id = relayId(relay.key.userKey, relay.key.sessionId, relay.key.streamId);
