@@ -12,9 +12,10 @@ import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.j
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { sessionToolNames } from '../helpers/pages.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis-topology.js';
-import { eventually, openStream, startReloadingReplicas, untilEnd, untilMessage, type ReloadingReplicas } from '../helpers/reload-replicas.js';
-import type { SseReader } from '../helpers/sse-client.js';
+import { eventually, openStream, RELOAD_WAIT_MS, startReloadingReplicas, untilEnd, untilMessage, type ReloadingReplicas } from '../helpers/reload-replicas.js';
+import { messageOf, SseReader } from '../helpers/sse-client.js';
 import { sessionClient } from '../helpers/session-client.js';
+import { statelessHeaders } from '../helpers/stateless-headers.js';
 
 let redis: TestRedis;
 let oauth: OAuthHandle;
@@ -48,6 +49,24 @@ const metadataStatus = async (replica: number, name: string) => (await fetch(`${
 const tools = (replica: number, name: string | undefined, session: string) => sessionToolNames(client(replica, name), token, session);
 const desk = (...tools: Array<{ from: string; as: string }>) => [{ name: 'desk', title: 'Front desk', tools }];
 
+/**
+ * A 2026-07-28 client's `subscriptions/listen` (no session, no GET stream), past its
+ * acknowledgement: it hears a reload's list changes only through streams/open-listens.ts.
+ */
+async function listen(replica: number, name: string | undefined, id: string, notifications: Record<string, boolean>): Promise<SseReader> {
+  const res = await fetch(endpoint(replica, name), {
+    method: 'POST',
+    headers: statelessHeaders(token, 'subscriptions/listen'),
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+  });
+  assert.equal(res.headers.get('content-type'), 'text/event-stream', `listen: HTTP ${res.status}`);
+  const events = new SseReader(res);
+  assert.equal(messageOf((await events.next(RELOAD_WAIT_MS))!)?.method, 'notifications/subscriptions/acknowledged');
+  return events;
+}
+
+const taggedWith = (id: string) => (message: Record<string, unknown>) => (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.['io.modelcontextprotocol/subscriptionId'] === id;
+
 async function call(replica: number, name: string, session: string, tool: string, text: string): Promise<string> {
   const res = await client(replica, name).post(token, { jsonrpc: '2.0', id: text, method: 'tools/call', params: { name: tool, arguments: { text } } }, session);
   assert.equal(res.status, 200);
@@ -59,6 +78,8 @@ describe('virtual servers and member removal reload on two replicas', () => {
   let deskStream: SseReader;
   let mcpSession: string;
   let mcpStream: SseReader;
+  let mcpListen: SseReader;
+  let promptsListen: SseReader;
 
   test('a server added by the swap is served on both replicas, with its RFC 9728 resource', async () => {
     assert.equal(await metadataStatus(0, 'desk'), 404);
@@ -77,10 +98,15 @@ describe('virtual servers and member removal reload on two replicas', () => {
     mcpSession = await client(0).initialize(token);
     assert.deepEqual(await tools(0, undefined, mcpSession), ['alpha__announce', 'beta__announce', 'gamma__announce']);
     [deskStream, mcpStream] = await Promise.all([openStream(endpoint(1, 'desk'), token, deskSession), openStream(endpoint(1), token, mcpSession)]);
+    const deskListen = await listen(1, 'desk', 'desk-listen', { toolsListChanged: true });
+    [mcpListen, promptsListen] = await Promise.all([listen(1, undefined, 'mcp-listen', { toolsListChanged: true }), listen(1, undefined, 'prompts-listen', { promptsListChanged: true })]);
 
     await mounted.swapAll({ servers: desk({ from: 'alpha.announce', as: 'shout' }, { from: 'beta.announce', as: 'yell' }) });
     await mounted.allCount('applied', 2);
     await untilMessage(deskStream, 'notifications/tools/list_changed');
+    // A 2026-07-28 client's listen on the changed server hears it too, tagged as its own.
+    await untilMessage(deskListen, 'notifications/tools/list_changed', taggedWith('desk-listen'));
+    await deskListen.cancel();
     // beta joins the session on its next message (aggregate/rejoin.ts), in the background.
     await eventually('the new member to be listed', async () => (await tools(0, 'desk', deskSession)).join() === 'shout,yell', mounted.logs);
     assert.match(await call(1, 'desk', deskSession, 'yell', 'hello-yell'), /announced hello-yell/);
@@ -90,6 +116,10 @@ describe('virtual servers and member removal reload on two replicas', () => {
     await mounted.swapAll({ backends: backends.filter((b) => b.name !== 'beta'), servers: desk({ from: 'alpha.announce', as: 'shout' }) });
     await mounted.allCount('applied', 3);
     await Promise.all([untilMessage(mcpStream, 'notifications/tools/list_changed'), untilMessage(deskStream, 'notifications/tools/list_changed')]);
+    // A 2026-07-28 listen on /mcp hears it as well; one that asked only for prompts hears no tools notice.
+    await untilMessage(mcpListen, 'notifications/tools/list_changed', taggedWith('mcp-listen'));
+    await assert.rejects(promptsListen.next(500), /no SSE event within 500 ms/);
+    await Promise.all([mcpListen.cancel(), promptsListen.cancel()]);
     for (const replica of [0, 1]) {
       assert.deepEqual(await tools(replica, undefined, mcpSession), ['alpha__announce', 'gamma__announce']);
       assert.deepEqual(await tools(replica, 'desk', deskSession), ['shout']);
