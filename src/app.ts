@@ -40,6 +40,7 @@ import type { ModernEraParts } from './backends/modern/modern-era-backend.js';
 import { buildBackends } from './reload/backend-set.js';
 import { createConfigApplier, type ConfigApplier } from './reload/apply-config.js';
 import { announceToolsChanged } from './reload/list-changes.js';
+import { forgetToolSearchLists } from './discovery/discovery-backend.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
@@ -114,7 +115,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const exchange = createTokenExchange(config, store, metrics);
   const { telemetry, audit, policyFace } = await observe(config, metrics, app.log, options.auditSink);
   // Tool-definition pinning (issue 31 §2), on every backend whose `pinning.mode` is not off.
-  const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => announceToolsChanged(streams, config, backend) });
+  const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => toolsApproved(streams, config, ctx, backend) });
   const backendParts = { bridges, modern, exchange, metrics, policyFace, telemetry, pinningFace: (b: McpBackend) => pinning.face(b) };
   const backends = buildBackends(config, backendParts);
   const readiness: Readiness = { draining: false };
@@ -166,6 +167,16 @@ async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger,
   const otlp = telemetry ? await telemetry.auditSink() : undefined;
   const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp });
   return { telemetry, audit, policyFace };
+}
+
+/**
+ * A pin approval, heard by this replica (pinning/pinning.ts): its live sessions and open 2026
+ * listens of the endpoints that reach `backend` are told (reload/list-changes.ts), and the
+ * tool-search lists it keeps are read again at the next search (discovery/).
+ */
+function toolsApproved(streams: StreamRegistry, config: Config, ctx: McpContext, backend: string): void {
+  announceToolsChanged(streams, config, backend);
+  forgetToolSearchLists([ctx.aggregate, ...ctx.virtualServers.values()]);
 }
 
 /**

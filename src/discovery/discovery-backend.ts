@@ -96,6 +96,11 @@ export class DiscoveryBackend implements McpBackend {
     return { ...res, body: syntheticBody(watched()) };
   }
 
+  /** The gateway changed the endpoint's tools for everyone (a pin approval): every kept list is read again before its next search. */
+  toolsChanged(): void {
+    this.#lists.forgetAll();
+  }
+
   delete(headers: BackendCallHeaders): Promise<BackendResponse> {
     return this.#inner.delete(headers);
   }
@@ -139,4 +144,15 @@ export class DiscoveryBackend implements McpBackend {
     const inner = { ...request, params: { ...params, name: call.name, arguments: call.arguments } };
     return this.#inner.post(JSON.stringify(inner), headers);
   }
+}
+
+/**
+ * A pin approval changed what `tools/list` answers on `/mcp` and the virtual servers: their
+ * tool-search lists kept on this replica are read again at the next search, where before they
+ * stood until the client's next `tools/list` or 60 s (user-lists.ts TTL_MS) — a 2026-07-28 client, whose
+ * bridged session stream passes no `list_changed` of the approval, would otherwise search the
+ * old list for up to a minute.
+ */
+export function forgetToolSearchLists(endpoints: Iterable<McpBackend>): void {
+  for (const endpoint of endpoints) if (endpoint instanceof DiscoveryBackend) endpoint.toolsChanged();
 }

@@ -92,6 +92,15 @@ export class UserLists {
     await this.store.putValue(key, list.digest, TTL_MS);
   }
 
+  /**
+   * Every list kept here is read again before its next search: the gateway changed what the
+   * endpoint lists for everyone (a pin approval, pinning/pinning.ts). Each replica does it for
+   * itself when it hears of the change, so the store needs no mark.
+   */
+  forgetAll(): void {
+    this.#lists.clear();
+  }
+
   /** The session's list changed (a `list_changed` passed): every replica reads it again before its next search. */
   async changed(headers: BackendCallHeaders): Promise<void> {
     const key = this.#key(headers);

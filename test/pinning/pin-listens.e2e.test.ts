@@ -48,7 +48,8 @@ before(async () => {
       { name: 'legacy', url: legacy.url, protocol: '2025-11-25', pinning: { mode: 'hold' } },
       { name: 'modern', url: modern.url, protocol: '2026-07-28', pinning: { mode: 'hold' } },
     ],
-    extra: { admin: { token: ADMIN_TOKEN } },
+    // Tool search on /mcp (threshold 1: its four tools are searched, not listed).
+    extra: { admin: { token: ADMIN_TOKEN }, discovery: { threshold: 1 } },
     // The admin route is served on the metrics listener; the test approves through replica 0's.
     writeConfig: async (index, config) => {
       const file = join(await mkdtemp(join(tmpdir(), 'sb-pin-listens-')), `replica-${index}.yaml`);
@@ -123,12 +124,18 @@ describe('a pin approval reaches 2026-07-28 listens on the other replica', () =>
     const aggregate = await rawListen(undefined, 'listener', 'agg-1', { toolsListChanged: true }, { toolsListChanged: true });
     const promptsOnly = await rawListen('legacy', 'listener', 'prompts-1', { promptsListChanged: true }, {});
     const otherEndpoint = await rawListen('modern', 'listener', 'modern-1', { toolsListChanged: true }, { toolsListChanged: true });
+    // A 2026 client's tool search on /mcp, kept on replica 1: the pinned definition before the approval.
+    const searcher = await v2Client(1, undefined, 'listener');
+    const found = async () => JSON.stringify((await searcher.callTool({ name: 'search_tools', arguments: { query: 'search the catalog' } })).structuredContent);
+    assert.match(await found(), /legacy__search/);
+    assert.doesNotMatch(await found(), /id_rsa/);
 
     await approved('legacy');
     await heardTagged(aggregate, 'agg-1');
     await eventually('the v2 client to hear tools/list_changed', () => changed > 0);
     assert.equal(changed, 1);
     assert.equal((await search(client))?.description, SEARCH_V2);
+    assert.match(await found(), /id_rsa/, 'the kept search list is read again at once, not after 60 s');
     // Written on replica 1 in the same turn as the two above: anything for these would be there by now.
     await assert.rejects(promptsOnly.next(500), /no SSE event within 500 ms/);
     await assert.rejects(otherEndpoint.next(500), /no SSE event within 500 ms/);
