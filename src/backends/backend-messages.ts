@@ -19,7 +19,7 @@
  * said, and the backend's connection is closed, rather than held without bound.
  */
 import type { BackendBody } from './body.js';
-import { createMessageReader } from '../wire/message-reader.js';
+import { createMessageReader, type MessageReader } from '../wire/message-reader.js';
 
 export type BackendMessage = Record<string, unknown>;
 
@@ -35,7 +35,7 @@ export class BackendMessages {
   parked = false;
   readonly #chunks: AsyncIterator<Buffer | string>;
   readonly #ready: BackendMessage[] = [];
-  readonly #reader;
+  readonly #reader: MessageReader;
   #failure: Error | undefined;
   /** The read in flight: resolves once a message is ready or the stream ended; takes nothing. */
   #filling: Promise<void> | undefined;
