@@ -1,5 +1,5 @@
 /**
- * The messages of one backend SSE answer, one at a time, for the bridges between the MCP
+ * The messages of one backend answer, one at a time, for the bridges between the MCP
  * eras that must stop reading in the middle of a call and go on later, maybe minutes later,
  * for another HTTP request of the client (a parked call, stateless/parked-calls.ts), or that
  * read a 2026-07-28 backend's answer to find its `input_required` result (modern/).
@@ -11,23 +11,32 @@
  * and `nextWithin` take from it, so a read left in flight when `nextWithin` gave up puts what it
  * reads where the next call finds it (issue 28 §6: a backend that writes a call's result before
  * it acknowledges the answer the result follows lost that result to such a read).
+ *
+ * The answer is read by its content type (wire/message-reader.ts): SSE events, or JSON values
+ * one after another — a 2026-07-28 backend may answer `subscriptions/listen` or a call with
+ * progress as JSON lines kept open (issue 29), and a one-message JSON answer is the same read.
+ * One message is at most {@link MAX_MESSAGE_BYTES}: past it the read ends with {@link failure}
+ * said, and the backend's connection is closed, rather than held without bound.
  */
 import type { BackendBody } from './body.js';
-import { createSseReader } from '../wire/sse.js';
+import { createMessageReader, type MessageReader } from '../wire/message-reader.js';
 
 export type BackendMessage = Record<string, unknown>;
+
+/**
+ * The longest message read (bytes of JSON, characters of an SSE event). Far above a tool
+ * result a client would take in one message (the relays stream bigger answers instead of
+ * parsing them), the bound of a WebSocket client's unread bytes (transport/websocket-bridge.ts).
+ */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 export class BackendMessages {
   /** Set while the call these messages belong to waits, parked, for its client (stateless/parked-calls.ts). */
   parked = false;
   readonly #chunks: AsyncIterator<Buffer | string>;
   readonly #ready: BackendMessage[] = [];
-  readonly #reader = createSseReader({
-    onEvent: (data) => {
-      const message = data === '' ? undefined : parseObject(data);
-      if (message) this.#ready.push(message);
-    },
-  });
+  readonly #reader: MessageReader;
+  #failure: Error | undefined;
   /** The read in flight: resolves once a message is ready or the stream ended; takes nothing. */
   #filling: Promise<void> | undefined;
   /** A read of the body in flight, kept when an injected message answered first. */
@@ -37,8 +46,29 @@ export class BackendMessages {
   #closed = false;
   readonly #onClose: Array<() => void> = [];
 
-  constructor(private readonly body: BackendBody) {
+  /** `contentType`: the answer's media type (`BackendResponse.contentType`); JSON for `application/json`, SSE otherwise. */
+  constructor(
+    private readonly body: BackendBody,
+    contentType: string,
+    maxMessageBytes = MAX_MESSAGE_BYTES,
+  ) {
     this.#chunks = (body as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
+    this.#reader = createMessageReader(contentType, maxMessageBytes, {
+      onMessage: (text) => {
+        const message = parseObject(text);
+        if (message) this.#ready.push(message);
+      },
+      onTooLarge: () => {
+        this.#failure = new Error(`the backend sent a message longer than ${maxMessageBytes} bytes`);
+        this.#ended = true;
+        this.body.destroy();
+      },
+    });
+  }
+
+  /** Why the messages ended early (a message past the bound), or undefined: they ended with the body, or go on. */
+  get failure(): Error | undefined {
+    return this.#failure;
   }
 
   /** The next message, or undefined once the stream ended (or failed). */
@@ -103,8 +133,11 @@ export class BackendMessages {
       this.#wake = undefined;
       if (chunk === 'woken') continue;
       this.#chunk = undefined;
-      if (chunk.done) this.#ended = true;
-      else this.#reader.feed(chunk.value);
+      if (!chunk.done) this.#reader.feed(chunk.value);
+      else {
+        this.#ended = true;
+        this.#reader.end();
+      }
     }
   }
 }

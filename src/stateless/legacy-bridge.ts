@@ -89,7 +89,7 @@ export async function forwardToLegacyBackend(f: LegacyForward): Promise<FastifyR
       return 'refused';
     }
     if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream' && id !== undefined) {
-      const messages = new BackendMessages(res.body);
+      const messages = new BackendMessages(res.body, res.contentType);
       inbox?.bind(messages);
       inbox = undefined;
       // The lane stays taken while the call runs or waits parked: until its messages close.

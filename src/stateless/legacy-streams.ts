@@ -166,7 +166,7 @@ export class LegacyStreams {
       forget.unref();
       return false;
     }
-    const messages = (watch.messages = new BackendMessages(res.body));
+    const messages = (watch.messages = new BackendMessages(res.body, res.contentType));
     void this.#read(session, watch, messages);
     return true;
   }

@@ -20,9 +20,23 @@ export interface JsonMessageSplitter {
   end(): Buffer | undefined;
 }
 
-/** Splits a body into its top-level JSON values (objects or batches), as they complete. */
-export function createJsonMessageSplitter(): JsonMessageSplitter {
+/** A message longer than the splitter's `maxBytes`: thrown by `feed` as soon as the bound is passed. */
+export class MessageTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`a message exceeded ${maxBytes} bytes`);
+    this.name = 'MessageTooLargeError';
+  }
+}
+
+/**
+ * Splits a body into its top-level JSON values (objects or batches), as they complete. With
+ * `maxBytes`, a value (or the bytes before one) longer than that throws
+ * {@link MessageTooLargeError} instead of growing the pending bytes without bound: a backend
+ * that never closes its brackets cannot make a reader hold its stream whole.
+ */
+export function createJsonMessageSplitter(maxBytes = Infinity): JsonMessageSplitter {
   let pending: Buffer[] = [];
+  let pendingBytes = 0;
   let depth = 0;
   let inString = false;
   let escaped = false;
@@ -39,18 +53,25 @@ export function createJsonMessageSplitter(): JsonMessageSplitter {
         } else if (byte === QUOTE) inString = true;
         else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) depth++;
         else if ((byte === CLOSE_BRACE || byte === CLOSE_BRACKET) && --depth === 0) {
+          if (pendingBytes + i + 1 - start > maxBytes) throw new MessageTooLargeError(maxBytes);
           pending.push(chunk.subarray(start, i + 1));
           out.push(trimmed(pending.length === 1 ? pending[0]! : Buffer.concat(pending)));
           pending = [];
+          pendingBytes = 0;
           start = i + 1;
         }
       }
-      if (start < chunk.length) pending.push(chunk.subarray(start));
+      if (start < chunk.length) {
+        pendingBytes += chunk.length - start;
+        if (pendingBytes > maxBytes) throw new MessageTooLargeError(maxBytes);
+        pending.push(chunk.subarray(start));
+      }
       return out;
     },
     end() {
       const rest = pending.length ? trimmed(Buffer.concat(pending)) : undefined;
       pending = [];
+      pendingBytes = 0;
       return rest?.length ? rest : undefined;
     },
   };

@@ -18,6 +18,13 @@ export interface SseHandlers {
   onEvent(data: string, id: string | undefined): void;
   /** A `retry` field, in ms (the server's invitation to reconnect after that long). */
   onRetry?(ms: number): void;
+  /**
+   * With `maxEventChars`: the event being read (its data and the line in progress) grew past
+   * that many characters. The reader is then spent: it takes no more chunks.
+   */
+  onTooLarge?(): void;
+  /** The bound `onTooLarge` reports; none when unset. */
+  maxEventChars?: number;
 }
 
 export interface SseReader {
@@ -31,10 +38,24 @@ export interface SseReader {
  * are not reported: MCP sends every message as a plain `message` event.
  */
 export function createSseReader(handlers: SseHandlers): SseReader {
-  const { onEvent } = handlers;
-  const parser = createParser({ onEvent: (event) => onEvent(event.data, event.id), onRetry: handlers.onRetry });
+  const { onEvent, onTooLarge } = handlers;
+  let spent = false;
+  const parser = createParser({
+    onEvent: (event) => onEvent(event.data, event.id),
+    onRetry: handlers.onRetry,
+    maxBufferSize: handlers.maxEventChars,
+    onError: (error) => {
+      if (error.type !== 'max-buffer-size-exceeded') return;
+      spent = true;
+      onTooLarge?.();
+    },
+  });
   const decoder = new StringDecoder('utf8');
-  return { feed: (chunk) => parser.feed(typeof chunk === 'string' ? chunk : decoder.write(chunk)) };
+  return {
+    feed: (chunk) => {
+      if (!spent) parser.feed(typeof chunk === 'string' ? chunk : decoder.write(chunk));
+    },
+  };
 }
 
 /**

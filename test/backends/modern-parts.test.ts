@@ -10,7 +10,10 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { PromptListChangedNotificationSchema, ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { BackendResponse } from '../../src/backends/backend.js';
+import { syntheticBody } from '../../src/backends/body.js';
 import { InputAnswers } from '../../src/backends/modern/input-answers.js';
+import { SessionListens } from '../../src/backends/modern/session-listens.js';
 import { initializeFromDiscover } from '../../src/backends/modern/initialize-from-discover.js';
 import type { ReplicaMessage } from '../../src/state/coordinator.js';
 import { startConformanceServer, type ConformanceServer } from '../helpers/conformance.js';
@@ -87,6 +90,38 @@ describe('the adapted session\'s GET stream', () => {
     await client.subscribeResource({ uri: 'test://watched-resource' });
     await triggerAndHear('switchboard_trigger_watched_update', 'resources/updated test://watched-resource');
     assert.deepEqual(heard, ['tools/list_changed', 'prompts/list_changed', 'resources/updated test://watched-resource']);
+  });
+});
+
+/** The backend's listen answered as JSON (issue 29): a JSON-lines stream, or one response. */
+describe('SessionListens, a listen answered as JSON', () => {
+  const TAG = 'io.modelcontextprotocol/subscriptionId';
+  const line = (method: string, params: Record<string, unknown> = {}) => `${JSON.stringify({ jsonrpc: '2.0', method, params: { ...params, _meta: { [TAG]: 'l1' } } })}\n`;
+  const json = (body: string | AsyncIterable<string>): BackendResponse => ({ status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(body) });
+
+  test('one JSON response (the backend refusing the listen) opens no stream', async () => {
+    const refusal = json('{"jsonrpc":"2.0","id":"listen:1","error":{"code":-32601,"message":"Method not found"}}');
+    assert.equal(await new SessionListens().open('u', 's', async () => refusal), undefined);
+  });
+
+  test('JSON lines: each notification an SSE event without the acknowledgement and the tag, on one stream across the listen opened again', async () => {
+    async function* openFirst(): AsyncGenerator<string> {
+      yield line('notifications/subscriptions/acknowledged');
+      yield line('notifications/tools/list_changed');
+      await new Promise(() => {}); // left open, as the reference server leaves it
+    }
+    let opened = 0;
+    const listens = new SessionListens();
+    const stream = await listens.open('u', 's', async () => (++opened === 1 ? json(openFirst()) : json(line('notifications/subscriptions/acknowledged') + line('notifications/resources/updated', { uri: 'test://w' }))));
+    assert.ok(stream);
+    const chunks = stream.body[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    assert.equal(String(first.value), 'data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{}}}\n\n');
+    listens.changed('u', 's');
+    let rest = '';
+    for (let chunk = await chunks.next(); !chunk.done; chunk = await chunks.next()) rest += String(chunk.value);
+    assert.equal(rest, 'data: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://w","_meta":{}}}\n\n');
+    assert.equal(opened, 2);
   });
 });
 

@@ -23,7 +23,7 @@ function parkedCall(userKey: string): { call: BridgedCall; sent: BackendMessage[
   };
   const sent: BackendMessage[] = [];
   const call: BridgedCall = {
-    messages: new BackendMessages(body),
+    messages: new BackendMessages(body, 'text/event-stream'),
     userKey,
     endpoint: 'a',
     method: 'tools/call',

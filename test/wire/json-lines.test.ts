@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createJsonMessageSplitter, maySpanLines } from '../../src/wire/json-lines.js';
+import { createJsonMessageSplitter, maySpanLines, MessageTooLargeError } from '../../src/wire/json-lines.js';
 
 const texts = (buffers: Buffer[]) => buffers.map((b) => b.toString('utf8'));
 
@@ -34,6 +34,18 @@ describe('createJsonMessageSplitter', () => {
     const splitter = createJsonMessageSplitter();
     assert.deepEqual(texts(splitter.feed(Buffer.from('{"a":1}\n{"b":'))), ['{"a":1}']);
     assert.equal(splitter.end()?.toString('utf8'), '{"b":');
+  });
+});
+
+describe('createJsonMessageSplitter with maxBytes', () => {
+  test('messages up to the bound pass; one past it throws as soon as the bound is passed, in one chunk or across several', () => {
+    const small = '{"a":"' + 'x'.repeat(50) + '"}';
+    const splitter = createJsonMessageSplitter(64);
+    assert.deepEqual(texts(splitter.feed(Buffer.from(`${small}\n${small}\n`))), [small, small]);
+    assert.throws(() => createJsonMessageSplitter(64).feed(Buffer.from('{"a":"' + 'x'.repeat(80) + '"}')), MessageTooLargeError);
+    const open = createJsonMessageSplitter(64);
+    open.feed(Buffer.from('{"a":"' + 'x'.repeat(40)));
+    assert.throws(() => open.feed(Buffer.from('x'.repeat(40))), /exceeded 64 bytes/);
   });
 });
 

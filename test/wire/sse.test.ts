@@ -51,6 +51,20 @@ describe('SSE on the wire', () => {
     const oneByOne = [...bytes].map((b) => Buffer.from([b]));
     assert.deepEqual(read(oneByOne).events, [{ data: '{"text":"€ and 😀"}', id: '1' }]);
   });
+
+  test('with maxEventChars, an event past the bound is reported once and the reader takes nothing after it', () => {
+    const events: string[] = [];
+    let tooLarge = 0;
+    const reader = createSseReader({ onEvent: (data) => void events.push(data), onTooLarge: () => void tooLarge++, maxEventChars: 64 });
+    reader.feed(formatSseEvent('small'));
+    reader.feed('data: ' + 'x'.repeat(40));
+    assert.equal(tooLarge, 0);
+    reader.feed('x'.repeat(40));
+    assert.equal(tooLarge, 1);
+    reader.feed('\n\n' + formatSseEvent('after'));
+    assert.deepEqual(events, ['small']);
+    assert.equal(tooLarge, 1);
+  });
 });
 
 describe('header values', () => {

@@ -49,7 +49,7 @@ export interface Conversation {
   signal?: AbortSignal;
 }
 
-/** The first answer: a JSON message already read, or an SSE answer still to read. */
+/** The first answer: a JSON message already read, or an answer (SSE, or JSON messages as they come) still to read. */
 export type FirstAnswer = { message: BackendMessage } | { res: BackendResponse };
 
 export function converse(conversation: Conversation, first: FirstAnswer): BackendResponse {
@@ -66,8 +66,9 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
   let answer: FirstAnswer = first;
   for (let round = 0; ; round++) {
     let final: BackendMessage | undefined;
+    let broken: Error | undefined;
     if ('message' in answer) final = answer.message;
-    else for await (const message of messagesOf(answer.res)) {
+    else for await (const message of messagesOf(answer.res, (why) => (broken = why))) {
       if (message.method === undefined) {
         final = message;
         break;
@@ -76,7 +77,7 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
       if (message.id === undefined) yield formatSseEvent(JSON.stringify(message));
     }
     const result = final?.result as Record<string, unknown> | undefined;
-    if (!final) return yield failure(id, 'the backend ended its answer without a result');
+    if (!final) return yield failure(id, broken?.message ?? 'the backend ended its answer without a result');
     if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify({ ...final, id }));
     if (round >= MAX_ROUNDS) return yield failure(id, `the backend asked for input more than ${MAX_ROUNDS} times`);
     const inputRequests = (result.inputRequests ?? {}) as Record<string, { method?: unknown; params?: unknown }>;
@@ -100,16 +101,19 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
 async function retry(c: Conversation, inputResponses: Record<string, unknown>, requestState: unknown): Promise<FirstAnswer> {
   const params = { ...(c.request.params as Record<string, unknown>), inputResponses, ...(typeof requestState === 'string' ? { requestState } : {}) };
   const res = await c.backend.post(JSON.stringify({ ...c.request, params }), c.headers, c.signal);
-  if (res.contentType === 'text/event-stream' && res.status === 200) return { res };
+  // SSE, or JSON read message by message: one message, or progress then the result as JSON lines (issue 29).
+  if ((res.contentType === 'text/event-stream' || res.contentType === 'application/json') && res.status === 200) return { res };
   const message = parseObject(await res.body.text());
   if (message && ('result' in message || 'error' in message)) return { message };
   return { message: errorResponse(c.request.id, ErrorCode.BackendUnavailable, `backend "${c.backend.name}" answered HTTP ${res.status}`) as unknown as BackendMessage };
 }
 
-async function* messagesOf(res: BackendResponse): AsyncGenerator<BackendMessage> {
-  const messages = new BackendMessages(res.body);
+/** The answer's messages (SSE or JSON, by its content type); `failed` is told why they ended early (a message past the bound). */
+async function* messagesOf(res: BackendResponse, failed: (why: Error) => void): AsyncGenerator<BackendMessage> {
+  const messages = new BackendMessages(res.body, res.contentType);
   try {
     for (let message = await messages.next(); message; message = await messages.next()) yield message;
+    if (messages.failure) failed(messages.failure);
   } finally {
     messages.close();
   }

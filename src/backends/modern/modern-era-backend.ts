@@ -34,6 +34,7 @@ import type { BackendEras } from '../era.js';
 import { AdaptedSessions, type AdaptedSession } from './adapted-sessions.js';
 import { InputAnswers } from './input-answers.js';
 import { initializeFromDiscover } from './initialize-from-discover.js';
+import { answerJson } from './json-answer.js';
 import { converse } from './input-rounds.js';
 import { SessionListens } from './session-listens.js';
 
@@ -113,7 +114,8 @@ export class ModernEraBackend implements McpBackend {
     if (!Object.keys(notifications).length) return undefined;
     const request = this.#modern({ jsonrpc: '2.0', id: `listen:${sessionId.slice(-8)}`, method: 'subscriptions/listen', params: { notifications } }, session, headers);
     const res = await this.inner.post(JSON.stringify(request.message), request.headers, signal).catch(() => undefined);
-    if (res?.status === 200 && res.contentType === 'text/event-stream') return res;
+    // As SSE, or as JSON lines kept open (the conformance suite's reference server; issue 29).
+    if (res?.status === 200 && (res.contentType === 'text/event-stream' || res.contentType === 'application/json')) return res;
     await res?.body.dump().catch(() => {});
     return undefined;
   }
@@ -181,10 +183,7 @@ export class ModernEraBackend implements McpBackend {
     const conversation = { backend: this.inner, answers: this.parts.answers, asked, request: modern.message, headers: modern.headers, signal };
     if (res.status === 200 && res.contentType === 'text/event-stream') return converse(conversation, { res });
     if (res.status !== 200 || res.contentType !== 'application/json') return res;
-    const text = await res.body.text();
-    if (!text.includes('"input_required"')) return { ...res, body: syntheticBody(text) };
-    const answer = parseObject(text);
-    return answer ? converse(conversation, { message: answer }) : { ...res, body: syntheticBody(text) };
+    return answerJson(res, conversation);
   }
 
   /** The message with the session's `_meta`, and the headers of a stateless request (no session id). */

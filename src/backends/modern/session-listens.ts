@@ -23,16 +23,26 @@ export type OpenListen = () => Promise<BackendResponse | undefined>;
 export class SessionListens {
   readonly #refresh = new Map<string, Set<() => void>>();
 
-  /** The client's stream, or undefined when the backend did not open the first listen. */
+  /**
+   * The client's stream, or undefined when the backend did not open the first listen. A listen
+   * answered as JSON (issue 29) is open once its first message is a notification (the
+   * acknowledgement): a JSON answer that is a response is the backend's refusal, as a 2026
+   * server answers a request it does not take.
+   */
   async open(userKey: string, sessionId: string, openListen: OpenListen): Promise<BackendResponse | undefined> {
     const first = await openListen();
     if (!first) return undefined;
+    let current = new BackendMessages(first.body, first.contentType);
+    let head = first.contentType === 'application/json' ? await current.next() : undefined;
+    if (first.contentType === 'application/json' && head?.method === undefined) {
+      current.close();
+      return undefined;
+    }
     const key = `${userKey}\n${sessionId}`;
-    let current: BackendMessages | undefined;
     let refreshing = false;
     const refresh = () => {
       refreshing = true;
-      current?.close();
+      current.close();
     };
     const listens = this.#refresh.get(key) ?? new Set();
     this.#refresh.set(key, listens.add(refresh));
@@ -40,21 +50,26 @@ export class SessionListens {
       listens.delete(refresh);
       if (!listens.size) this.#refresh.delete(key);
     };
+    const reopen = async () => {
+      const res = await openListen();
+      return res && new BackendMessages(res.body, res.contentType);
+    };
     async function* events(): AsyncGenerator<string> {
       try {
-        for (let res: BackendResponse | undefined = first; res; res = refreshing ? await openListen() : undefined) {
+        for (let messages: BackendMessages | undefined = current; messages; messages = refreshing ? await reopen() : undefined) {
           refreshing = false;
-          current = new BackendMessages(res.body);
-          for (let message = await current.next(); message; message = await current.next()) {
+          current = messages;
+          for (let message = head ?? (await messages.next()); message; message = await messages.next()) {
+            head = undefined;
             if (message.method === undefined) break;
             if (message.id !== undefined || message.method === 'notifications/subscriptions/acknowledged') continue;
             yield formatSseEvent(JSON.stringify(untagged(message)));
           }
-          current.close();
+          messages.close();
         }
       } finally {
         forget();
-        current?.close();
+        current.close();
       }
     }
     const body = syntheticBody(events());
@@ -63,8 +78,7 @@ export class SessionListens {
     (body as unknown as NodeJS.EventEmitter).once('close', () => {
       refreshing = false;
       forget();
-      if (current) current.close();
-      else first.body.destroy();
+      current.close();
     });
     return { status: 200, headers: {}, contentType: 'text/event-stream', body };
   }
