@@ -27,39 +27,31 @@ const KEEP_ALIVE_MS = 200;
 const STREAMS = 5;
 const DEADLINE_MS = 10_000;
 
-let oauth: OAuthHandle | undefined;
-let backend: FirstWinsBackend | undefined;
-let gateway: GatewayHandle | undefined;
-let token = '';
-/** The gateway's side of every GET request. */
-const getRequests: IncomingMessage[] = [];
+/** The issuer, the backend and the gateway, with the token of the one user and the gateway's side of every GET. */
+const rig: { oauth?: OAuthHandle; backend?: FirstWinsBackend; gateway?: GatewayHandle; token: string; getRequests: IncomingMessage[] } = { token: '', getRequests: [] };
 
 before(async () => {
-  [oauth, backend] = await Promise.all([startOAuthServer(), startFirstWinsBackend()]);
-  gateway = await startGateway({
-    issuer: oauth.issuer,
-    backends: [{ name: BACKEND, url: backend.url, timeout: '30s' }],
-    overrides: { streams: { keepAlive: `${KEEP_ALIVE_MS}ms` } },
-  });
-  gateway.app.server.on('request', (req: IncomingMessage) => {
-    if (req.method === 'GET') getRequests.push(req);
-  });
-  token = await oauth.token({ sub: 'idle', aud: gateway.audience });
+  const [oauth, backend] = await Promise.all([startOAuthServer(), startFirstWinsBackend()]);
+  Object.assign(rig, { oauth, backend });
+  const overrides = { streams: { keepAlive: `${KEEP_ALIVE_MS}ms` } };
+  rig.gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: BACKEND, url: backend.url, timeout: '30s' }], overrides });
+  rig.gateway.app.server.on('request', (req: IncomingMessage) => req.method === 'GET' && rig.getRequests.push(req));
+  rig.token = await oauth.token({ sub: 'idle', aud: rig.gateway.audience });
 });
 
 after(async () => {
-  await gateway?.close();
-  await Promise.allSettled([oauth?.stop(), backend?.close()]);
+  await rig.gateway?.close();
+  await Promise.allSettled([rig.oauth?.stop(), rig.backend?.close()]);
 });
 
-const client = sessionClient(() => gateway!.endpoint(BACKEND), 'idle-streams');
+const client = sessionClient(() => rig.gateway!.endpoint(BACKEND), 'idle-streams');
 
 async function openStandalone(): Promise<RawConnection> {
-  const sessionId = await client.initialize(token);
-  const conn = await rawConnect(gateway!.url);
-  const { host, pathname } = gateway!.endpoint(BACKEND);
+  const sessionId = await client.initialize(rig.token);
+  const conn = await rawConnect(rig.gateway!.url);
+  const { host, pathname } = rig.gateway!.endpoint(BACKEND);
   conn.socket.write(
-    `GET ${pathname} HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${token}\r\naccept: text/event-stream\r\n` +
+    `GET ${pathname} HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${rig.token}\r\naccept: text/event-stream\r\n` +
       `mcp-session-id: ${sessionId}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n`,
   );
   await waitUntil(async () => (conn.answer().includes('\r\n\r\n') ? true : undefined), { what: 'the stream answers', timeoutMs: DEADLINE_MS, intervalMs: 20 });
@@ -87,10 +79,10 @@ test('every idle stream gets keep-alives from the shared wheel, and a closed str
 });
 
 test('an open standalone stream no longer holds its request headers, the token among them', async () => {
-  const seen = getRequests.length;
+  const seen = rig.getRequests.length;
   const conn = await openStandalone();
   try {
-    const req = getRequests[seen];
+    const req = rig.getRequests[seen];
     assert.ok(req, 'the gateway saw the GET');
     assert.equal(req.headers.authorization, undefined);
     assert.deepEqual(req.rawHeaders, []);
