@@ -42,10 +42,14 @@ export interface StreamTarget {
  */
 const STREAM_ID_PREFIX = randomBytes(4).toString('hex');
 let streamCounter = 0;
-export const newStreamId = () => STREAM_ID_PREFIX + ((streamCounter = (streamCounter + 1) >>> 0).toString(16).padStart(8, '0'));
+/** Built by `join`, one flat string: `+` would leave a concatenated-string node that every idle stream keeps (issue 29). */
+export const newStreamId = () => [STREAM_ID_PREFIX, (streamCounter = (streamCounter + 1) >>> 0).toString(16).padStart(8, '0')].join('');
 
+/** Holds nothing of `t` itself: a stream's relay lives as long as the stream, and `t` names the whole request (issue 29). */
 export function relayContext(t: StreamTarget): RelayContext {
   const { streams } = t.ctx.config;
+  const { backendErrors } = t.ctx.metrics;
+  const backend = t.backend.name;
   return {
     store: t.ctx.store,
     limits: { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl },
@@ -53,7 +57,7 @@ export function relayContext(t: StreamTarget): RelayContext {
     retryMs: streams.retry,
     backend: t.backend.name,
     log: t.request.log,
-    onBackendError: (failure) => t.ctx.metrics.backendErrors.inc({ backend: t.backend.name, reason: failure }),
+    onBackendError: (failure) => backendErrors.inc({ backend, reason: failure }),
   };
 }
 
@@ -202,7 +206,10 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   }
   const streaming = res.status === 200 && res.contentType === 'text/event-stream';
   t.request.log.debug({ status: res.status, streaming, backendEventId }, 'backend GET stream answered');
-  if (!streaming) await res.body.dump().catch(() => {});
+  if (!streaming) {
+    await res.body.dump().catch(() => {});
+    relay.backendIdle();
+  }
   // A 404 says the backend forgot its session only when a session was named; to a GET without
   // one (a stateless server, which issues none) it says there is no standalone stream, as 405.
   const noStandalone = res.status === 405 || (res.status === 404 && t.session.backendSessionId === undefined);
@@ -224,6 +231,7 @@ async function continueFromBackend(t: StreamTarget, relay: StreamRelay, writer: 
   t.ctx.streams.add(relay);
   if (writer) relay.attach(writer);
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
+  if (relay.meta.kind === 'get') forgetRequestHeaders(t.request);
   // Notifications that waited for the session while it had no stream.
   for (const data of mailbox) relay.inject(data);
   // 405 (or 404 without a session): the backend has no standalone stream; ours stays open for gateway notifications.
@@ -255,7 +263,20 @@ function gatewayOnlyStream(t: StreamTarget, relay: StreamRelay, writer: SseWrite
   t.ctx.streams.add(relay);
   if (writer) relay.attach(writer);
   else relay.attach(openWriter(t), undefined, wantsPriming(t.protocolVersion));
+  if (relay.meta.kind === 'get') forgetRequestHeaders(t.request);
   for (const data of mailbox) relay.inject(data);
+}
+
+/**
+ * A standalone stream has asked the backend for its own stream: nothing reads the request's
+ * headers again, yet Node keeps the request, and with it every header value, for as long as
+ * the stream stays open — the client's bearer token too, which need not outlive its check —
+ * about 1 KiB per idle stream (issue 29). They are dropped, as raw list and as parsed record.
+ * A POST stream keeps them: resuming its backend stream forwards them again.
+ */
+function forgetRequestHeaders(request: FastifyRequest): void {
+  request.raw.rawHeaders = [];
+  request.raw.headers = {};
 }
 
 /**

@@ -12,6 +12,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Coordinator, StandaloneClaim } from '../state/coordinator.js';
 import type { StreamRelay } from './stream-relay.js';
+import { TimerWheel } from './timer-wheel.js';
 
 export const LEASE_TTL_MS = 10_000;
 const RENEW_EVERY_MS = LEASE_TTL_MS / 3;
@@ -45,21 +46,42 @@ export async function claimStandalone(coordinator: Coordinator, relay: StreamRel
     // The previous holder may still be alive (the client just landed elsewhere): tell it to let go.
     void coordinator.send(claim.previous.replicaId, { type: 'stop', userKey, sessionId, streamId: claim.previous.streamId }).catch(() => {});
   }
-  const timer = setInterval(() => {
-    coordinator
-      .renewStandalone(userKey, sessionId, streamId, LEASE_TTL_MS)
-      .then((held) => {
-        if (!held) {
-          log.info('standalone stream taken over elsewhere; stopping here');
-          relay.stop();
-        }
-      })
-      .catch((err: Error) => log.warn({ err: err.message }, 'could not renew the standalone stream lease'));
-  }, RENEW_EVERY_MS);
-  timer.unref();
-  relay.onFinish(() => {
-    clearInterval(timer);
-    void coordinator.releaseStandalone(userKey, sessionId, streamId).catch(() => {});
-  });
+  const lease: StandaloneLease = { coordinator, relay, log };
+  standaloneLeases.add(lease);
+  relay.onFinish(() => releaseStandalone(lease));
   return claim;
+}
+
+/** What renewing one standalone claim needs. */
+interface StandaloneLease {
+  coordinator: Coordinator;
+  relay: StreamRelay;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * Every standalone claim of this process is renewed from one wheel (timer-wheel.ts) rather than
+ * a timer per stream (issue 29: an idle stream's memory). Renewals keep their period; the first
+ * may come up to one tick (1/8 of it) early, far inside the lease's TTL.
+ */
+const standaloneLeases = new TimerWheel<StandaloneLease>(RENEW_EVERY_MS, renewStandalone);
+
+function releaseStandalone(lease: StandaloneLease): void {
+  standaloneLeases.delete(lease);
+  const { userKey, sessionId, streamId } = lease.relay.key;
+  void lease.coordinator.releaseStandalone(userKey, sessionId, streamId).catch(() => {});
+}
+
+function renewStandalone({ coordinator, relay, log }: StandaloneLease): void {
+  if (relay.finished) return;
+  const { userKey, sessionId, streamId } = relay.key;
+  coordinator
+    .renewStandalone(userKey, sessionId, streamId, LEASE_TTL_MS)
+    .then((held) => {
+      if (!held) {
+        log.info('standalone stream taken over elsewhere; stopping here');
+        relay.stop();
+      }
+    })
+    .catch((err: Error) => log.warn({ err: err.message }, 'could not renew the standalone stream lease'));
 }

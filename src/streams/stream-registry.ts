@@ -16,20 +16,26 @@ export class StreamRegistry {
   readonly listens = new OpenListens();
 
   add(relay: StreamRelay): void {
-    const id = relayId(relay.key.userKey, relay.key.sessionId, relay.key.streamId);
+    const { userKey, sessionId: session, streamId } = relay.key;
+    const id = relayId(userKey, session, streamId);
     if (this.#relays.get(id) === relay) return;
     this.#relays.set(id, relay);
-    const { userKey } = relay.key;
     this.#perUser.set(userKey, this.forUser(userKey) + 1);
-    const session = sessionId(userKey, relay.key.sessionId);
-    if (relay.meta.kind === 'get') this.#standalone.set(session, relay);
-    relay.onFinish(() => {
-      if (this.#relays.get(id) === relay) this.#relays.delete(id);
-      if (this.#standalone.get(session) === relay) this.#standalone.delete(session);
-      const left = this.forUser(userKey) - 1;
-      if (left > 0) this.#perUser.set(userKey, left);
-      else this.#perUser.delete(userKey);
-    });
+    if (relay.meta.kind === 'get') this.#standalone.set(sessionId(userKey, session), relay);
+    // The keys are computed again at the end rather than held by the callback: an idle stream
+    // keeps fewer strings (issue 29).
+    relay.onFinish(() => this.#remove(relay));
+  }
+
+  #remove(relay: StreamRelay): void {
+    const { userKey, sessionId: session, streamId } = relay.key;
+    const id = relayId(userKey, session, streamId);
+    if (this.#relays.get(id) === relay) this.#relays.delete(id);
+    const standalone = sessionId(userKey, session);
+    if (this.#standalone.get(standalone) === relay) this.#standalone.delete(standalone);
+    const left = this.forUser(userKey) - 1;
+    if (left > 0) this.#perUser.set(userKey, left);
+    else this.#perUser.delete(userKey);
   }
 
   /** How many relays of this user run here. */
@@ -101,5 +107,9 @@ export class StreamRegistry {
   }
 }
 
-const sessionId = (userKey: string, session: string) => `${userKey}:${session}`;
-const relayId = (userKey: string, session: string, streamId: string) => `${userKey}:${session}:${streamId}`;
+/**
+ * Map keys built by `join`, which makes one flat string: a template literal makes a tree of
+ * concatenated-string nodes, which a key held for a stream's life keeps (issue 29).
+ */
+const sessionId = (userKey: string, session: string) => [userKey, session].join(':');
+const relayId = (userKey: string, session: string, streamId: string) => [userKey, session, streamId].join(':');

@@ -19,6 +19,7 @@ import type { ReplayLimits, StateStore, StoredEvent, StreamKey, StreamMeta } fro
 import { errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import { createSseReader } from '../wire/sse.js';
 import { answeredIdKeys, idKey } from './answered-ids.js';
+import { BackendAbort } from './backend-abort.js';
 import type { SseWriter } from './sse-writer.js';
 
 export interface RelayContext {
@@ -51,18 +52,16 @@ const PRIMING_HOLD_MS = 100;
 /** How long an answered POST stream may stay open before the gateway stops reading it. */
 const DRAIN_GRACE_MS = 1_000;
 
-function destroyBody(body: AsyncIterable<Buffer>): void {
-  (body as { destroy?: () => void }).destroy?.();
-}
+const destroyBody = (body: AsyncIterable<Buffer>) => (body as { destroy?: () => void }).destroy?.();
 
 export class StreamRelay {
   readonly key: StreamKey;
   readonly meta: StreamMeta;
   readonly #ctx: RelayContext;
-  readonly #pending = new Map<string, JsonRpcId>();
+  readonly #pending: Map<string, JsonRpcId> | undefined; // what this stream still owes; no Map at all for a GET stream (issue 29)
   readonly #recent: StoredEvent[] = [];
   #recentSize = 0;
-  readonly #abort = new AbortController();
+  readonly #abort = new BackendAbort();
   readonly #onFinish: Array<() => void> = [];
   readonly #onDetach: Array<() => void> = [];
   #seq: number;
@@ -83,10 +82,7 @@ export class StreamRelay {
    * numbers; those the client has are stored but not sent twice.
    */
   #clientHasThrough = 0;
-  /**
-   * A standalone stream the gateway opened before its client came (standalone-early.ts):
-   * true until a client attaches here or follows it from another replica.
-   */
+  /** A standalone stream the gateway opened before its client came (standalone-early.ts): true until a client attaches here or follows it elsewhere. */
   #awaitingClient = false;
   readonly #onClientCame: Array<() => void> = [];
   /** True while pump() reads the backend: finishing from inside it needs no abort. */
@@ -94,10 +90,7 @@ export class StreamRelay {
   /** Whether a backend stream was ever pumped into this relay (false: the gateway's own stream). */
   #hasBackend = false;
 
-  /**
-   * @param startSeq the last sequence number already used on this stream (0 for a new one).
-   * @param backendLastEventId where the backend stream stands when resuming.
-   */
+  /** @param startSeq the last sequence number already used on this stream (0 for a new one). @param backendLastEventId where the backend stream stands when resuming. */
   constructor(ctx: RelayContext, key: StreamKey, meta: StreamMeta, startSeq = 0, backendLastEventId?: string) {
     this.#ctx = ctx;
     this.key = key;
@@ -105,13 +98,18 @@ export class StreamRelay {
     this.#seq = startSeq;
     this.#startSeq = startSeq;
     this.#backendLastEventId = backendLastEventId;
-    for (const id of meta.requestIds) this.#pending.set(idKey(id), id);
+    if (meta.requestIds.length) this.#pending = new Map(meta.requestIds.map((id) => [idKey(id), id]));
     if (startSeq === 0) this.#unsaved.push({ seq: 0, meta });
   }
 
   /** Aborts the backend request of this relay (client gone from a GET stream, shutdown, DELETE). */
   get signal(): AbortSignal {
     return this.#abort.signal;
+  }
+
+  /** The backend answered without a stream (405): no request of this relay is in flight, its signal goes (backend-abort.ts). */
+  backendIdle(): void {
+    this.#abort.release();
   }
 
   get finished(): boolean {
@@ -217,7 +215,7 @@ export class StreamRelay {
         reader.feed(chunk);
       }
     } catch (err) {
-      if (!this.#abort.signal.aborted && !this.#finished) failure = toBackendError(this.#ctx.backend, err, 'stream');
+      if (!this.#abort.aborted && !this.#finished) failure = toBackendError(this.#ctx.backend, err, 'stream');
     } finally {
       if (drainTimer) clearTimeout(drainTimer);
       this.#pumping = false;
@@ -272,13 +270,13 @@ export class StreamRelay {
     this.#emit(data, backendEventId);
     if (this.meta.kind === 'post') {
       this.#settle(data);
-      if (this.#pending.size === 0) this.#finish(true);
+      if (!this.#pending?.size) this.#finish(true);
     }
   }
 
   /** Removes the request ids answered by this message from the pending set. */
   #settle(data: string): void {
-    for (const key of answeredIdKeys(data)) this.#pending.delete(key);
+    for (const key of answeredIdKeys(data)) this.#pending?.delete(key);
   }
 
   #afterBackendEnded(failure: BackendError | undefined): void {
@@ -298,10 +296,10 @@ export class StreamRelay {
     const error = failure ?? new BackendError(this.#ctx.backend, 'stream_broken', `backend "${this.#ctx.backend}" closed the stream before responding`);
     this.#ctx.log.warn({ backend: this.#ctx.backend, failure: error.failure }, 'backend stream ended without a response');
     this.#ctx.onBackendError(error.failure);
-    for (const id of this.#pending.values()) {
+    for (const id of this.#pending?.values() ?? []) {
       this.#emit(JSON.stringify(errorResponse(id, error.rpcCode, error.message, { ...error.rpcData, backend: this.#ctx.backend })), undefined);
     }
-    this.#pending.clear();
+    this.#pending?.clear();
     this.#finish(true);
   }
 
