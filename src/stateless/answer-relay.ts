@@ -31,7 +31,7 @@ import type { JsonRpcId } from '../wire/jsonrpc.js';
 import { formatSseEvent, soleEventData, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { createJsonMessageSplitter, maySpanLines } from '../wire/json-lines.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
-import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
+import { answersExactly } from '../streams/answered-ids.js';
 import { shapeMessageBytes, shapeMessageText } from './result-shaping.js';
 
 export interface StatelessAnswer {
@@ -69,7 +69,7 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     const held = await holdAnswer(res);
     // The response as the only event, then the end (SDK servers' default): that message alone, with its length.
     const data = held.whole && answer.id !== undefined ? soleEventData(held.whole) : undefined;
-    if (data !== undefined && answeredIdKeys(data).includes(idKey(answer.id!))) {
+    if (data !== undefined && answersExactly(data, [answer.id!])) {
       reply.code(200).type('application/json').send(Buffer.from(shapeMessageText(data, answer.method, answer.shared)));
       return;
     }
