@@ -28,11 +28,13 @@ import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError } from '../http/replies.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { formatSseEvent, soleEventData, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { soleEventData, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { createJsonMessageSplitter, maySpanLines } from '../wire/json-lines.js';
+import { jsonMessagesAsEvents } from './json-lines-events.js';
+import { sseAnswerAsEvents } from './sse-events.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
 import { answersExactly } from '../streams/answered-ids.js';
-import { shapeMessageBytes, shapeMessageText } from './result-shaping.js';
+import { shapeMessageBytes, shapeMessageText, streamsResults } from './result-shaping.js';
 
 export interface StatelessAnswer {
   backend: string;
@@ -63,7 +65,8 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     // A stream's headers go at once: a listen with nothing to say yet, or a message still
     // arriving, is an open answer the client sees begin (its first bytes are then events).
     const begin = held.stream ? () => reply.raw.flushHeaders() : undefined;
-    return sendEvents(reply, res, jsonMessagesAsEvents(heldChunks(held), answer, begin));
+    const shape = (text: string) => shapeMessageText(text, answer.method, answer.shared);
+    return sendEvents(reply, res, jsonMessagesAsEvents(heldChunks(held), { shape, streamResults: streamsResults(answer.method), begin }));
   }
   if (ok && res.contentType === 'text/event-stream') {
     const held = await holdAnswer(res);
@@ -73,10 +76,12 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
       reply.code(200).type('application/json').send(Buffer.from(shapeMessageText(data, answer.method, answer.shared)));
       return;
     }
-    const events = transformSse(heldChunks(held), (data) => {
-      if (data === '') return undefined;
-      return { data: shapeMessageText(data, answer.method, answer.shared) };
-    });
+    const shape = (text: string) => shapeMessageText(text, answer.method, answer.shared);
+    // A body held whole is small: its events are shaped whole. One still arriving is relayed
+    // as it comes, a response's data streamed (sse-events.ts).
+    const events = held.whole
+      ? transformSse(heldChunks(held), (data) => (data === '' ? undefined : { data: shape(data) }))
+      : sseAnswerAsEvents(held.stream, shape, streamsResults(answer.method));
     return sendEvents(reply, res, events);
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
@@ -86,19 +91,6 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
   await res.body.dump().catch(() => {});
   const failure = new BackendError(answer.backend, 'bad_status', `backend "${answer.backend}" answered HTTP ${res.status}`, res.status);
   return sendBackendError(reply, failure, answer.id === undefined ? [] : [answer.id], false);
-}
-
-/** JSON messages one after another (JSON lines), each shaped and sent as an SSE event as soon as it is complete. */
-async function* jsonMessagesAsEvents(chunks: AsyncIterable<Buffer>, answer: StatelessAnswer, begin?: () => void): AsyncGenerator<Buffer> {
-  begin?.();
-  const splitter = createJsonMessageSplitter();
-  const event = (message: Buffer) => formatSseEvent(shapeMessageText(message.toString('utf8'), answer.method, answer.shared));
-  for await (const chunk of chunks) {
-    const messages = splitter.feed(chunk);
-    if (messages.length) yield Buffer.from(messages.map(event).join(''));
-  }
-  const rest = splitter.end();
-  if (rest) yield Buffer.from(event(rest));
 }
 
 function sendEvents(reply: FastifyReply, res: BackendResponse, events: AsyncIterable<Buffer>): FastifyReply {
