@@ -15,6 +15,9 @@
  *   notifications reach the client while the call runs: the revision has no resumption, so
  *   event ids and priming events are dropped (a client must not try `Last-Event-ID` against
  *   the gateway), and the final response is shaped.
+ * - A response too big or too slow to hold, in either form, is sent as its bytes arrive, with
+ *   `resultType` written in as they pass (event-sink.ts; issue 29: a 1 MB tool result is never
+ *   held whole).
  * - Closing the response stream is the cancellation of the request: when the client goes,
  *   the backend's body is destroyed, which closes that connection, which is the backend's
  *   cancellation signal in turn. Nothing else is sent for it.

@@ -123,21 +123,24 @@ export function createResultTypeStream(): ResultTypeStream {
       const out: Buffer[] = [];
       let from = 0;
       let keyFrom = 0;
+      const seen = { quote: -2, slash: -2 };
       let i = 0;
       for (; i < chunk.length && !s.ended; i++) {
         const byte = chunk[i]!;
         if (s.verdict === 'pending' && s.read + i >= OPENING_MAX_BYTES) s.verdict = 'other';
         if (s.inString) {
-          if (s.escaped) s.escaped = false;
-          else if (byte === BACKSLASH) s.escaped = true;
-          else if (byte === QUOTE) {
-            s.inString = false;
-            if (key) {
-              keySize += i - keyFrom;
-              key.push(chunk.subarray(keyFrom, i));
-              onKey(keyName(key, keySize));
-              key = undefined;
-            }
+          const close = stringClose(chunk, i, s, seen);
+          if (close === -1) {
+            i = chunk.length;
+            break;
+          }
+          i = close;
+          s.inString = false;
+          if (key) {
+            keySize += i - keyFrom;
+            key.push(chunk.subarray(keyFrom, i));
+            onKey(keyName(key, keySize));
+            key = undefined;
           }
           continue;
         }
@@ -160,6 +163,37 @@ export function createResultTypeStream(): ResultTypeStream {
       return out;
     },
   };
+}
+
+/**
+ * Where the open string closes in `chunk`, searching from `from`: its quote's index, or -1 when
+ * it runs past the chunk (`s.escaped` carries a backslash that ends it over). Only quotes and
+ * backslashes matter inside a string, so a 1 MB text costs a few native searches, not a turn of
+ * the byte loop per byte; `seen` keeps this chunk's last finds, so many short strings do not
+ * search the chunk's tail again each.
+ */
+function stringClose(chunk: Buffer, from: number, s: ScanState, seen: { quote: number; slash: number }): number {
+  let i = from;
+  if (s.escaped) {
+    if (i >= chunk.length) return -1;
+    s.escaped = false;
+    i++;
+  }
+  for (;;) {
+    seen.quote = after(chunk, QUOTE, i, seen.quote);
+    seen.slash = after(chunk, BACKSLASH, i, seen.slash);
+    if (seen.slash === -1 || (seen.quote !== -1 && seen.quote < seen.slash)) return seen.quote;
+    if (seen.slash + 1 >= chunk.length) {
+      s.escaped = true;
+      return -1;
+    }
+    i = seen.slash + 2;
+  }
+}
+
+/** The next `needle` at or after `from`, or -1: `known` when it still lies ahead (or none is left), else searched again. */
+function after(chunk: Buffer, needle: number, from: number, known: number): number {
+  return known === -1 || known >= from ? known : chunk.indexOf(needle, from);
 }
 
 /** The verdict when a `{` or `[` opens at `depth`: only the message's own object, then its result, keep it a response. */
