@@ -17,7 +17,7 @@ import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protoc
 import { headerValue } from '../wire/headers.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
 import { soleEventData } from '../wire/sse.js';
-import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
+import { answersExactly } from '../streams/answered-ids.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
 import { StateUnavailableError } from '../state/errors.js';
 import { backendRefused, passUpstreamGate, stepUp } from './upstream-gate.js';
@@ -166,7 +166,7 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
     await res.body.dump();
     return endLostBackendSession(ctx, request, reply, backend.name, target.sessionId);
   }
-  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') return relaySseAnswer(t, res, requestIds, authorization);
+  if (res.status >= 200 && res.status < 300 && res.contentType === 'text/event-stream') return relaySseAnswer(t, res, requestIds, batch, authorization);
   if (res.status >= 200 && res.status < 300 && res.contentType === 'application/json') {
     return reply.code(res.status).type('application/json').header(HEADER.sessionId, target.sessionId).send(await jsonAnswerPayload(res));
   }
@@ -187,19 +187,14 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
  * closed before its answer (SSE polling), a big or slow body — goes through the relay, with its
  * event ids and replay log (MCP 2025-11-25 §Resumability and Redelivery).
  */
-async function relaySseAnswer(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], authorization: string | undefined): Promise<void> {
+async function relaySseAnswer(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], batch: boolean, authorization: string | undefined): Promise<void> {
   const held = await holdAnswer(res);
   const data = held.whole && requestIds.length ? soleEventData(held.whole) : undefined;
-  if (data !== undefined && answersEvery(data, requestIds)) {
+  if (data !== undefined && answersExactly(data, requestIds, batch)) {
     t.reply.code(res.status).type('application/json').header(HEADER.sessionId, t.sessionId).send(Buffer.from(data));
     return;
   }
   await relayPostStream(t, heldChunks(held), requestIds, authorization);
-}
-
-function answersEvery(data: string, requestIds: JsonRpcId[]): boolean {
-  const answered = answeredIdKeys(data);
-  return answered.length === requestIds.length && requestIds.every((id) => answered.includes(idKey(id)));
 }
 
 async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyReply) {

@@ -17,6 +17,9 @@
  *   the gateway), and the final response is shaped.
  * - A `subscriptions/listen` stream also carries the list changes the gateway itself causes
  *   (a pin approval, a reload), between the backend's events (relayed-listen.ts).
+ * - A response too big or too slow to hold, in either form, is sent as its bytes arrive, with
+ *   `resultType` written in as they pass (event-sink.ts; issue 29: a 1 MB tool result is never
+ *   held whole).
  * - Closing the response stream is the cancellation of the request: when the client goes,
  *   the backend's body is destroyed, which closes that connection, which is the backend's
  *   cancellation signal in turn. Nothing else is sent for it.
@@ -30,12 +33,14 @@ import type { BackendResponse } from '../backends/backend.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError } from '../http/replies.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { formatSseEvent, soleEventData, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { soleEventData, transformSse, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { createJsonMessageSplitter, maySpanLines } from '../wire/json-lines.js';
+import { jsonMessagesAsEvents } from './json-lines-events.js';
+import { sseAnswerAsEvents } from './sse-events.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
-import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
+import { answersExactly } from '../streams/answered-ids.js';
 import type { RelayedListen } from './relayed-listen.js';
-import { shapeMessageBytes, shapeMessageText } from './result-shaping.js';
+import { shapeMessageBytes, shapeMessageText, streamsResults } from './result-shaping.js';
 
 export interface StatelessAnswer {
   backend: string;
@@ -68,21 +73,23 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     // A stream's headers go at once: a listen with nothing to say yet, or a message still
     // arriving, is an open answer the client sees begin (its first bytes are then events).
     const begin = held.stream ? () => reply.raw.flushHeaders() : undefined;
-    return sendEvents(reply, res, withNotices(jsonMessagesAsEvents(heldChunks(held), answer, begin), answer));
+    const shape = shaperOf(answer);
+    return sendEvents(reply, res, withNotices(jsonMessagesAsEvents(heldChunks(held), { shape, streamResults: streamsResults(answer.method), begin }), answer));
   }
   if (ok && res.contentType === 'text/event-stream') {
     const held = await holdAnswer(res);
     // The response as the only event, then the end (SDK servers' default): that message alone, with its length.
     const data = held.whole && answer.id !== undefined ? soleEventData(held.whole) : undefined;
-    if (data !== undefined && answeredIdKeys(data).includes(idKey(answer.id!))) {
+    if (data !== undefined && answersExactly(data, [answer.id!])) {
       reply.code(200).type('application/json').send(Buffer.from(shapeMessageText(data, answer.method, answer.shared)));
       return;
     }
-    const events = transformSse(heldChunks(held), (data) => {
-      if (data === '') return undefined;
-      answer.listen?.observe(data);
-      return { data: shapeMessageText(data, answer.method, answer.shared) };
-    });
+    const shape = shaperOf(answer);
+    // A body held whole is small: its events are shaped whole. One still arriving is relayed
+    // as it comes, a response's data streamed (sse-events.ts).
+    const events = held.whole
+      ? transformSse(heldChunks(held), (data) => (data === '' ? undefined : { data: shape(data) }))
+      : sseAnswerAsEvents(held.stream, shape, streamsResults(answer.method));
     return sendEvents(reply, res, withNotices(events, answer));
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
@@ -94,21 +101,15 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
   return sendBackendError(reply, failure, answer.id === undefined ? [] : [answer.id], false);
 }
 
-/** JSON messages one after another (JSON lines), each shaped and sent as an SSE event as soon as it is complete. */
-async function* jsonMessagesAsEvents(chunks: AsyncIterable<Buffer>, answer: StatelessAnswer, begin?: () => void): AsyncGenerator<Buffer> {
-  begin?.();
-  const splitter = createJsonMessageSplitter();
-  const event = (message: Buffer) => {
-    const text = message.toString('utf8');
+/**
+ * Makes a held message's text a 2026-07-28 one; a listen also reads it for the backend's
+ * acknowledgement (which lists, which subscription id: relayed-listen.ts).
+ */
+function shaperOf(answer: StatelessAnswer): (text: string) => string {
+  return (text) => {
     answer.listen?.observe(text);
-    return formatSseEvent(shapeMessageText(text, answer.method, answer.shared));
+    return shapeMessageText(text, answer.method, answer.shared);
   };
-  for await (const chunk of chunks) {
-    const messages = splitter.feed(chunk);
-    if (messages.length) yield Buffer.from(messages.map(event).join(''));
-  }
-  const rest = splitter.end();
-  if (rest) yield Buffer.from(event(rest));
 }
 
 /** A listen's events with the gateway's notices between them; any other answer's as they are. */

@@ -39,6 +39,15 @@ export function sharesAnswersAcrossUsers(config: BackendConfig): boolean {
 }
 
 /**
+ * True when a result of `method` needs only `resultType`, which can be written in as its bytes
+ * pass (wire/result-type-stream.ts), so a big one streams; a cacheable result's hints need the
+ * whole message.
+ */
+export function streamsResults(method: string): boolean {
+  return !CACHEABLE_METHODS.has(method);
+}
+
+/**
  * One message of the backend's answer to `method`, made a proper 2026 result: requests and
  * notifications pass as they are; an error passes; a result gets `resultType` and, when
  * cacheable, hints that do not over-share.

@@ -10,11 +10,16 @@
  * - a 1 MB result is streamed, not held whole: the client has its first bytes while the
  *   backend still holds back its last ones;
  * - a chunked answer whose end is slow is not held back: the client has its first bytes
- *   before the backend sends the rest.
+ *   before the backend sends the rest;
+ * - a 1 MB result that names no `resultType`, written slowly as chunked JSON or as one SSE
+ *   event, reaches a 2026-07-28 client as it arrives: the backend holds back its last piece
+ *   until the client has its first bytes (an answer held whole never arrives, and the deadline
+ *   fails the test), and the client reads the backend's message byte for byte with
+ *   `resultType` written in where the result closes.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { BIG_TEXT_BYTES, startAnswerShapesBackend, type AnswerShapesBackend } from '../fixtures/answer-shapes-backend.js';
+import { BIG_MIXED_TEXT, BIG_TEXT_BYTES, startAnswerShapesBackend, type AnswerShapesBackend } from '../fixtures/answer-shapes-backend.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -164,4 +169,38 @@ describe('a stateless client (2026-07-28)', () => {
     const events = (await res.text()).split('\n').filter((line) => line.startsWith('data: '));
     assert.deepEqual(events.map((line) => JSON.parse(line.slice('data: '.length))), [JSON.parse(backend.sent.get('slow')!.toString('utf8'))]);
   });
+
+  for (const [name, shape] of [['big-untyped', 'chunked JSON'], ['big-sse', 'one SSE event']] as const) {
+    test(`a 1 MB result as ${shape}, slowly, streams through intact with resultType added`, async () => {
+      const res = await withDeadline(statelessCall(21, name), 10_000, 'the answer headers');
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'text/event-stream');
+      const data = eventData(await withDeadline(readReleasing(res), 20_000, 'the whole answer'));
+      const sent = backend.sent.get(name)!.toString('utf8');
+      const message = sent.slice(sent.indexOf('{'), sent.lastIndexOf('}') + 1);
+      assert.equal(data, `${message.slice(0, -2)},"resultType":"complete"}}`, "the backend's bytes, the member written in where the result closes");
+      const parsed = JSON.parse(data) as { id: number; result: { resultType: string; content: Array<{ text: string }> } };
+      assert.equal(parsed.id, 21);
+      assert.equal(parsed.result.resultType, 'complete');
+      assert.equal(parsed.result.content[0]!.text, BIG_MIXED_TEXT);
+    });
+  }
 });
+
+/** The answer's bytes; the backend lets its last piece go only once the first bytes are in. */
+async function readReleasing(res: Response): Promise<string> {
+  const reader = res.body!.getReader();
+  const first = await withDeadline(reader.read(), 10_000, 'the first bytes of the answer while the backend still holds back its last');
+  assert.equal(first.done, false);
+  const chunks = [Buffer.from(first.value!)];
+  backend.release();
+  for (let step = await reader.read(); !step.done; step = await reader.read()) chunks.push(Buffer.from(step.value));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The one SSE event's data, its `data:` lines joined as a client joins them. */
+function eventData(body: string): string {
+  const events = body.split('\n\n').filter((e) => e.trim());
+  assert.equal(events.length, 1, 'one event');
+  return events[0]!.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(line.startsWith('data: ') ? 6 : 5)).join('\n');
+}
