@@ -40,34 +40,51 @@ export function syntheticBody(source: string | AsyncIterable<Buffer | string>): 
  * passed (by `bytes()`, `text()` or iteration; not when the reader stops early or dumps it).
  * For an observer that needs the whole answer but must not change how it is relayed: the
  * relay keeps the backend's length and its one-write path (held-answer.ts). Chunks are kept
- * only until the end, as a reader that parsed the answer would hold them.
+ * only until the end, as a reader that parsed the answer would hold them. `settled`, when
+ * given, is called once after `whole` or when the reader dumps, destroys or stops early (a
+ * span that must end whatever becomes of the answer).
  */
-export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void): BackendBody {
-  return new TappedBody(body, whole);
+export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void, settled?: () => void): BackendBody {
+  return new TappedBody(body, whole, settled);
 }
 
 class TappedBody implements BackendBody {
+  #settled = false;
+
   constructor(
     private readonly body: BackendBody,
     private readonly whole: (bytes: Buffer) => void,
+    private readonly onSettled?: () => void,
   ) {}
+
+  #settle(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.onSettled?.();
+  }
 
   get arrived(): boolean | undefined {
     return this.body.arrived;
   }
 
   dump(): Promise<void> {
+    this.#settle();
     return this.body.dump();
   }
 
   destroy(): void {
+    this.#settle();
     this.body.destroy();
   }
 
   async bytes(): Promise<Uint8Array> {
-    const all = await this.body.bytes();
-    this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
-    return all;
+    try {
+      const all = await this.body.bytes();
+      this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
+      return all;
+    } finally {
+      this.#settle();
+    }
   }
 
   async text(): Promise<string> {
@@ -76,10 +93,14 @@ class TappedBody implements BackendBody {
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
     const seen: Buffer[] = [];
-    for await (const chunk of this.body) {
-      seen.push(chunk);
-      yield chunk;
+    try {
+      for await (const chunk of this.body) {
+        seen.push(chunk);
+        yield chunk;
+      }
+      this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
+    } finally {
+      this.#settle();
     }
-    this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
   }
 }
