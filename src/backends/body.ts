@@ -48,42 +48,52 @@ export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void, se
   return new TappedBody(body, whole, settled);
 }
 
-class TappedBody implements BackendBody {
-  #settled = false;
+/** A body over another one: `dump()` and `destroy()` reach it at once, after `onDone` (called once, also by subclasses when read to the end). */
+abstract class OverBody {
+  #done = false;
 
   constructor(
-    private readonly body: BackendBody,
-    private readonly whole: (bytes: Buffer) => void,
-    private readonly onSettled?: () => void,
+    protected readonly source: BackendBody,
+    private readonly onDone?: () => void,
   ) {}
 
-  #settle(): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.onSettled?.();
+  protected done(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.onDone?.();
   }
 
   get arrived(): boolean | undefined {
-    return this.body.arrived;
+    return this.source.arrived;
   }
 
   dump(): Promise<void> {
-    this.#settle();
-    return this.body.dump();
+    this.done();
+    return this.source.dump();
   }
 
   destroy(): void {
-    this.#settle();
-    this.body.destroy();
+    this.done();
+    this.source.destroy();
+  }
+}
+
+class TappedBody extends OverBody implements BackendBody {
+  constructor(
+    body: BackendBody,
+    private readonly whole: (bytes: Buffer) => void,
+    settled?: () => void,
+  ) {
+    super(body, settled);
   }
 
   async bytes(): Promise<Uint8Array> {
     try {
-      const all = await this.body.bytes();
+      const all = await this.source.bytes();
       this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
       return all;
     } finally {
-      this.#settle();
+      this.done();
     }
   }
 
@@ -94,13 +104,49 @@ class TappedBody implements BackendBody {
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
     const seen: Buffer[] = [];
     try {
-      for await (const chunk of this.body) {
+      for await (const chunk of this.source) {
         seen.push(chunk);
         yield chunk;
       }
       this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
     } finally {
-      this.#settle();
+      this.done();
     }
+  }
+}
+
+/**
+ * `chunks` — read from `source`, perhaps rewritten on the way — as a body whose `dump()` and
+ * `destroy()` reach `source` at once, calling `dropped` first. A body made of an async
+ * generator alone cannot: its `return()` waits until the generator's pending read of `source`
+ * settles, which for a stream the backend keeps open is its next event (or its timeout). The
+ * 2026-07-28 relay destroys the body when the client closes its stream, which is the request's
+ * cancellation (MCP 2026-07-28 Transports §Cancellation): the backend must hear of it now.
+ */
+export function derivedBody(source: BackendBody, chunks: AsyncIterable<Buffer>, dropped?: () => void): BackendBody {
+  return new DerivedBody(source, chunks, dropped);
+}
+
+class DerivedBody extends OverBody implements BackendBody {
+  constructor(
+    source: BackendBody,
+    private readonly chunks: AsyncIterable<Buffer>,
+    dropped?: () => void,
+  ) {
+    super(source, dropped);
+  }
+
+  async bytes(): Promise<Uint8Array> {
+    const all: Buffer[] = [];
+    for await (const chunk of this.chunks) all.push(chunk);
+    return all.length === 1 ? all[0]! : Buffer.concat(all);
+  }
+
+  async text(): Promise<string> {
+    return Buffer.from(await this.bytes()).toString('utf8');
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return this.chunks[Symbol.asyncIterator]();
   }
 }

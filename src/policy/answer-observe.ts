@@ -9,6 +9,7 @@
  *   the backend's length and its one-write path (backends/held-answer.ts), and read once they
  *   have all passed;
  * - text/event-stream: each event's data is read as it passes, the events relayed as they come;
+ *   dropping the body reaches the backend's at once (backends/body.ts `derivedBody`);
  * - anything else passes untouched.
  *
  * A message is read by outcome-scan.ts (id, `method`, `error.code` and `error.message`,
@@ -16,7 +17,7 @@
  * telemetry's opt-in `recordContent` puts the tool's result on the span) or the text is a batch.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { syntheticBody, tappedBody, type BackendBody } from '../backends/body.js';
+import { derivedBody, tappedBody, type BackendBody } from '../backends/body.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { transformSse } from '../wire/sse.js';
 import { scanResponse } from './outcome-scan.js';
@@ -42,9 +43,9 @@ export function observedAnswer(res: BackendResponse, observer: AnswerObserver): 
       if (data.trim()) read(data);
       return { data, id };
     });
-    return { ...res, headers, body: settled ? endingWith(events, settled) : syntheticBody(events) };
+    return { ...res, headers, body: endingWith(res.body, events, settled) };
   }
-  return settled ? { ...res, body: endingWith(res.body, settled) } : res;
+  return settled ? { ...res, body: endingWith(res.body, res.body, settled) } : res;
 }
 
 /** Tells `observe` of each message in `text`: scanned when it is one object (unless `whole`), parsed otherwise. */
@@ -60,15 +61,17 @@ function observeText(text: string, { observe, whole }: AnswerObserver): void {
   for (const m of Array.isArray(parsed) ? parsed : [parsed]) if (m && typeof m === 'object' && !Array.isArray(m)) observe(m as JsonRpcMessage);
 }
 
-/** The chunks as a body, calling `done` once they have been read to their end or dropped. */
-function endingWith(body: AsyncIterable<Buffer>, done: () => void): BackendBody {
-  return syntheticBody(
-    (async function* () {
-      try {
-        yield* body;
-      } finally {
-        done();
-      }
-    })(),
-  );
+/**
+ * `chunks` of `source` as a body, calling `done` (idempotent) once they have been read to their
+ * end or dropped — dropped at once: `destroy()` reaches `source` without waiting for its next chunk.
+ */
+function endingWith(source: BackendBody, chunks: AsyncIterable<Buffer>, done: (() => void) | undefined): BackendBody {
+  const ending = async function* () {
+    try {
+      yield* chunks;
+    } finally {
+      done?.();
+    }
+  };
+  return derivedBody(source, done ? ending() : chunks, done);
 }
