@@ -2,8 +2,8 @@
  * A call the client cancels is recorded `cancelled` at once (issue 30 §2; MCP 2025-11-25
  * "Cancellation"), not left to the backend's timeout: a real SDK client aborts `callTool` (its
  * AbortSignal sends `notifications/cancelled`) once the slow tool of a real SDK backend has
- * reported progress, so the call is known to be in flight. The backend's timeout is far beyond
- * the wait for the record, so a record that waited for it would not be seen.
+ * reported progress, so the call is known to be in flight. A record left to the backend's
+ * timeout (15 s) would say `timeout`, not `cancelled`.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -40,13 +40,15 @@ before(async () => {
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
   });
   const url = (JSON.parse(backend.readyLine!) as { url: string }).url;
-  gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: 'slow', url, timeout: '120s' }, { name: 'modern', url: modern.url, timeout: '120s' }], overrides: { audit: { sink: 'file', path: join(dir, 'audit.jsonl') } } });
+  gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: 'slow', url, timeout: '15s' }, { name: 'modern', url: modern.url, timeout: '15s' }], overrides: { audit: { sink: 'file', path: join(dir, 'audit.jsonl') } } });
   token = await oauth.token({ sub: 'cleo', aud: gateway.audience });
 });
 
 after(async () => {
+  // The backends first: a cancelled call's stream they keep open would hold the gateway's close.
+  await Promise.allSettled([backend?.stop(), modern?.stop()]);
   await gateway?.close();
-  await Promise.allSettled([oauth?.stop(), backend?.stop(), modern?.stop()]);
+  await oauth?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
