@@ -9,7 +9,11 @@
  * `traceparent` (but in the sampling-0 setup). The setups alternate over several rounds and the median is reported, since
  * the CPUs are shared.
  *
- *   node --import tsx bench/telemetry-cost.ts [calls per round, default 2000] [rounds, default 3]
+ *   node --import tsx bench/telemetry-cost.ts [calls per round, default 2000] [rounds, default 3] [--base-root DIR]
+ *
+ * `--base-root DIR` (a worktree of another commit, e.g. `git worktree add --detach DIR main`
+ * with node_modules linked in) adds the two telemetry-on setups run from DIR's src/cli.ts, in
+ * the same rounds: a before/after under the same noise.
  *
  * Bounded: a fixed number of calls per round.
  */
@@ -19,8 +23,11 @@ import { startOAuthServer } from '../test/helpers/oauth.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { startBackend, startGateway } from './processes.js';
 
-const CALLS = Number(process.argv[2] ?? 2000);
-const ROUNDS = Number(process.argv[3] ?? 3);
+const baseAt = process.argv.indexOf('--base-root');
+const BASE_ROOT = baseAt > 0 ? process.argv[baseAt + 1] : undefined;
+const positional = process.argv.slice(2).filter((_, i, all) => all[i] !== '--base-root' && all[i - 1] !== '--base-root');
+const CALLS = Number(positional[0] ?? 2000);
+const ROUNDS = Number(positional[1] ?? 3);
 const WARMUP = 300;
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
@@ -38,8 +45,8 @@ async function post(url: string, headers: Record<string, string>, body: unknown)
   return res;
 }
 
-async function round(setup: Record<string, unknown>, traced: boolean, deps: { redisUrl: string; issuer: string; token: (aud: string) => Promise<string>; backend: Awaited<ReturnType<typeof startBackend>> }): Promise<number> {
-  const gw = await startGateway({ redisUrl: deps.redisUrl, issuer: deps.issuer, backends: [deps.backend], extra: setup });
+async function round(setup: Record<string, unknown>, traced: boolean, deps: { redisUrl: string; issuer: string; token: (aud: string) => Promise<string>; backend: Awaited<ReturnType<typeof startBackend>> }, root?: string): Promise<number> {
+  const gw = await startGateway({ redisUrl: deps.redisUrl, issuer: deps.issuer, backends: [deps.backend], extra: setup, root });
   try {
     const url = `${gw.url}/mcp/fast`;
     const auth = { authorization: `Bearer ${await deps.token(gw.audience)}` };
@@ -65,8 +72,10 @@ try {
     // Client contexts are sampled (flag 01) and followed by the parent-based sampler: a client without one is what ratio 0 spares.
     ['on, sampling 0, no client context', { telemetry: { otlp: { endpoint: receiver.url }, sampling: { ratio: 0 } } }],
   ];
-  const results = new Map<string, number[]>(setups.map(([name]) => [name, []]));
-  for (let r = 0; r < ROUNDS; r++) for (const [name, setup] of setups) results.get(name)!.push(await round(setup, !name.includes('no client context'), deps));
+  const runs: Array<[string, Record<string, unknown>, string | undefined]> = setups.map(([name, setup]) => [name, setup, undefined]);
+  if (BASE_ROOT) for (const [name, setup] of setups.slice(1)) runs.push([`base: ${name}`, setup, BASE_ROOT]);
+  const results = new Map<string, number[]>(runs.map(([name]) => [name, []]));
+  for (let r = 0; r < ROUNDS; r++) for (const [name, setup, root] of runs) results.get(name)!.push(await round(setup, !name.includes('no client context'), deps, root));
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const off = median(results.get(setups[0]![0])!);
   for (const [name, xs] of results) {

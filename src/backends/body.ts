@@ -40,34 +40,61 @@ export function syntheticBody(source: string | AsyncIterable<Buffer | string>): 
  * passed (by `bytes()`, `text()` or iteration; not when the reader stops early or dumps it).
  * For an observer that needs the whole answer but must not change how it is relayed: the
  * relay keeps the backend's length and its one-write path (held-answer.ts). Chunks are kept
- * only until the end, as a reader that parsed the answer would hold them.
+ * only until the end, as a reader that parsed the answer would hold them. `settled`, when
+ * given, is called once after `whole` or when the reader dumps, destroys or stops early (a
+ * span that must end whatever becomes of the answer).
  */
-export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void): BackendBody {
-  return new TappedBody(body, whole);
+export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void, settled?: () => void): BackendBody {
+  return new TappedBody(body, whole, settled);
 }
 
-class TappedBody implements BackendBody {
+/** A body over another one: `dump()` and `destroy()` reach it at once, after `onDone` (called once, also by subclasses when read to the end). */
+abstract class OverBody {
+  #done = false;
+
   constructor(
-    private readonly body: BackendBody,
-    private readonly whole: (bytes: Buffer) => void,
+    protected readonly source: BackendBody,
+    private readonly onDone?: () => void,
   ) {}
 
+  protected done(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.onDone?.();
+  }
+
   get arrived(): boolean | undefined {
-    return this.body.arrived;
+    return this.source.arrived;
   }
 
   dump(): Promise<void> {
-    return this.body.dump();
+    this.done();
+    return this.source.dump();
   }
 
   destroy(): void {
-    this.body.destroy();
+    this.done();
+    this.source.destroy();
+  }
+}
+
+class TappedBody extends OverBody implements BackendBody {
+  constructor(
+    body: BackendBody,
+    private readonly whole: (bytes: Buffer) => void,
+    settled?: () => void,
+  ) {
+    super(body, settled);
   }
 
   async bytes(): Promise<Uint8Array> {
-    const all = await this.body.bytes();
-    this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
-    return all;
+    try {
+      const all = await this.source.bytes();
+      this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
+      return all;
+    } finally {
+      this.done();
+    }
   }
 
   async text(): Promise<string> {
@@ -76,10 +103,50 @@ class TappedBody implements BackendBody {
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
     const seen: Buffer[] = [];
-    for await (const chunk of this.body) {
-      seen.push(chunk);
-      yield chunk;
+    try {
+      for await (const chunk of this.source) {
+        seen.push(chunk);
+        yield chunk;
+      }
+      this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
+    } finally {
+      this.done();
     }
-    this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
+  }
+}
+
+/**
+ * `chunks` — read from `source`, perhaps rewritten on the way — as a body whose `dump()` and
+ * `destroy()` reach `source` at once, calling `dropped` first. A body made of an async
+ * generator alone cannot: its `return()` waits until the generator's pending read of `source`
+ * settles, which for a stream the backend keeps open is its next event (or its timeout). The
+ * 2026-07-28 relay destroys the body when the client closes its stream, which is the request's
+ * cancellation (MCP 2026-07-28 Transports §Cancellation): the backend must hear of it now.
+ */
+export function derivedBody(source: BackendBody, chunks: AsyncIterable<Buffer>, dropped?: () => void): BackendBody {
+  return new DerivedBody(source, chunks, dropped);
+}
+
+class DerivedBody extends OverBody implements BackendBody {
+  constructor(
+    source: BackendBody,
+    private readonly chunks: AsyncIterable<Buffer>,
+    dropped?: () => void,
+  ) {
+    super(source, dropped);
+  }
+
+  async bytes(): Promise<Uint8Array> {
+    const all: Buffer[] = [];
+    for await (const chunk of this.chunks) all.push(chunk);
+    return all.length === 1 ? all[0]! : Buffer.concat(all);
+  }
+
+  async text(): Promise<string> {
+    return Buffer.from(await this.bytes()).toString('utf8');
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return this.chunks[Symbol.asyncIterator]();
   }
 }

@@ -8,16 +8,15 @@
  * (they drive resumption).
  *
  * - 202 (the rest of a batch was notifications): the errors become the JSON answer.
- * - application/json: parsed once, rewritten, written again (not JSON: passed as sent) — or,
- *   with only an observer, passed as sent (its length kept) and read by outcome-scan.ts.
- * - text/event-stream: errors first as events, then the backend's events; with only an
- *   observer, each event's data is scanned, not parsed.
+ * - only an observer: the answer passes as sent, watched by answer-observe.ts (scanned, not parsed).
+ * - application/json: parsed once, rewritten, written again (not JSON: passed as sent).
+ * - text/event-stream: errors first as events, then the backend's events.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { syntheticBody, tappedBody } from '../backends/body.js';
+import { syntheticBody } from '../backends/body.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 import { formatSseEvent, transformSse } from '../wire/sse.js';
-import { scanResponse } from './outcome-scan.js';
+import { observedAnswer } from './answer-observe.js';
 
 /** The key of a list result's entries: `tools`, `prompts`, `resources`, `resourceTemplates`. */
 export type ListKey = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
@@ -58,16 +57,11 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     void res.body.dump().catch(() => {});
     return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
   }
-  const observeOnly = observe && !errors.length && !listIds.size ? observe : undefined;
-  if (res.contentType === 'application/json' && observeOnly) return { ...res, body: tappedBody(res.body, (bytes) => observeText(bytes.toString('utf8'), observeOnly)) };
+  if (observe && !errors.length && !listIds.size) return observedAnswer(res, { observe });
   if (res.contentType === 'application/json') return { ...res, headers, body: syntheticBody(editJson(res, rewrite, errors)) };
   if (res.contentType === 'text/event-stream') {
     const events = transformSse(res.body, (data, id) => {
       if ((!listIds.size && !observe) || !data.trim()) return { data, id };
-      if (observeOnly) {
-        observeText(data, observeOnly);
-        return { data, id };
-      }
       let parsed: unknown;
       try {
         parsed = JSON.parse(data);
@@ -90,19 +84,6 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     };
   }
   return res;
-}
-
-/** Tells `observe` of each response in `text`: scanned when it is one object, parsed otherwise (a batch). */
-function observeText(text: string, observe: (m: JsonRpcMessage) => void): void {
-  const scanned = scanResponse(text);
-  if (scanned) return observe(scanned as JsonRpcMessage);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return; // not JSON: no outcome to record, as when the answer is edited
-  }
-  for (const m of Array.isArray(parsed) ? parsed : [parsed]) if (m && typeof m === 'object' && !Array.isArray(m)) observe(m as JsonRpcMessage);
 }
 
 async function* editJson(res: BackendResponse, rewrite: (m: unknown) => unknown, errors: readonly JsonRpcMessage[]): AsyncGenerator<string> {

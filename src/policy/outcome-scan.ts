@@ -4,7 +4,8 @@
  * answer on, were most of the +55–70 µs a call cost). The record needs only four things of a
  * JSON-RPC response: its `id` (to match the request), whether it has a `method` (then it is not
  * a response), `error.code`, and `result.isError` (MCP 2025-11-25 Tools, "Error Handling": a
- * tool's failure is a result with `isError: true`).
+ * tool's failure is a result with `isError: true`). The telemetry's spans read it too, and take
+ * `error.message` besides for the span status's description (telemetry/otel-sdk.ts).
  *
  * One pass over the text that skips string contents with `indexOf`, tracking depth, so only
  * keys of the top-level object and of its `result` / `error` objects are looked at: the same
@@ -12,35 +13,15 @@
  * nothing. Anything but one well-formed object (a batch array, truncated text) gives undefined,
  * and the caller parses instead. Duplicate keys: the last one wins, as with JSON.parse.
  */
+import { isSpace, skipSpace, stringEnd } from '../wire/json-scan.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 /** Stands for a value that is an object or an array (not read further here). */
 const OBJECT = Symbol('object');
 
 /** What the audit reads of a response, shaped as the message it stands for. */
-export type ScannedMessage = Pick<JsonRpcMessage, 'id' | 'method'> & { result?: { isError?: true }; error?: { code?: number } };
-
-/** The index of the quote closing the string that opens at `start`, or -1. */
-function stringEnd(text: string, start: number): number {
-  let j = start + 1;
-  for (;;) {
-    j = text.indexOf('"', j);
-    if (j < 0) return -1;
-    let slashes = 0;
-    while (text.charCodeAt(j - 1 - slashes) === BACKSLASH) slashes++;
-    if (slashes % 2 === 0) return j;
-    j++;
-  }
-}
-
-const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-function skipSpace(text: string, i: number): number {
-  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
-  return i;
-}
+export type ScannedMessage = Pick<JsonRpcMessage, 'id' | 'method'> & { result?: { isError?: true }; error?: { code?: number; message?: string } };
 
 /** The literal or number starting at `i` (up to `,` `}` `]` or space), as text. */
 function bareValue(text: string, i: number): string {
@@ -74,7 +55,9 @@ function readKey(out: ScannedMessage, key: string, parent: string | undefined, d
     else if (key === 'result') out.result = value === OBJECT ? {} : undefined;
     else if (key === 'error') out.error = value === OBJECT ? {} : undefined;
   } else if (parent === 'result' && key === 'isError') out.result = value === true ? { isError: true } : {};
-  else if (parent === 'error' && key === 'code') out.error = { code: typeof value === 'number' ? value : undefined };
+  else if (parent === 'error' && key === 'code') out.error = { ...out.error, code: typeof value === 'number' ? value : undefined };
+  // The span status's description (telemetry/otel-sdk.ts), as JSON.parse's message gives it.
+  else if (parent === 'error' && key === 'message') out.error = { ...out.error, message: typeof value === 'string' ? value : undefined };
 }
 
 /** The message's audit facts, or undefined when the text is not one complete JSON object. */
@@ -95,7 +78,7 @@ export function scanResponse(text: string): ScannedMessage | undefined {
         const key = JSON.parse(text.slice(i, end + 1)) as string;
         if (depth === 1) key1 = key;
         const v = skipSpace(text, after + 1);
-        const wanted = depth === 1 ? key === 'id' || key === 'method' || key === 'result' || key === 'error' : (parent === 'result' && key === 'isError') || (parent === 'error' && key === 'code');
+        const wanted = depth === 1 ? key === 'id' || key === 'method' || key === 'result' || key === 'error' : (parent === 'result' && key === 'isError') || (parent === 'error' && (key === 'code' || key === 'message'));
         if (wanted) readKey(out, key, parent, depth, text.charCodeAt(v) === 0x7b || text.charCodeAt(v) === 0x5b ? OBJECT : scalarAt(text, v));
         i = after;
       } else i = end;

@@ -19,7 +19,8 @@
  * - With the audit on, each `tools/call`, `prompts/get`, `resources/read` and
  *   `resources/subscribe` gets one record when its answer passes (outcome, duration), and every
  *   refusal — a rule's or a tool list's — one at once. A request whose answer never comes is
- *   recorded too, as `timeout`, `cancelled` or `disconnected` (unanswered.ts).
+ *   recorded too, as `timeout`, `cancelled` or `disconnected` (unanswered.ts); one the client
+ *   cancels by `notifications/cancelled` is recorded `cancelled` when that notification passes.
  *
  * Put in front of a backend only when there are rules or an audit: otherwise it costs nothing.
  */
@@ -46,7 +47,8 @@ const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/dis
 const RESOURCE_NOT_FOUND = -32002;
 
 type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
-type Pending = { base: ReturnType<typeof callerBase>; rule: string };
+/** A record waiting for its answer; `inflight`: its key in the cancellable calls (RulePolicyBackend). */
+type Pending = { base: ReturnType<typeof callerBase>; rule: string; inflight?: string };
 
 export interface RulePolicyParts {
   /** The rules of the config as it is now: compiled again after a reload changed it (config/live-config.ts). */
@@ -57,6 +59,14 @@ export interface RulePolicyParts {
 }
 
 export class RulePolicyBackend extends DecoratedBackend {
+  /**
+   * The audited calls in flight on a session, by user, session and request id: what a client's
+   * `notifications/cancelled` for one of them ends at once with outcome `cancelled` (MCP
+   * 2025-11-25 Cancellation), instead of leaving it to the timeout. An entry goes when its
+   * record is written, so this holds only calls still waiting for their answer.
+   */
+  readonly #inflight = new Map<string, () => void>();
+
   constructor(
     inner: McpBackend,
     private readonly parts: RulePolicyParts,
@@ -89,6 +99,7 @@ export class RulePolicyBackend extends DecoratedBackend {
         if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started);
       }
     }
+    if (caller.sessionId) this.#cancellable(caller, messages, pending, started);
     const rest = messages.filter((m) => !denied.has(m));
     if (!rest.length || (denied.size && !isBatchText(body))) {
       const refusal = isBatchText(body) ? errors : errors[0]!;
@@ -145,7 +156,23 @@ export class RulePolicyBackend extends DecoratedBackend {
     pending.clear();
   }
 
+  /** Registers this POST's pending records as cancellable, and ends those a `notifications/cancelled` in it names. */
+  #cancellable(caller: BackendCaller, messages: readonly JsonRpcMessage[], pending: Map<string, Pending>, started: number): void {
+    for (const [key, p] of pending) {
+      p.inflight = inflightKey(caller, key);
+      this.#inflight.set(p.inflight, () => {
+        if (!pending.delete(key)) return;
+        this.#write(p, started, { outcome: 'cancelled' });
+      });
+    }
+    for (const m of messages) {
+      const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
+      if (typeof requestId === 'string' || typeof requestId === 'number') this.#inflight.get(inflightKey(caller, idKey(requestId)))?.();
+    }
+  }
+
   #write(p: Pending, started: number, outcome: Pick<AuditEvent, 'outcome' | 'code'>): void {
+    if (p.inflight) this.#inflight.delete(p.inflight);
     this.parts.audit()?.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, ...outcome, durationMs: performance.now() - started });
   }
 
@@ -177,6 +204,11 @@ export class RulePolicyBackend extends DecoratedBackend {
         return rules.couldAllow(policyVariables(caller, { method: 'resources/read', backend }, 'uri'), 'uri');
     }
   }
+}
+
+/** A call's key among the cancellable ones: the user, the session, the request id (ids are unique per session only). */
+function inflightKey(caller: BackendCaller, id: string): string {
+  return `${caller.principal.userKey}\n${caller.sessionId}\n${id}`;
 }
 
 /**

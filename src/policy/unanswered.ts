@@ -7,14 +7,17 @@
  * - `disconnected` (-32012 for a stream, -32010 before one): the backend's stream or connection
  *   ended before the response (MCP 2025-11-25 Transports: a stream that closes without the
  *   response, or a connection reset);
- * - `cancelled`: the client went away first — the request's signal aborted, or the gateway
- *   stopped reading the answer (the client's connection or stream closed) before the response.
+ * - `cancelled`: the client cancelled — the request's signal aborted, or the gateway dropped
+ *   the answer before the response (the 2026-07-28 client closed its stream: MCP 2026-07-28
+ *   Transports §Cancellation), recorded at the drop; a 2025 client's `notifications/cancelled`
+ *   is handled by rule-policy-backend.ts. A 2025 client's disconnection is not a cancellation
+ *   (MCP 2025-11-25 Transports): its answer is still read, and recorded as it ends.
  *
  * rule-policy-backend.ts settles its pending records with these when the backend call fails or
  * when the answer's body ends without them.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { syntheticBody } from '../backends/body.js';
+import { derivedBody } from '../backends/body.js';
 import { BackendError, toBackendError } from '../backends/errors.js';
 import type { AuditEvent } from '../ops/audit.js';
 
@@ -37,6 +40,12 @@ export function failedCall(backend: string, err: unknown, signal: AbortSignal | 
 export function settledAtEnd(backend: string, res: BackendResponse, signal: AbortSignal | undefined, settle: (outcome: Unanswered) => void): BackendResponse {
   const body = res.body;
   let outcome: Unanswered = { outcome: 'cancelled' };
+  let settled = false;
+  const once = (how: Unanswered) => {
+    if (settled) return;
+    settled = true;
+    settle(how);
+  };
   async function* watched(): AsyncGenerator<Buffer> {
     try {
       yield* body;
@@ -45,10 +54,11 @@ export function settledAtEnd(backend: string, res: BackendResponse, signal: Abor
       outcome = signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err);
       throw err;
     } finally {
-      settle(outcome);
+      once(outcome);
     }
   }
-  return { ...res, body: syntheticBody(watched()) };
+  // Dropped by its reader (the 2026-07-28 client closed its stream): cancelled now, not at the backend's next event.
+  return { ...res, body: derivedBody(body, watched(), () => once({ outcome: 'cancelled' })) };
 }
 
 function streamFailure(backend: string, err: unknown): Unanswered {

@@ -7,23 +7,22 @@
  * Context propagation (MCP semantic conventions, "Context propagation"; SEP-414): the span's
  * parent is the context the call carries (the SERVER span, backends/caller.ts traceHeaders),
  * and the span's own `traceparent`/`tracestate`/`baggage` go to the backend both in each
- * message's `params._meta`, unprefixed, and in the request's headers. Only with `telemetry`
- * on: this face is not put anywhere otherwise, and the body goes as it came.
+ * message's `params._meta`, unprefixed (spliced into the text: meta-splice.ts), and in the
+ * request's headers. Only with `telemetry` on: this face is not put anywhere otherwise, and the
+ * body goes as it came.
  *
- * A span ends with its response (its `error.type` read by mcp-attributes.ts), with the HTTP
+ * A span ends with its response (scanned, not parsed, by policy/answer-observe.ts; its
+ * `error.type` read by mcp-attributes.ts), with the HTTP
  * status when the backend refused the POST, with the failure when it could not be reached, and
  * — for an answer streamed that never carried the response — when the stream ends.
  */
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
-import { syntheticBody, type BackendBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
-import { DECLARED_ANSWER_MAX_BYTES } from '../backends/held-answer.js';
-import { headerValue } from '../wire/headers.js';
-import { editAnswer, idKey, type ListKey } from '../policy/answer-edit.js';
+import { idKey } from '../policy/answer-edit.js';
+import { observedAnswer } from '../policy/answer-observe.js';
 import { isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { withMeta, withTraceMetaText } from './meta-splice.js';
 import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
-
-const NO_LISTS: ReadonlyMap<string, ListKey> = new Map();
 
 export class ClientSpanBackend extends DecoratedBackend {
   readonly #target: ClientTarget;
@@ -43,19 +42,21 @@ export class ClientSpanBackend extends DecoratedBackend {
     const session = { id: headers.sessionId, protocolVersion: headers.protocolVersion };
     const open = new Map<string, ClientScope>();
     const notifications: ClientScope[] = [];
-    const sent = parsed.messages.map((m) => {
-      if (typeof m.method !== 'string') return m;
+    const scopes = parsed.messages.map((m) => {
+      if (typeof m.method !== 'string') return undefined;
       const scope = this.telemetry.client(this.#target, m, parent, session);
       if (isRequest(m)) open.set(idKey(m.id), scope);
       else notifications.push(scope);
-      return withMeta(m, scope.headers);
+      return scope;
     });
     const first = open.values().next().value ?? notifications[0];
     if (!first) return this.inner.post(body, headers, signal);
     const all = [...open.values(), ...notifications];
+    // One message (all but a 2025-03-26 batch): its text with the context spliced in, not re-written.
+    const sent = parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers);
     let res: BackendResponse;
     try {
-      res = await this.inner.post(JSON.stringify(parsed.batch ? sent : sent[0]), { ...headers, ...first.headers }, signal);
+      res = await this.inner.post(sent, { ...headers, ...first.headers }, signal);
     } catch (err) {
       const failure = (err as { failure?: unknown }).failure;
       for (const s of all) s.end(typeof failure === 'string' ? failure : '_OTHER');
@@ -67,11 +68,11 @@ export class ClientSpanBackend extends DecoratedBackend {
     }
     for (const s of notifications) s.end();
     if (!open.size) return res;
-    return await this.#observed(res, open, headers);
+    return this.#observed(res, open, headers);
   }
 
   /** The answer, each response ending its span (and telling the SERVER span its outcome). */
-  #observed(res: BackendResponse, open: Map<string, ClientScope>, headers: BackendCallHeaders): BackendResponse | Promise<BackendResponse> {
+  #observed(res: BackendResponse, open: Map<string, ClientScope>, headers: BackendCallHeaders): BackendResponse {
     const server = headers.caller?.trace;
     const observe = (m: JsonRpcMessage) => {
       if (m.method !== undefined || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
@@ -82,31 +83,13 @@ export class ClientSpanBackend extends DecoratedBackend {
       scope.end();
       server?.observe(m);
     };
-    const endRest = () => {
+    const settled = () => {
       for (const s of open.values()) s.end();
       open.clear();
     };
-    // The usual answer — JSON with its length — is read here, looked at, and passed on as the
-    // same bytes with the same length (the route still sends it in one write: held-answer.ts).
-    if (res.contentType === 'application/json' && Number(headerValue(res.headers['content-length'])) <= DECLARED_ANSWER_MAX_BYTES) return observedWhole(res, observe, endRest);
-    const edited = editAnswer(res, { errors: [], listIds: NO_LISTS, visible: () => true, observe });
-    return { ...edited, body: endingWith(edited.body, endRest) };
-  }
-}
-
-async function observedWhole(res: BackendResponse, observe: (m: JsonRpcMessage) => void, endRest: () => void): Promise<BackendResponse> {
-  try {
-    const text = await res.body.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    for (const m of Array.isArray(parsed) ? parsed : [parsed]) if (m && typeof m === 'object') observe(m as JsonRpcMessage);
-    return { ...res, body: syntheticBody(text) };
-  } finally {
-    endRest();
+    // Passed on as the same bytes (a JSON answer with its length, in one write: held-answer.ts),
+    // each message scanned for its outcome — parsed whole only when the tool's result is recorded.
+    return observedAnswer(res, { observe, settled, whole: this.telemetry.recordsContent });
   }
 }
 
@@ -121,30 +104,6 @@ function parseBody(body: string): { messages: JsonRpcMessage[]; batch: boolean }
   const list = Array.isArray(parsed) ? parsed : [parsed];
   if (!list.length || !list.every((m) => m !== null && typeof m === 'object' && !Array.isArray(m))) return undefined;
   return { messages: list as JsonRpcMessage[], batch: Array.isArray(parsed) };
-}
-
-/** The message with the span's context in `params._meta` (unprefixed keys, SEP-414), other `_meta` keys kept. */
-function withMeta(m: JsonRpcMessage, trace: ClientScope['headers']): JsonRpcMessage {
-  const params = (m.params && typeof m.params === 'object' ? m.params : {}) as Record<string, unknown>;
-  const meta = params._meta && typeof params._meta === 'object' ? (params._meta as Record<string, unknown>) : {};
-  const carried: Record<string, string> = {};
-  for (const key of ['traceparent', 'tracestate', 'baggage'] as const) if (trace[key]) carried[key] = trace[key]!;
-  // The gateway's span replaces the context the client put there: it is that span's parent now.
-  const rest = Object.fromEntries(Object.entries(meta).filter(([k]) => k !== 'traceparent' && k !== 'tracestate' && k !== 'baggage'));
-  return { ...m, params: { ...params, _meta: { ...rest, ...carried } } };
-}
-
-/** The body, calling `done` once it has been read to its end or dropped. */
-function endingWith(body: BackendBody, done: () => void): BackendBody {
-  return syntheticBody(
-    (async function* () {
-      try {
-        yield* body;
-      } finally {
-        done();
-      }
-    })(),
-  );
 }
 
 /** Puts the CLIENT span face around a backend client when telemetry is on; the client itself otherwise. */

@@ -15,13 +15,13 @@
  *   as instrument advice.
  */
 import { randomUUID } from 'node:crypto';
-import { defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Histogram, type Link, type Span } from '@opentelemetry/api';
+import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type Histogram, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import { BatchSpanProcessor, ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { TraceHeaders } from '../backends/backend.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
@@ -69,6 +69,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   // The origin only: an endpoint URL may carry credentials.
   log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
   return {
+    recordsContent: config.recordContent,
     server: (request, message, backend) => startServerSpan(tracer, instruments, config, { request, message, backend }),
     client: (target, message, parent, session) => startClientSpan(tracer, instruments, config, { target, message, parent, session }),
     sessionEnded: (createdAt, protocolVersion) => {
@@ -85,8 +86,11 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   };
 }
 
-/** One span's life: attributes gathered, the outcome set once, the duration recorded at its end. */
-class SpanLife {
+/**
+ * One span's life: attributes gathered, the outcome set once, the duration recorded at its end.
+ * It is the scope the gateway holds (no closures made per call), for the SERVER span and the CLIENT span alike.
+ */
+class SpanLife implements ServerScope, ClientScope {
   readonly #started = performance.now();
   #ended = false;
   #failed = false;
@@ -96,7 +100,13 @@ class SpanLife {
     readonly attributes: Attributes,
     private readonly histogram: Histogram,
     private readonly config: TelemetryConfig,
+    /** The span's context as W3C text, for `params._meta` and the headers. */
+    readonly headers: TraceHeaders,
   ) {}
+
+  get traceId(): string {
+    return this.span.spanContext().traceId;
+  }
 
   observe(message: JsonRpcMessage): void {
     if (this.#ended || this.#failed) return;
@@ -105,14 +115,15 @@ class SpanLife {
       this.#fail(error.attributes, error.message);
       return;
     }
-    if (this.config.recordContent && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined) {
+    if (this.config.recordContent && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined && this.span.isRecording()) {
       this.span.setAttribute('gen_ai.tool.call.result', cappedJson(message.result, this.config.contentMaxBytes));
     }
   }
 
+  /** `failure`: the `error.type` when no response came, or the gateway's own outcome (those in NOT_FAILED are none). */
   end(failure?: string): void {
     if (this.#ended) return;
-    if (failure && !this.#failed) this.#fail({ 'error.type': failure });
+    if (failure && !this.#failed && !NOT_FAILED.has(failure)) this.#fail({ 'error.type': failure });
     this.#ended = true;
     this.span.end();
     this.histogram.record((performance.now() - this.#started) / 1000, metricAttributes(this.attributes));
@@ -144,16 +155,28 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, instru
     if (config.user === 'sub') attributes['user.id'] = principal.sub;
     else attributes['enduser.pseudo.id'] = principal.userKey;
   }
-  contentAttributes(config, message, attributes);
-  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes, links }, parent);
-  const life = new SpanLife(span, attributes, instruments.server, config);
-  const headers = injected(trace.setSpan(parent, span));
-  return {
-    traceId: span.spanContext().traceId,
-    headers,
-    observe: (m) => life.observe(m),
-    end: (outcome) => life.end(outcome && !NOT_FAILED.has(outcome) ? outcome : undefined),
-  };
+  const span = startSpan(tracer, config, name, { kind: SpanKind.SERVER, attributes, links }, parent);
+  contentAttributes(config, message, span);
+  return new SpanLife(span, attributes, instruments.server, config, injected(trace.setSpan(parent, span)));
+}
+
+const ids = new RandomIdGenerator();
+
+/**
+ * The tracer's span, unless the sampler's answer is known beforehand to be "drop": a valid
+ * parent that is not sampled (ParentBasedSampler's default for an unsampled parent, remote or
+ * local, is AlwaysOff), or no parent at ratio 0 (TraceIdRatioBasedSampler(0) samples nothing).
+ * Then a non-recording span over the context the SDK's Tracer would give it — the parent's
+ * trace id and trace state or a new trace id, a new span id, flags 0, so the backend still
+ * learns it is not sampled — without the tracer's copies of the attributes and sampler call
+ * (issue 30 "Cost": sampling 0 should cost little). The histograms are recorded either way (SpanLife).
+ */
+function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, config: TelemetryConfig, name: string, options: SpanOptions, parent: Context): Span {
+  const from = trace.getSpanContext(parent);
+  const valid = from !== undefined && isSpanContextValid(from);
+  const dropped = valid ? (from.traceFlags & TraceFlags.SAMPLED) === 0 : config.sampling.ratio === 0;
+  if (!dropped) return tracer.startSpan(name, options, parent);
+  return trace.wrapSpanContext({ traceId: valid ? from.traceId : ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: valid ? from.traceState : undefined });
 }
 
 /** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
@@ -173,19 +196,27 @@ function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, instru
   const { name, attributes } = describeMessage(p.message);
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
   if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
-  Object.assign(attributes, serverOf(p.target.url), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
-  contentAttributes(config, p.message, attributes);
+  Object.assign(attributes, serverOfTarget(p.target), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
   const parent = propagator.extract(ROOT_CONTEXT, p.parent, defaultTextMapGetter);
-  const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
-  const life = new SpanLife(span, attributes, instruments.client, config);
-  return { headers: injected(trace.setSpan(parent, span)), observe: (m) => life.observe(m), end: (failure) => life.end(failure) };
+  const span = startSpan(tracer, config, name, { kind: SpanKind.CLIENT, attributes }, parent);
+  contentAttributes(config, p.message, span);
+  return new SpanLife(span, attributes, instruments.client, config, injected(trace.setSpan(parent, span)));
 }
 
-/** Opt-in (`recordContent`): a tool call's arguments, capped. */
-function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, attributes: Attributes): void {
-  if (!config.recordContent || message.method !== 'tools/call') return;
+/** `server.address`/`server.port` of each backend client's target, read from its URL once (not per call). */
+const targetAttributes = new WeakMap<ClientTarget, Attributes>();
+
+function serverOfTarget(target: ClientTarget): Attributes {
+  let attributes = targetAttributes.get(target);
+  if (!attributes) targetAttributes.set(target, (attributes = serverOf(target.url)));
+  return attributes;
+}
+
+/** Opt-in (`recordContent`): a tool call's arguments, capped — only on a span that is recorded. */
+function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, span: Span): void {
+  if (!config.recordContent || message.method !== 'tools/call' || !span.isRecording()) return;
   const args = (message.params as { arguments?: unknown } | undefined)?.arguments;
-  if (args !== undefined) attributes['gen_ai.tool.call.arguments'] = cappedJson(args, config.contentMaxBytes);
+  if (args !== undefined) span.setAttribute('gen_ai.tool.call.arguments', cappedJson(args, config.contentMaxBytes));
 }
 
 /** `traceparent`, `tracestate` and `baggage` of a context, as W3C text. */

@@ -35,6 +35,8 @@ export interface ClientTarget {
 }
 
 export interface Telemetry {
+  /** `recordContent`: a tool's result goes on its span, so answers are read whole, not scanned. */
+  readonly recordsContent: boolean;
   server(request: FastifyRequest, message: JsonRpcMessage, backend: string): ServerScope;
   client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }): ClientScope;
   /** A session the client ended: `mcp.server.session.duration`. */

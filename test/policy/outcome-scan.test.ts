@@ -34,6 +34,13 @@ describe('outcome scan', () => {
     same('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}');
   });
 
+  it('reads error.message, for the span status, as JSON.parse does', () => {
+    for (const text of ['{"jsonrpc":"2.0","id":1,"error":{"message":"Unknown tool: \\"x\\"","code":-32602}}', '{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":7,"data":{"message":"deep"}}}']) {
+      const parsed = JSON.parse(text) as { error: { code: number; message: unknown } };
+      assert.deepEqual(scanResponse(text)?.error, { code: parsed.error.code, message: typeof parsed.error.message === 'string' ? parsed.error.message : undefined }, text);
+    }
+  });
+
   it('ignores the same bytes inside strings and nested objects', () => {
     // A tool's text quoting an error answer, and an `isError` / `error` one level too deep.
     same(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: '{"isError":true,"error":{"code":-1}}' }] } }));

@@ -1,0 +1,71 @@
+/**
+ * The CLIENT span's W3C context put into a request's `params._meta` (MCP semantic conventions,
+ * "Context propagation"; SEP-414: unprefixed `traceparent`, `tracestate`, `baggage`), by
+ * writing the members into the request's text where they go rather than parsing it and writing
+ * it whole again (issue 30 "Cost": with `telemetry` on, each call paid for the stringify).
+ *
+ * The text is spliced when that is safe to tell without a parse of its own (the caller has the
+ * parsed message already, and reads what it needs of it from there):
+ * - one object, no `\u` escape anywhere (the one way to spell `params` or `_meta` otherwise);
+ * - `params` absent, or an object; its `_meta` absent, or an object without any of the three keys.
+ * Otherwise — a batch, a `_meta` that carries a context the gateway's span must replace (it is
+ * that span's parent now), a `params` that is not an object — the message is written again from
+ * the parsed one ({@link withMeta}). Either way the result parses to the same message.
+ */
+import type { TraceHeaders } from '../backends/backend.js';
+import { objectMember, skipSpace } from '../wire/json-scan.js';
+import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+
+const TRACE_KEYS = ['traceparent', 'tracestate', 'baggage'] as const;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** `text`, the JSON of `message`, with `trace` in its `params._meta`: spliced when safe, else written again. */
+export function withTraceMetaText(text: string, message: JsonRpcMessage, trace: TraceHeaders): string {
+  const members = TRACE_KEYS.filter((k) => trace[k]).map((k) => `${JSON.stringify(k)}:${JSON.stringify(trace[k])}`).join(',');
+  const spliced = members && safeToSplice(text, message) ? splice(text, members) : undefined;
+  return spliced ?? JSON.stringify(withMeta(message, trace));
+}
+
+function safeToSplice(text: string, message: JsonRpcMessage): boolean {
+  if (text.includes('\\u')) return false;
+  if (message.params === undefined) return true;
+  if (!isPlainObject(message.params)) return false;
+  const meta = message.params._meta;
+  if (meta === undefined) return true;
+  return isPlainObject(meta) && !TRACE_KEYS.some((k) => k in meta);
+}
+
+/** The text with `members` written into `params._meta` (made where missing); undefined when its shape is not as parsed. */
+function splice(text: string, members: string): string | undefined {
+  const top = skipSpace(text, 0);
+  if (text.charCodeAt(top) !== 0x7b) return undefined;
+  const params = objectMember(text, top, 'params');
+  if (!params) return undefined;
+  if (params.value === undefined) {
+    const empty = skipSpace(text, top + 1) === params.close;
+    return insert(text, params.close, `${empty ? '' : ','}"params":{"_meta":{${members}}}`);
+  }
+  if (text.charCodeAt(params.value) !== 0x7b) return undefined;
+  const meta = objectMember(text, params.value, '_meta');
+  if (!meta) return undefined;
+  if (meta.value === undefined) return insert(text, params.value + 1, `"_meta":{${members}}${emptyAt(text, params.value) ? '' : ','}`);
+  if (text.charCodeAt(meta.value) !== 0x7b) return undefined;
+  return insert(text, meta.value + 1, `${members}${emptyAt(text, meta.value) ? '' : ','}`);
+}
+
+/** Whether the object opening at `open` has no members. */
+const emptyAt = (text: string, open: number) => text.charCodeAt(skipSpace(text, open + 1)) === 0x7d;
+
+const insert = (text: string, at: number, what: string) => `${text.slice(0, at)}${what}${text.slice(at)}`;
+
+/** The message with the span's context in `params._meta` (unprefixed keys, SEP-414), other `_meta` keys kept. */
+export function withMeta(m: JsonRpcMessage, trace: TraceHeaders): JsonRpcMessage {
+  const params = (m.params && typeof m.params === 'object' ? m.params : {}) as Record<string, unknown>;
+  const meta = params._meta && typeof params._meta === 'object' ? (params._meta as Record<string, unknown>) : {};
+  const carried: Record<string, string> = {};
+  for (const key of TRACE_KEYS) if (trace[key]) carried[key] = trace[key]!;
+  // The gateway's span replaces the context the client put there: it is that span's parent now.
+  const rest = Object.fromEntries(Object.entries(meta).filter(([k]) => !(TRACE_KEYS as readonly string[]).includes(k)));
+  return { ...m, params: { ...params, _meta: { ...rest, ...carried } } };
+}

@@ -1,0 +1,65 @@
+/**
+ * Reading JSON text without parsing it, for the paths where a parse (and a stringify after it)
+ * would cost more than the few facts needed (issue 30 "Cost"): the audit's outcome of an answer
+ * (policy/outcome-scan.ts) and the trace context spliced into a request's `params._meta`
+ * (telemetry/meta-splice.ts). String contents are skipped with `indexOf`, so bytes inside a
+ * string never count as structure.
+ */
+
+const BACKSLASH = 0x5c;
+const QUOTE = 0x22;
+
+/** The index of the quote closing the string that opens at `start`, or -1. */
+export function stringEnd(text: string, start: number): number {
+  let j = start + 1;
+  for (;;) {
+    j = text.indexOf('"', j);
+    if (j < 0) return -1;
+    let slashes = 0;
+    while (text.charCodeAt(j - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return j;
+    j++;
+  }
+}
+
+export const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/** The first index at or after `i` that is not JSON white space. */
+export function skipSpace(text: string, i: number): number {
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  return i;
+}
+
+/** Where a member of one object is: its value's first index (undefined when absent), and the object's closing brace. */
+export interface MemberPlace {
+  value?: number;
+  close: number;
+}
+
+/**
+ * The member `key` of the object whose `{` is at `open` — the last one, as JSON.parse keeps
+ * the last of duplicate names — found by its raw name. The raw name equals the decoded one
+ * unless the text spells it with a `\u` escape, which the caller rules out when it matters.
+ * Undefined when the object does not close (text cut short or not JSON).
+ */
+export function objectMember(text: string, open: number, key: string): MemberPlace | undefined {
+  let depth = 0;
+  let value: number | undefined;
+  for (let i = open; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      if (end < 0) return undefined;
+      if (depth === 1 && end - i - 1 === key.length && text.startsWith(key, i + 1)) {
+        const colon = skipSpace(text, end + 1);
+        if (text.charCodeAt(colon) === 0x3a) value = skipSpace(text, colon + 1);
+      }
+      i = end;
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return { value, close: i };
+    }
+  }
+  return undefined;
+}
