@@ -12,9 +12,17 @@
  * `data:` lines of a backend's event; a JSON string cannot hold a raw one) begins another
  * `data:` line, which the client joins back with a line break (WHATWG HTML §9.2.6): white space
  * to JSON, so the message it reads is the one sent.
+ *
+ * A held message is bounded like every message the gateway reads from a backend
+ * (backends/backend-messages.ts `MAX_MESSAGE_BYTES`): past the bound `feed` throws
+ * `MessageTooLargeError`, which ends the relay, so the client's stream is cut and the backend's
+ * connection closed instead of the gateway holding whatever a backend sends. A streamed result
+ * holds nothing, so it has no bound.
  */
 import { formatSseEvent } from '../wire/sse.js';
+import { MessageTooLargeError } from '../wire/json-lines.js';
 import { createResultTypeStream } from '../wire/result-type-stream.js';
+import { MAX_MESSAGE_BYTES } from '../backends/backend-messages.js';
 
 const DATA = Buffer.from('data: ');
 const EVENT_END = Buffer.from('\n\n');
@@ -34,9 +42,10 @@ export interface EventSink {
   finish(): Buffer | undefined;
 }
 
-export function createEventSink(shape: (text: string) => string, streamResults: boolean): EventSink {
+export function createEventSink(shape: (text: string) => string, streamResults: boolean, maxHeldBytes = MAX_MESSAGE_BYTES): EventSink {
   const scan = createResultTypeStream();
   let held: Buffer[] = [];
+  let heldBytes = 0;
   let opening: Buffer[] = [];
   let streaming = false;
   return {
@@ -60,6 +69,8 @@ export function createEventSink(shape: (text: string) => string, streamResults: 
         return { out, used };
       }
       held.push(bytes.subarray(0, used));
+      heldBytes += used;
+      if (heldBytes > maxHeldBytes) throw new MessageTooLargeError(maxHeldBytes);
       opening = scan.verdict === 'pending' ? [...opening, ...said] : [];
       return { out: [], used };
     },

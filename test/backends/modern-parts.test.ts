@@ -13,6 +13,7 @@ import { PromptListChangedNotificationSchema, ResourceUpdatedNotificationSchema,
 import type { BackendResponse } from '../../src/backends/backend.js';
 import { syntheticBody } from '../../src/backends/body.js';
 import { InputAnswers } from '../../src/backends/modern/input-answers.js';
+import { converse, type Conversation } from '../../src/backends/modern/input-rounds.js';
 import { SessionListens } from '../../src/backends/modern/session-listens.js';
 import { initializeFromDiscover } from '../../src/backends/modern/initialize-from-discover.js';
 import type { ReplicaMessage } from '../../src/state/coordinator.js';
@@ -142,6 +143,24 @@ function twoReplicas(): [InputAnswers, InputAnswers, ReplicaMessage[]] {
 }
 
 const ALICE = { sessionId: 'sb26-alice.one', userKey: 'alice' };
+
+describe('input rounds', () => {
+  test('an answer past the message bound (16 MiB) fails the call with an error about the answer, not about input', async () => {
+    async function* huge(): AsyncGenerator<Buffer> {
+      yield Buffer.from('{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"');
+      for (let i = 0; i < 17 * 16; i++) yield Buffer.alloc(64 * 1024, 0x78);
+      yield Buffer.from('"}}\n');
+    }
+    const first: BackendResponse = { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(huge()) };
+    // The first answer fails before any input is asked: nothing of the conversation's input side is reached.
+    const conversation = { request: { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }, headers: {} } as unknown as Conversation;
+    const text = await converse(conversation, { res: first }).body.text();
+    const [event] = text.split('\n').filter((line) => line.startsWith('data: '));
+    const error = (JSON.parse(event!.slice('data: '.length)) as { id: number; error: { message: string } });
+    assert.equal(error.id, 7);
+    assert.match(error.error.message, /^The backend's answer could not be relayed: .*16777216/);
+  });
+});
 
 describe('InputAnswers', () => {
   test('the answers to one round, each landing on either replica, resolve it by key once all are in', async () => {

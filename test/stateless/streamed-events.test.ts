@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import { jsonMessagesAsEvents } from '../../src/stateless/json-lines-events.js';
 import { sseAnswerAsEvents } from '../../src/stateless/sse-events.js';
 import { createSseReader } from '../../src/wire/sse.js';
+import { MessageTooLargeError } from '../../src/wire/json-lines.js';
 
 /** Marks a held message as shaped, so the test tells held from streamed. */
 const shape = (text: string) => JSON.stringify({ ...(JSON.parse(text) as object), shaped: true });
@@ -83,5 +84,27 @@ describe('JSON lines', () => {
   test('a held value cut short goes as it is; a streamed one is left unended', async () => {
     assert.deepEqual(await eventsOf((c) => jsonMessagesAsEvents(c, { shape: (t) => t, streamResults: true }), '{"jsonrpc":"2.0","method":"x"'), ['{"jsonrpc":"2.0","method":"x"']);
     assert.deepEqual(await eventsOf(lines, '{"jsonrpc":"2.0","id":1,"result":{"a":'), []);
+  });
+});
+
+describe('bounds', () => {
+  const MIB = 1024 * 1024;
+  const drain = async (relay: Relay, body: string) => {
+    let bytes = 0;
+    for await (const out of relay(chunked(body, 64 * 1024))) bytes += out.length;
+    return bytes;
+  };
+  // Past MAX_MESSAGE_BYTES (16 MiB, backends/backend-messages.ts) a held message ends the relay.
+  const hugeNotification = `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"${'x'.repeat(17 * MIB)}"}}`;
+  const hugeResult = `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"${'y'.repeat(17 * MIB)}"}]}}`;
+
+  test('a held message past 16 MiB ends the relay with MessageTooLargeError, in JSON lines and SSE alike', async () => {
+    await assert.rejects(drain(lines, hugeNotification), MessageTooLargeError);
+    await assert.rejects(drain(sse, `data: ${hugeNotification}\n\n`), MessageTooLargeError);
+  });
+
+  test('a streamed result holds nothing, so it passes whatever its size', async () => {
+    assert.ok((await drain(lines, hugeResult)) > 17 * MIB);
+    assert.ok((await drain(sse, `data: ${hugeResult}\n\n`)) > 17 * MIB);
   });
 });

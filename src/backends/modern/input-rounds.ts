@@ -77,7 +77,7 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
       if (message.id === undefined) yield formatSseEvent(JSON.stringify(message));
     }
     const result = final?.result as Record<string, unknown> | undefined;
-    if (!final) return yield failure(id, broken?.message ?? 'the backend ended its answer without a result');
+    if (!final) return yield (round === 0 ? answerFailure : failure)(id, broken?.message ?? 'the backend ended its answer without a result');
     if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify({ ...final, id }));
     if (round >= MAX_ROUNDS) return yield failure(id, `the backend asked for input more than ${MAX_ROUNDS} times`);
     const inputRequests = (result.inputRequests ?? {}) as Record<string, { method?: unknown; params?: unknown }>;
@@ -125,6 +125,11 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', () => reject(new Error('the client left')), { once: true });
     promise.then(resolve, reject);
   });
+}
+
+/** The first answer failed before any input was asked: an error of the backend's answer, not of the input rounds. */
+function answerFailure(id: JsonRpcId, why: string): string {
+  return formatSseEvent(JSON.stringify(errorResponse(id, ErrorCode.InternalError, `The backend's answer could not be relayed: ${why}`)));
 }
 
 function failure(id: JsonRpcId, why: string): string {
