@@ -74,7 +74,7 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     // arriving, is an open answer the client sees begin (its first bytes are then events).
     const begin = held.stream ? () => reply.raw.flushHeaders() : undefined;
     const shape = shaperOf(answer);
-    return sendEvents(reply, res, withNotices(jsonMessagesAsEvents(heldChunks(held), { shape, streamResults: streamsResults(answer.method), begin }), answer));
+    return sendEvents(reply, res, withNotices(jsonMessagesAsEvents(heldChunks(held), { shape, streamResults: streamsResults(answer.method), begin }), answer, res));
   }
   if (ok && res.contentType === 'text/event-stream') {
     const held = await holdAnswer(res);
@@ -90,7 +90,7 @@ export async function relayStatelessAnswer(reply: FastifyReply, res: BackendResp
     const events = held.whole
       ? transformSse(heldChunks(held), (data) => (data === '' ? undefined : { data: shape(data) }))
       : sseAnswerAsEvents(held.stream, shape, streamsResults(answer.method));
-    return sendEvents(reply, res, withNotices(events, answer));
+    return sendEvents(reply, res, withNotices(events, answer, res));
   }
   if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403 && res.contentType === 'application/json') {
     const held = await holdAnswer(res);
@@ -113,8 +113,8 @@ function shaperOf(answer: StatelessAnswer): (text: string) => string {
 }
 
 /** A listen's events with the gateway's notices between them; any other answer's as they are. */
-function withNotices(events: AsyncIterable<Buffer>, answer: StatelessAnswer): AsyncIterable<Buffer> {
-  return answer.listen ? answer.listen.relay(events) : events;
+function withNotices(events: AsyncIterable<Buffer>, answer: StatelessAnswer, res: BackendResponse): AsyncIterable<Buffer> {
+  return answer.listen ? answer.listen.relay(events, () => res.body.destroy()) : events;
 }
 
 function sendEvents(reply: FastifyReply, res: BackendResponse, events: AsyncIterable<Buffer>): FastifyReply {

@@ -31,7 +31,7 @@ import type { FastifyReply } from 'fastify';
 import type { BackendMessage } from '../backends/backend-messages.js';
 import { principalOf } from '../auth/authenticate.js';
 import { sendJsonRpcError } from '../http/replies.js';
-import { listsAsked } from '../streams/open-listens.js';
+import { listenResultFor, listsAsked } from '../streams/open-listens.js';
 import { SseWriter } from '../streams/sse-writer.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
 import { META } from '../wire/revision-2026.js';
@@ -80,17 +80,18 @@ export async function listenOnLegacyBackend(f: LegacyForward, session: LegacySes
   writer.message(JSON.stringify(tag({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: honoured } })));
   for (const message of early.splice(0)) writer.message(JSON.stringify(tag(message)));
   // Heard also when the gateway changes the lists itself: a pin approval, a reload (streams/open-listens.ts).
-  const forget = f.ctx.streams.listens.add({ userKey: principalOf(f.request).userKey, endpoint: f.backend.name, lists: listsAsked(honoured), subscriptionId: id, write: (m) => writer!.message(m) });
+  const end = () => {
+    forget();
+    if (writer!.closed) return;
+    writer!.message(listenResultFor(id, id));
+    writer!.end();
+  };
+  const forget = f.ctx.streams.listens.add({ userKey: principalOf(f.request).userKey, endpoint: f.backend.name, lists: listsAsked(honoured), subscriptionId: id, write: (m) => writer!.message(m), end });
   writer.onClose(() => {
     forget();
     listening.detach();
   });
-  void listening.ended.then(() => {
-    forget();
-    if (writer!.closed) return;
-    writer!.message(JSON.stringify({ jsonrpc: '2.0', id, result: { _meta: { [META.subscriptionId]: id } } }));
-    writer!.end();
-  });
+  void listening.ended.then(end);
 }
 
 /** The subset of the client's filter the backend can serve (it announced the notification in initialize). */

@@ -11,7 +11,7 @@
  * inside one: the relay yields whole events, and the notices queue until the next boundary
  * (at once when the backend is silent).
  */
-import { listsAsked, type OpenListens } from '../streams/open-listens.js';
+import { listenResultFor, listsAsked, type OpenListens } from '../streams/open-listens.js';
 import type { JsonRpcId } from '../wire/jsonrpc.js';
 import { META } from '../wire/revision-2026.js';
 import { formatSseEvent } from '../wire/sse.js';
@@ -33,6 +33,8 @@ export class RelayedListen {
   #wake: (() => void) | undefined;
   #forget: (() => void) | undefined;
   #over = false;
+  /** Set by `end`: the relay stops after the queued messages, the listen's result last. */
+  #ending = false;
 
   constructor(listens: OpenListens, owner: ListenOwner) {
     this.#listens = listens;
@@ -57,6 +59,10 @@ export class RelayedListen {
       lists: listsAsked(message.params?.notifications),
       subscriptionId,
       write: (m) => this.#inject(m),
+      end: () => {
+        this.#inject(listenResultFor(this.#owner.id, subscriptionId));
+        this.#ending = true;
+      },
     });
   }
 
@@ -66,8 +72,12 @@ export class RelayedListen {
     this.#wake?.();
   }
 
-  /** The backend's events (whole events per chunk) with the gateway's notices between them. */
-  async *relay(events: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  /**
+   * The backend's events (whole events per chunk) with the gateway's notices between them.
+   * `stop` closes the backend's answer when the gateway ends the listen itself (`end`): the
+   * client's stream then ends normally, which alone would leave the backend's listen open.
+   */
+  async *relay(events: AsyncIterable<Buffer>, stop: () => void): AsyncGenerator<Buffer> {
     const source = events[Symbol.asyncIterator]();
     let next = source.next();
     try {
@@ -76,6 +86,7 @@ export class RelayedListen {
         const step = await Promise.race([next, woken]);
         this.#wake = undefined;
         if (this.#queued.length) yield Buffer.from(this.#queued.splice(0).join(''));
+        if (this.#ending) return stop();
         if (step === undefined) continue;
         if (step.done) return;
         yield step.value;

@@ -29,6 +29,11 @@ export interface OpenListen {
   subscriptionId: string | number;
   /** Writes one whole JSON-RPC message on the stream, between its events. */
   write(message: string): void;
+  /**
+   * Ends the listen as a server ends one (MCP 2026-07-28 "Subscriptions": the listen's own
+   * result, tagged, then the end of the stream): its endpoint is gone (a reload removed it).
+   */
+  end(): void;
 }
 
 /** The lists a listen filter asks for (its `notifications` object). */
@@ -40,6 +45,11 @@ export function listsAsked(filter: unknown): Set<ListKind> {
 }
 
 /** `notifications/{list}/list_changed`, tagged with the listen's subscription id. */
+/** The listen's own result, the last message of its stream (MCP 2026-07-28 "Subscriptions"). */
+export function listenResultFor(id: unknown, subscriptionId: string | number): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, result: { _meta: { 'io.modelcontextprotocol/subscriptionId': subscriptionId } } });
+}
+
 export function listChangedFor(listen: Pick<OpenListen, 'subscriptionId'>, kind: ListKind): string {
   return JSON.stringify({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed`, params: { _meta: { 'io.modelcontextprotocol/subscriptionId': listen.subscriptionId } } });
 }
@@ -84,6 +94,13 @@ export class OpenListens {
       }
     }
     return sent;
+  }
+
+  /** Ends every listen of `endpoint` (a backend a reload removed); each forgets itself as its stream ends. */
+  endAll(endpoint: string): number {
+    const ending = [...(this.#byEndpoint.get(endpoint)?.values() ?? [])].flatMap((own) => [...own]);
+    for (const listen of ending) listen.end();
+    return ending.length;
   }
 
   get size(): number {

@@ -70,6 +70,8 @@ export class StreamRegistry {
    */
   stopBackend(backend: string): void {
     for (const relay of this.#relays.values()) if (relay.backend === backend) relay.stop(true);
+    // A 2026-07-28 client's listen on /mcp/{backend} ends too: it would hear nothing more.
+    this.listens.endAll(backend);
   }
 
   /** Stops everything: clients get `retry` and reconnect elsewhere. */

@@ -113,8 +113,13 @@ describe('virtual servers and member removal reload on two replicas', () => {
   });
 
   test('a removed backend: /mcp sessions and the virtual server that had it hear list_changed on the other replica; their lists lack it', async () => {
+    const betaListen = await listen(1, 'beta', 'beta-listen', { toolsListChanged: true });
     await mounted.swapAll({ backends: backends.filter((b) => b.name !== 'beta'), servers: desk({ from: 'alpha.announce', as: 'shout' }) });
     await mounted.allCount('applied', 3);
+    // A 2026-07-28 listen on the removed backend's own endpoint ends as a server ends one: its result, tagged, then the end.
+    let last: Record<string, unknown> | undefined;
+    for (let event = await betaListen.next(RELOAD_WAIT_MS); event; event = await betaListen.next(RELOAD_WAIT_MS)) last = event.data ? messageOf(event) : last;
+    assert.deepEqual(last, { jsonrpc: '2.0', id: 'beta-listen', result: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'beta-listen' } } });
     await Promise.all([untilMessage(mcpStream, 'notifications/tools/list_changed'), untilMessage(deskStream, 'notifications/tools/list_changed')]);
     // A 2026-07-28 listen on /mcp hears it as well; one that asked only for prompts hears no tools notice.
     await untilMessage(mcpListen, 'notifications/tools/list_changed', taggedWith('mcp-listen'));

@@ -12,7 +12,7 @@ import { RelayedListen } from '../../src/stateless/relayed-listen.js';
 import { formatSseEvent } from '../../src/wire/sse.js';
 
 const listen = (listens: OpenListens, userKey: string, endpoint: string, lists: ListKind[], subscriptionId: string, heard: string[]) =>
-  listens.add({ userKey, endpoint, lists: new Set(lists), subscriptionId, write: (m) => heard.push(m) });
+  listens.add({ userKey, endpoint, lists: new Set(lists), subscriptionId, write: (m) => heard.push(m), end: () => heard.push('end') });
 
 describe('open listens', () => {
   test('a notice goes to the listens of its endpoint that asked for that list, tagged with each one\'s subscription id', () => {
@@ -73,7 +73,7 @@ describe('a relayed listen', () => {
     const gated = gatedEvents(backend.map((m) => formatSseEvent(m)));
     const out: string[] = [];
     const reading = (async () => {
-      for await (const chunk of relayed.relay(gated.source)) out.push(chunk.toString('utf8'));
+      for await (const chunk of relayed.relay(gated.source, () => assert.fail('not ended by the gateway'))) out.push(chunk.toString('utf8'));
     })();
     assert.equal(listens.tell('docs', ['tools']), 0, 'not kept before the acknowledgement');
     relayed.observe(backend[0]!);
@@ -90,5 +90,40 @@ describe('a relayed listen', () => {
     assert.deepEqual(JSON.parse(out[1]!.replace(/^data: /, '')), { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-7' } } });
     assert.equal(out[2], formatSseEvent(backend[1]!));
     assert.equal(listens.size, 0, 'forgotten when the stream ended');
+  });
+});
+
+describe('ending listens (a reload removed their endpoint)', () => {
+  test('endAll ends every listen of that endpoint, whoever opened it, and no other', () => {
+    const listens = new OpenListens();
+    const a: string[] = [];
+    const b: string[] = [];
+    const c: string[] = [];
+    listen(listens, 'alice', 'gone', ['tools'], 'a-1', a);
+    listen(listens, 'bob', 'gone', ['prompts'], 'b-1', b);
+    listen(listens, 'alice', 'kept', ['tools'], 'c-1', c);
+    assert.equal(listens.endAll('gone'), 2);
+    assert.deepEqual([a, b, c], [['end'], ['end'], []]);
+    assert.equal(listens.endAll('nowhere'), 0);
+  });
+
+  test('a relayed listen ended by the gateway sends its own result, tagged, then stops and closes the backend\'s answer', async () => {
+    const listens = new OpenListens();
+    const relayed = new RelayedListen(listens, { userKey: 'alice', endpoint: 'gone', id: 9 });
+    // A second event the backend never gets to send: the listen is still open when the gateway ends it.
+    const gated = gatedEvents([formatSseEvent(ack('sub-9', { toolsListChanged: true })), formatSseEvent('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')]);
+    let stopped = 0;
+    const out: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of relayed.relay(gated.source, () => stopped++)) out.push(chunk.toString('utf8'));
+    })();
+    relayed.observe(ack('sub-9', { toolsListChanged: true }));
+    gated.release();
+    for (let i = 0; i < 50 && out.length < 1; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(listens.endAll('gone'), 1);
+    await reading;
+    assert.equal(stopped, 1);
+    assert.deepEqual(JSON.parse(out[1]!.replace(/^data: /, '')), { jsonrpc: '2.0', id: 9, result: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-9' } } });
+    assert.equal(listens.size, 0);
   });
 });
