@@ -21,10 +21,8 @@ export function answeredIdKeys(data: string): string[] {
   }
   const keys: string[] = [];
   for (const m of Array.isArray(message) ? message : [message]) {
-    if (m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m)) {
-      const id = (m as { id?: unknown }).id;
-      if (typeof id === 'string' || typeof id === 'number') keys.push(idKey(id));
-    }
+    const key = responseKey(m);
+    if (key !== undefined) keys.push(key);
   }
   return keys;
 }
