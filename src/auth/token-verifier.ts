@@ -41,6 +41,12 @@ export interface TokenVerifierOptions {
 
 export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
+  /**
+   * True while a principal this verifier returned is still good (its `exp`, with the clock
+   * tolerance): what a cached verification is checked against, so that a caller keeping one
+   * (authenticate.ts, per connection) keeps it no longer than this verifier's own cache would.
+   */
+  isCurrent(principal: Principal): boolean;
 }
 
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
@@ -66,11 +72,14 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     cache.set(token, principal);
   }
 
+  const isCurrent = (principal: Principal): boolean => principal.exp * 1000 > Date.now() - options.clockToleranceMs;
+
   return {
+    isCurrent,
     async verify(token) {
       const cached = cache.get(token);
       if (cached) {
-        if (cached.exp * 1000 > Date.now() - options.clockToleranceMs) return cached;
+        if (isCurrent(cached)) return cached;
         cache.delete(token);
       }
       let keys: JWTVerifyGetKey;

@@ -53,6 +53,13 @@ export async function holdAnswer(res: BackendResponse, quietMs = HELD_ANSWER_QUI
   if (declared <= DECLARED_ANSWER_MAX_BYTES) return { whole: asBuffer(await res.body.bytes()) };
   if (declared > DECLARED_ANSWER_MAX_BYTES) return { stream: res.body };
   const body = res.body;
+  // All there already (the usual answer: headers, body and end in one read of the socket), and
+  // small: the backend's flow control pauses a body past 64 KiB unread (exchange.ts), so one
+  // that has ended unread is within the bound.
+  if (hasArrived(body)) {
+    const whole = asBuffer(await body.bytes());
+    return whole.length <= HELD_ANSWER_MAX_BYTES ? { whole } : { stream: destroyable(body, oneChunk(whole)) };
+  }
   const chunks = (body as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
   const head: Buffer[] = [];
   let size = 0;
@@ -62,7 +69,7 @@ export async function holdAnswer(res: BackendResponse, quietMs = HELD_ANSWER_QUI
     for (;;) {
       const next = chunks.next();
       // Already all there (the usual answer: headers, body and end in one read): no timer.
-      const step = body.arrived === true ? await next : await Promise.race([next, (quiet ??= new Promise((resolve) => (timer = setTimeout(resolve, quietMs, 'quiet'))))]);
+      const step = hasArrived(body) ? await next : await Promise.race([next, (quiet ??= new Promise((resolve) => (timer = setTimeout(resolve, quietMs, 'quiet'))))]);
       if (step === 'quiet') return { stream: destroyable(body, continued(body, head, chunks, next)) };
       if (step.done) return { whole: head.length === 1 ? head[0]! : Buffer.concat(head, size) };
       const chunk = asBuffer(step.value);
@@ -98,6 +105,11 @@ async function* oneChunk(chunk: Buffer): AsyncGenerator<Buffer> {
 
 function destroyable(body: BackendBody, rest: AsyncIterable<Buffer>): HeldStream {
   return { [Symbol.asyncIterator]: () => rest[Symbol.asyncIterator](), destroy: () => body.destroy() };
+}
+
+/** A getter that changes as the body arrives: asked each time, never narrowed. */
+function hasArrived(body: BackendBody): boolean {
+  return body.arrived === true;
 }
 
 function asBuffer(value: Uint8Array | string): Buffer {

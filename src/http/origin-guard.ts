@@ -5,7 +5,7 @@
  * an Origin, when a browser sends one, must be publicUrl's origin or an allowed one.
  * Non-browser clients send no Origin and are unaffected.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { onRequestHookHandler } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
 import { sendJsonRpcError } from './replies.js';
@@ -19,20 +19,28 @@ export function allowedHostsOf(config: Config): Set<string> {
   return hosts;
 }
 
-export function createOriginGuard(config: Config) {
+/**
+ * A callback hook, not an async one: a request that passes costs no promise (issue 29). A
+ * refused request is answered here, and `done` is then not called.
+ */
+export function createOriginGuard(config: Config): onRequestHookHandler {
   const hosts = allowedHostsOf(config);
   const origins = new Set([new URL(config.publicUrl).origin, ...config.allowedOrigins]);
-  return async function originGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const host = request.headers.host?.toLowerCase();
+  return function originGuard(request, reply, done): void {
+    const given = request.headers.host;
+    // Most clients write the host as it was configured: lower-cased only when it is not found.
+    const host = given === undefined || hosts.has(given) ? given : given.toLowerCase();
     if (!host || !hosts.has(host)) {
       request.log.warn({ host }, 'refused request for a host that is not ours');
-      await sendJsonRpcError(reply, 421, ErrorCode.InvalidRequest, 'Misdirected request: Host header not allowed');
+      void sendJsonRpcError(reply, 421, ErrorCode.InvalidRequest, 'Misdirected request: Host header not allowed');
       return;
     }
     const origin = request.headers.origin;
     if (origin !== undefined && !origins.has(origin)) {
       request.log.warn({ origin }, 'refused request from a foreign origin');
-      await sendJsonRpcError(reply, 403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+      void sendJsonRpcError(reply, 403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+      return;
     }
+    done();
   };
 }

@@ -5,7 +5,7 @@
  * the stream relay. Message bodies are forwarded as received.
  */
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
 import { callerOf, traceHeaders } from '../backends/caller.js';
@@ -34,8 +34,8 @@ import { requestEra } from '../wire/revision-2026.js';
 type McpRequest = FastifyRequest<{ Params: { backend?: string }; Body: string }>;
 
 export interface McpRouteHooks {
-  originGuard: onRequestAsyncHookHandler;
-  authenticate: onRequestAsyncHookHandler;
+  originGuard: onRequestHookHandler;
+  authenticate: onRequestHookHandler;
 }
 
 export function registerMcpRoutes(app: FastifyInstance, ctx: McpContext, hooks: McpRouteHooks): void {

@@ -7,7 +7,7 @@
  *
  * An unknown backend passes through untouched so the route keeps answering 404.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { onRequestHookHandler } from 'fastify';
 import type { McpBackend } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -15,19 +15,21 @@ import { ErrorCode } from '../wire/jsonrpc.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { backendAccessDenial } from './backend-access.js';
 
-export function createBackendAccessGuard(ctx: { backends: ReadonlyMap<string, McpBackend>; config: Config; metrics: Metrics }) {
-  return async function backendAccessGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export function createBackendAccessGuard(ctx: { backends: ReadonlyMap<string, McpBackend>; config: Config; metrics: Metrics }): onRequestHookHandler {
+  // A callback hook: a request let through costs no promise (issue 29); one refused is
+  // answered here, and `done` is then not called.
+  return function backendAccessGuard(request, reply, done): void {
     const principal = request.principal;
-    if (reply.sent || !principal) return;
+    if (reply.sent || !principal) return done();
     const name = (request.params as { backend?: string } | undefined)?.backend;
     const backend = name === undefined ? undefined : ctx.backends.get(name)?.config;
-    if (!backend) return;
+    if (!backend) return done();
     const denial = backendAccessDenial(principal, backend, ctx.config.auth.tenantClaim);
-    if (!denial) return;
+    if (!denial) return done();
     ctx.metrics.policyDenials.inc({ backend: backend.name, reason: denial.reason });
     // The reason, never the token or its claim values (SPEC §6: tokens are not logged).
     request.log.info({ backend: backend.name, policyDenial: denial.reason }, 'backend access denied by policy');
     request.server.audit?.refusal(request, `access.${denial.reason}s`, ErrorCode.AccessDenied);
-    await sendJsonRpcError(reply, 403, ErrorCode.AccessDenied, denial.message);
+    void sendJsonRpcError(reply, 403, ErrorCode.AccessDenied, denial.message);
   };
 }

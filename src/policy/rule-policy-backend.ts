@@ -74,10 +74,17 @@ export class RulePolicyBackend extends DecoratedBackend {
     super(inner);
   }
 
-  async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const caller = headers.caller;
-    // No rules and no audit (the default): passed on untouched, before any parsing — this face is on every backend so that a reload can turn either on.
+    // No rules and no audit (the default): passed on untouched, before any parsing — this face
+    // is on every backend so that a reload can turn either on. Not an async function: the
+    // backend's own promise is handed back, without one more around it (issue 29).
     if (!caller || (!this.parts.rules().size && !this.parts.audit())) return this.inner.post(body, headers, signal);
+    return this.#judged(body, headers, caller, signal);
+  }
+
+  /** With rules or the audit on: each request judged, recorded, and its answer edited or observed. */
+  async #judged(body: string, headers: BackendCallHeaders, caller: BackendCaller, signal?: AbortSignal): Promise<BackendResponse> {
     const messages = messagesOf(body);
     if (!messages) return this.inner.post(body, headers, signal);
     const started = performance.now();

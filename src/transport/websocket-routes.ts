@@ -15,7 +15,7 @@
  */
 import { Gauge } from 'prom-client';
 import fastifyWebsocket from '@fastify/websocket';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Config } from '../config/schema.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
@@ -28,8 +28,8 @@ import { WebSocketBridge } from './websocket-bridge.js';
 export const MCP_SUBPROTOCOL = 'mcp';
 
 export interface WebSocketRouteHooks {
-  originGuard: onRequestAsyncHookHandler;
-  authenticate: onRequestAsyncHookHandler;
+  originGuard: onRequestHookHandler;
+  authenticate: onRequestHookHandler;
 }
 
 type WsRequest = FastifyRequest<{ Params: { backend?: string } }>;

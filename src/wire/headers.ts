@@ -18,5 +18,8 @@ export function headerValue(value: HeaderField): string | undefined {
  * (RFC 9110 §8.3.1: `text/event-stream; charset=utf-8` is `text/event-stream`); '' when absent.
  */
 export function mediaTypeOf(value: HeaderField): string {
-  return (headerValue(value) ?? '').split(';')[0]!.trim().toLowerCase();
+  const given = headerValue(value) ?? '';
+  // What backends send nearly always, as written: no parsing (issue 29).
+  if (given === 'application/json' || given === 'text/event-stream') return given;
+  return given.split(';')[0]!.trim().toLowerCase();
 }

@@ -33,12 +33,36 @@ export function wantsPriming(version: string): boolean {
   return version >= '2025-11-25';
 }
 
-/** True when an Accept header lists the media type (or a matching wildcard). */
+/**
+ * True when an Accept header lists the media type (or a matching wildcard). Each range is
+ * looked at where it lies in the header, without splitting it into strings: asked twice per
+ * MCP POST, the splitting showed in the gateway's instruction count (issue 29). Media types
+ * compare case-insensitively (RFC 9110 §8.3.1); parameters (`;q=…`) are not weighed.
+ */
 export function accepts(accept: string | undefined, mediaType: string): boolean {
   if (!accept) return false;
-  const [type] = mediaType.split('/');
-  return accept.split(',').some((part) => {
-    const range = part.split(';')[0]!.trim().toLowerCase();
-    return range === mediaType || range === `${type}/*` || range === '*/*';
-  });
+  const typeWildcard = `${mediaType.slice(0, mediaType.indexOf('/'))}/*`;
+  for (let start = 0; start <= accept.length; ) {
+    let end = accept.indexOf(',', start);
+    if (end < 0) end = accept.length;
+    const semicolon = accept.indexOf(';', start);
+    let to = semicolon >= 0 && semicolon < end ? semicolon : end;
+    let from = start;
+    while (from < to && isOptionalWhitespace(accept.charCodeAt(from))) from++;
+    while (to > from && isOptionalWhitespace(accept.charCodeAt(to - 1))) to--;
+    if (rangeIs(accept, from, to, mediaType) || rangeIs(accept, from, to, typeWildcard) || rangeIs(accept, from, to, '*/*')) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+/** Whether `header[from, to)` is `range` (a lower-case media range), ignoring case. */
+function rangeIs(header: string, from: number, to: number, range: string): boolean {
+  if (to - from !== range.length) return false;
+  return header.startsWith(range, from) || header.slice(from, to).toLowerCase() === range;
+}
+
+/** SP or HTAB (RFC 9110 §5.6.3). */
+function isOptionalWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09;
 }

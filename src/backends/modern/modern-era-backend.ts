@@ -59,7 +59,8 @@ export class ModernEraBackend implements McpBackend {
     return this.inner.config;
   }
 
-  async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+  /** Not an async function: a 2025 backend's promise is handed back as it is, without one more around it (issue 29). */
+  post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     if (AdaptedSessions.isAdapted(headers.sessionId)) return this.#inSession(body, headers, headers.sessionId, signal);
     if (headers.sessionId === undefined && headers.protocolVersion === undefined && body.includes('"initialize"')) {
       const message = parseObject(body);
