@@ -15,6 +15,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON-RPC method of an MCP POST (`batch` for several), for the access line. */
     rpcMethod?: string;
+    /**
+     * The matched route's template (e.g. `/mcp/:backend`), set by the route's own response
+     * hook (http/route-metrics.ts) before the line is written: Fastify's `routeOptions`
+     * getter builds an object of a dozen fields on every read (issue 29).
+     */
+    routeTemplate?: string;
   }
 }
 
@@ -76,7 +82,7 @@ export class AccessLog extends LogController {
 function lineFields(request: FastifyRequest, reply: FastifyReply): string {
   const principal = request.principal;
   const params = request.params as { backend?: unknown } | undefined;
-  const route = request.routeOptions.url;
+  const route = request.routeTemplate ?? request.routeOptions.url;
   return (
     '"reqId":' +
     q(request.id) +

@@ -90,9 +90,11 @@ export class Metrics {
   /** Starts timing one client POST; call the result with the outcome when its answer is complete. */
   startMcpRequest(backend: string, method: string | undefined): (outcome: McpOutcome) => void {
     const label = methodLabel(method);
-    const stop = this.mcpDuration.startTimer({ backend, method: label });
+    // Timed with one clock reading at each end and observed directly: prom-client's
+    // `startTimer` adds two `hrtime` arrays and a merged copy of the labels per call (issue 29).
+    const started = performance.now();
     return (outcome) => {
-      stop();
+      this.mcpDuration.observe({ backend, method: label }, (performance.now() - started) / 1000);
       this.mcpMessages.inc({ backend, method: label, outcome });
     };
   }

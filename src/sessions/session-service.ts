@@ -19,7 +19,23 @@ import { storedClientCapabilities } from './client-capabilities.js';
 import { DEFAULT_SESSION_CACHE_LIMITS, SessionCache, type SessionCacheLimits } from './session-cache.js';
 import { SessionActivity, type SessionActivityOptions, type SessionUse } from './session-activity.js';
 
-const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+/** Characters of a session id: 32 random bytes in base64url (RFC 4648 §5), unpadded. */
+const SESSION_ID_LENGTH = 43;
+
+/**
+ * Whether `id` has the form this gateway issues ({@link newSessionId}); anything else is
+ * not looked up. A loop over the char codes, not a regular expression: it runs on every
+ * message (issue 29).
+ */
+export function isSessionIdForm(id: string): boolean {
+  if (id.length !== SESSION_ID_LENGTH) return false;
+  for (let i = 0; i < SESSION_ID_LENGTH; i++) {
+    const c = id.charCodeAt(i);
+    const alphanumeric = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+    if (!alphanumeric && c !== 0x2d && c !== 0x5f) return false;
+  }
+  return true;
+}
 
 export function newSessionId(): string {
   return randomBytes(32).toString('base64url');
@@ -72,7 +88,7 @@ export class SessionService {
 
   /** The session when it exists for this user and this backend; undefined otherwise. */
   async find(principal: Pick<Principal, 'userKey'>, sessionId: string, backend: string): Promise<SessionRecord | undefined> {
-    if (!SESSION_ID.test(sessionId)) return undefined;
+    if (!isSessionIdForm(sessionId)) return undefined;
     let record = this.#cache.get(principal.userKey, sessionId);
     if (!record) {
       record = await this.#guard('touchSession', () => this.store.touchSession(principal.userKey, sessionId, this.idleTtlMs));

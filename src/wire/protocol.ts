@@ -41,7 +41,6 @@ export function wantsPriming(version: string): boolean {
  */
 export function accepts(accept: string | undefined, mediaType: string): boolean {
   if (!accept) return false;
-  const typeWildcard = `${mediaType.slice(0, mediaType.indexOf('/'))}/*`;
   for (let start = 0; start <= accept.length; ) {
     let end = accept.indexOf(',', start);
     if (end < 0) end = accept.length;
@@ -50,10 +49,17 @@ export function accepts(accept: string | undefined, mediaType: string): boolean 
     let from = start;
     while (from < to && isOptionalWhitespace(accept.charCodeAt(from))) from++;
     while (to > from && isOptionalWhitespace(accept.charCodeAt(to - 1))) to--;
-    if (rangeIs(accept, from, to, mediaType) || rangeIs(accept, from, to, typeWildcard) || rangeIs(accept, from, to, '*/*')) return true;
+    if (rangeIs(accept, from, to, mediaType) || (accept.charCodeAt(to - 1) === ASTERISK && wildcardCovers(accept, from, to, mediaType))) return true;
     start = end + 1;
   }
   return false;
+}
+
+const ASTERISK = 0x2a;
+
+/** Whether the range `header[from, to)`, ending in an asterisk, is the any-type range or `type/` and an asterisk for the media type. */
+function wildcardCovers(header: string, from: number, to: number, mediaType: string): boolean {
+  return rangeIs(header, from, to, '*/*') || rangeIs(header, from, to, `${mediaType.slice(0, mediaType.indexOf('/'))}/*`);
 }
 
 /** Whether `header[from, to)` is `range` (a lower-case media range), ignoring case. */
