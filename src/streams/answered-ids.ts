@@ -7,6 +7,7 @@
  * before they send that event as plain JSON (issue 29).
  */
 import type { JsonRpcId } from '../wire/jsonrpc.js';
+import { skipSpace, stringEnd } from '../wire/json-scan.js';
 
 /** A request id as a map key: `1` and `"1"` are different requests. */
 export const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
@@ -38,6 +39,12 @@ export function answeredIdKeys(data: string): string[] {
  * or a second answer to the same id all keep the event on a stream, relayed as it was.
  */
 export function answersExactly(data: string, requestIds: readonly JsonRpcId[], batch = false): boolean {
+  // The usual case, one request answered by one object, is read without parsing the answer
+  // (a tool result can be large; issue 29); what the scan cannot tell is parsed.
+  if (!batch && requestIds.length === 1) {
+    const verdict = answersOneScanned(data, requestIds[0]!);
+    if (verdict !== undefined) return verdict;
+  }
   let message: unknown;
   try {
     message = JSON.parse(data);
@@ -60,4 +67,78 @@ function responseKey(m: unknown): string | undefined {
   if (!m || typeof m !== 'object' || 'method' in m || !('result' in m || 'error' in m)) return undefined;
   const id = (m as { id?: unknown }).id;
   return typeof id === 'string' || typeof id === 'number' ? idKey(id) : undefined;
+}
+
+/** The top-level members of a one-object answer that decide whether it is a response, by where their values start. */
+interface ResponseMembers {
+  id?: number;
+  method?: boolean;
+  outcome?: boolean;
+}
+
+const RESPONSE_MEMBER_NAMES = new Set(['id', 'method', 'result', 'error']);
+
+/**
+ * {@link answersExactly} for one request, read without parsing: true when `data` is one object
+ * with a `result` or an `error`, no `method`, and `id` equal to `id`; false when it is one object
+ * that is not that; undefined when the scan cannot tell (not one object, a member name spelled
+ * with escapes, an id written otherwise than JSON.stringify writes it) and the text must be parsed.
+ * Duplicate names count as JSON.parse counts them: the last one.
+ */
+function answersOneScanned(data: string, id: JsonRpcId): boolean | undefined {
+  const open = skipSpace(data, 0);
+  if (data.charCodeAt(open) !== OPEN_BRACE) return undefined;
+  const members = topLevelMembers(data, open);
+  if (!members) return undefined;
+  if (members.method || !members.outcome || members.id === undefined) return false;
+  const expected = JSON.stringify(id);
+  return data.startsWith(expected, members.id) && isValueEnd(data.charCodeAt(skipSpace(data, members.id + expected.length))) ? true : undefined;
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+
+/** A value that ends where `code` stands: at the next member or the object's end. */
+function isValueEnd(code: number): boolean {
+  return code === COMMA || code === CLOSE_BRACE;
+}
+
+/**
+ * Where the object opening at `open` has its `id`, and whether it has `method` and `result` or
+ * `error`; undefined when the object does not close, something follows it, or a member name
+ * holds an escape.
+ */
+function topLevelMembers(text: string, open: number): ResponseMembers | undefined {
+  const found: ResponseMembers = {};
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      if (end < 0) return undefined;
+      if (depth === 1) {
+        const colon = skipSpace(text, end + 1);
+        if (text.charCodeAt(colon) === COLON) {
+          const name = text.slice(i + 1, end);
+          if (name.includes('\\')) return undefined;
+          if (RESPONSE_MEMBER_NAMES.has(name)) {
+            const value = skipSpace(text, colon + 1);
+            if (name === 'id') found.id = value;
+            else if (name === 'method') found.method = true;
+            else found.outcome = true;
+          }
+        }
+      }
+      i = end;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      if (--depth === 0) return skipSpace(text, i + 1) === text.length ? found : undefined;
+    }
+  }
+  return undefined;
 }

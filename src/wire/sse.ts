@@ -65,6 +65,9 @@ export function createSseReader(handlers: SseHandlers): SseReader {
  * the end; the gateway can then answer with that message alone (issue 29).
  */
 export function soleEventData(body: Buffer): string | undefined {
+  const text = body.toString('utf8');
+  const plain = plainSoleEventData(text);
+  if (plain !== NOT_PLAIN) return plain;
   let data: string | undefined;
   let count = 0;
   createSseReader({
@@ -73,8 +76,37 @@ export function soleEventData(body: Buffer): string | undefined {
       count++;
       data = event;
     },
-  }).feed(body);
+  }).feed(text);
   return count === 1 ? data : undefined;
+}
+
+const NOT_PLAIN = Symbol('not a plain one-event body');
+/** Skipped by SSE parsers at the start of a stream (WHATWG HTML §9.2.5): left to the parser. */
+const BYTE_ORDER_MARK = 0xfeff;
+
+/**
+ * {@link soleEventData} for the body SDK servers write — one event of `event:`/`id:` lines and
+ * one `data:` line, ended by a blank line, LF line breaks — read with `indexOf` instead of the
+ * parser (issue 29). {@link NOT_PLAIN} for any other body, which the parser then reads: CR line
+ * breaks, several events, data on several lines, a field line without a colon, a byte order mark.
+ */
+function plainSoleEventData(text: string): string | undefined | typeof NOT_PLAIN {
+  const end = text.length - 2;
+  if (end < 0 || text.indexOf('\n\n') !== end || text.includes('\r') || text.charCodeAt(0) === BYTE_ORDER_MARK) return NOT_PLAIN;
+  let data: string | undefined;
+  for (let start = 0; start < end; ) {
+    let stop = text.indexOf('\n', start);
+    if (stop < 0 || stop > end) stop = end;
+    const colon = text.indexOf(':', start);
+    if (colon < 0 || colon > stop) return NOT_PLAIN;
+    if (colon - start === 4 && text.startsWith('data', start)) {
+      if (data !== undefined) return NOT_PLAIN;
+      data = text.slice(text.charCodeAt(colon + 1) === 0x20 ? colon + 2 : colon + 1, stop);
+    }
+    start = stop + 1;
+  }
+  // A priming event (an id and no data) is no event of its own here (see soleEventData).
+  return data === '' ? undefined : data;
 }
 
 /** A line break in SSE: CRLF, a lone CR or a lone LF (WHATWG HTML §9.2.5 "end-of-line"). */

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { answersExactly } from '../../src/streams/answered-ids.js';
+import type { JsonRpcId } from '../../src/wire/jsonrpc.js';
 
 const response = (id: unknown, member: 'result' | 'error' = 'result') => ({ jsonrpc: '2.0', id, [member]: member === 'result' ? {} : { code: -32601, message: 'no' } });
 const notification = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'p', progress: 1 } };
@@ -46,3 +47,45 @@ test('data that is not JSON, or a POST with no request, is never answered by an 
   assert.equal(answersExactly('', [1]), false);
   assert.equal(answersExactly(text([]), [], true), false);
 });
+
+test('one answer read without parsing decides as a parse would (issue 29)', () => {
+  const cases: Array<[string, JsonRpcId, boolean]> = [
+    ['{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a \\"method\\": here"}]}}', 1, true],
+    [' {"result":{"method":"nested, not the message\'s"},"id":"a"}\n', 'a', true],
+    ['{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"x"}}', 7, true],
+    // An id written otherwise than JSON.stringify writes it: parsed, with the same verdict.
+    ['{"id":1.0,"result":{}}', 1, true],
+    ['{"id":"\\u0061","result":{}}', 'a', true],
+    ['{"id":10,"result":{}}', 1, false],
+    ['{"id":-1,"result":{}}', 1, false],
+    ['{"id":"1","result":{}}', 1, false],
+    ['{"id":null,"result":{}}', 1, false],
+    // Duplicate names: the last counts, as JSON.parse keeps it.
+    ['{"id":2,"result":{},"id":1}', 1, true],
+    ['{"id":1,"result":{},"id":2}', 1, false],
+    // A member name spelled with an escape is still that member.
+    ['{"id":1,"result":{},"\\u006dethod":"x"}', 1, false],
+    ['{"id":1,"result":{},"method":"notifications/message"}', 1, false],
+    ['{"id":1}', 1, false],
+    // Not one whole object: refused as the parse refuses it.
+    ['{"id":1,"result":{}} trailing', 1, false],
+    ['{"id":1,"result":{}', 1, false],
+    ['[{"id":1,"result":{}}]', 1, false],
+  ];
+  for (const [data, id, verdict] of cases) {
+    assert.equal(answersExactly(data, [id]), verdict, data);
+    assert.equal(answersExactly(data, [id]), parsedVerdict(data, id), `the same as a parse: ${data}`);
+  }
+});
+
+/** What answersExactly decided before the scan, from the parsed message. */
+function parsedVerdict(data: string, id: JsonRpcId): boolean {
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(data) as Record<string, unknown>;
+  } catch {
+    return false;
+  }
+  if (!m || typeof m !== 'object' || Array.isArray(m) || 'method' in m || !('result' in m || 'error' in m)) return false;
+  return typeof m.id === typeof id && m.id === id;
+}

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createSseReader, formatSseEvent, formatSseRetry, SSE_KEEP_ALIVE } from '../../src/wire/sse.js';
+import { createSseReader, formatSseEvent, formatSseRetry, soleEventData, SSE_KEEP_ALIVE } from '../../src/wire/sse.js';
 import { headerValue, mediaTypeOf } from '../../src/wire/headers.js';
 
 interface Read {
@@ -75,5 +75,39 @@ describe('header values', () => {
     assert.equal(mediaTypeOf('Text/Event-Stream; charset=utf-8'), 'text/event-stream');
     assert.equal(mediaTypeOf(['application/json', 'text/plain']), 'application/json');
     assert.equal(mediaTypeOf(undefined), '');
+  });
+});
+
+describe('soleEventData', () => {
+  /** What the general parser finds: the one event with data, or undefined. */
+  function parsed(body: string): string | undefined {
+    const events: string[] = [];
+    createSseReader({ onEvent: (data) => void (data !== '' && events.push(data)) }).feed(body);
+    return events.length === 1 ? events[0] : undefined;
+  }
+
+  test('the body SDK servers write is read as the parser reads it, and so is every other body (issue 29)', () => {
+    const bodies = [
+      'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n',
+      'data: {"id":1}\n\n',
+      'data:{"id":1}\n\n',
+      'id: 7\nevent: message\ndata: {"id":1}\n\n',
+      ': keep-alive\ndata: {"id":1}\n\n',
+      'data:  two spaces\n\n',
+      'data: \u00e9t\u00e9 \ud83d\ude00\n\n',
+      // Not the plain shape: left to the parser, with its verdict.
+      'id: 1\ndata: \n\n',
+      'id: 1\ndata:\n\nevent: message\ndata: {"id":1}\n\n',
+      'data: a\ndata: b\n\n',
+      'data: one\n\ndata: two\n\n',
+      'event: message\r\ndata: {"id":1}\r\n\r\n',
+      '\ufeffdata: {"id":1}\n\n',
+      'data\n\n',
+      'data: {"id":1}\n',
+      'data: {"id":1}',
+      '',
+      '\n\n',
+    ];
+    for (const body of bodies) assert.equal(soleEventData(Buffer.from(body)), parsed(body), JSON.stringify(body));
   });
 });
