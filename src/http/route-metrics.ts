@@ -15,8 +15,9 @@ export function recordRouteMetrics(app: FastifyInstance, metrics: Metrics): void
     const record: onResponseHookHandler = (request, reply, done) => {
       // For the access line, written after the response hooks (ops/access-log.ts).
       request.routeTemplate = url;
-      metrics.httpRequests.inc({ method: request.method, route: url, status: reply.statusCode });
-      metrics.httpDuration.observe({ method: request.method, route: url }, reply.elapsedTime / 1000);
+      const method = request.method;
+      metrics.httpRequests.at(method, url, reply.statusCode).value++;
+      metrics.httpDuration.observe(metrics.httpDuration.at(method, url), reply.elapsedTime / 1000);
       done();
     };
     route.onResponse = appendHook(route.onResponse, record);

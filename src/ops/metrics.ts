@@ -4,7 +4,8 @@
  * spec's method names (anything else counts as "other"), and no user or session id is ever
  * a label.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot-metrics.js';
 
 /** Methods of MCP 2025-11-25 (schema reference); others are labelled "other". */
 const KNOWN_METHODS = new Set([
@@ -31,21 +32,22 @@ export interface GaugeSources {
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly httpRequests = new Counter({ name: 'switchboard_http_requests_total', help: 'HTTP requests by route template, method and status', labelNames: ['method', 'route', 'status'], registers: [this.registry] });
-  readonly httpDuration = new Histogram({
+  /** Updated on every request: the hot-path counter and histogram (hot-metrics.ts), same exposition. */
+  readonly httpRequests = new HotCounter({ name: 'switchboard_http_requests_total', help: 'HTTP requests by route template, method and status', labelNames: ['method', 'route', 'status'], registry: this.registry });
+  readonly httpDuration = new HotHistogram({
     name: 'switchboard_http_request_duration_seconds',
     help: 'Time to the end of the HTTP response (SSE streams excluded)',
     labelNames: ['method', 'route'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
+    registry: this.registry,
   });
-  readonly mcpMessages = new Counter({ name: 'switchboard_mcp_messages_total', help: 'Client-to-backend MCP messages by backend, method and outcome', labelNames: ['backend', 'method', 'outcome'], registers: [this.registry] });
-  readonly mcpDuration = new Histogram({
+  readonly mcpMessages = new HotCounter({ name: 'switchboard_mcp_messages_total', help: 'Client-to-backend MCP messages by backend, method and outcome', labelNames: ['backend', 'method', 'outcome'], registry: this.registry });
+  readonly mcpDuration = new HotHistogram({
     name: 'switchboard_mcp_request_duration_seconds',
     help: 'Time from a client POST to its complete answer (JSON body or end of its SSE stream)',
     labelNames: ['backend', 'method'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [this.registry],
+    registry: this.registry,
   });
   readonly sessionsStarted = new Counter({ name: 'switchboard_sessions_started_total', help: 'MCP sessions initialized', labelNames: ['backend'], registers: [this.registry] });
   readonly sessionsEnded = new Counter({ name: 'switchboard_sessions_ended_total', help: 'MCP sessions ended by DELETE or because the backend forgot them', labelNames: ['backend', 'reason'], registers: [this.registry] });
@@ -90,12 +92,12 @@ export class Metrics {
   /** Starts timing one client POST; call the result with the outcome when its answer is complete. */
   startMcpRequest(backend: string, method: string | undefined): (outcome: McpOutcome) => void {
     const label = methodLabel(method);
-    // Timed with one clock reading at each end and observed directly: prom-client's
-    // `startTimer` adds two `hrtime` arrays and a merged copy of the labels per call (issue 29).
+    const duration = this.mcpDuration.at(backend, label);
+    // One clock reading at each end (issue 29: no timer object, no merged labels).
     const started = performance.now();
     return (outcome) => {
-      this.mcpDuration.observe({ backend, method: label }, (performance.now() - started) / 1000);
-      this.mcpMessages.inc({ backend, method: label, outcome });
+      this.mcpDuration.observe(duration, (performance.now() - started) / 1000);
+      this.mcpMessages.at(backend, label, outcome).value++;
     };
   }
 }
