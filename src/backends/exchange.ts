@@ -45,52 +45,78 @@ export function exchange(dispatcher: Dispatcher, options: ExchangeOptions): Prom
       reject(abortReason(signal));
       return;
     }
-    let abort: Abort | undefined;
-    let body: ExchangeBody | undefined;
-    let settled = false;
-    const onAbort = () => {
-      const reason = abortReason(signal!);
-      if (abort) abort(reason);
-      else if (!settled) fail(reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const release = () => signal?.removeEventListener('abort', onAbort);
-    const fail = (err: Error) => {
-      release();
-      if (body) body.fail(err);
-      else if (!settled) {
-        settled = true;
-        reject(err);
-      }
-    };
-    const handler: Dispatcher.DispatchHandler = {
-      onConnect(abortRequest) {
-        abort = abortRequest;
-        if (signal?.aborted) abortRequest(abortReason(signal));
-      },
-      onHeaders(statusCode, rawHeaders, resume) {
-        if (statusCode < 200) return true;
-        body = new ExchangeBody(resume, (reason) => abort?.(reason));
-        settled = true;
-        resolve({ status: statusCode, headers: util.parseHeaders(rawHeaders) as ExchangeResponse['headers'], body });
-        return true;
-      },
-      onData(chunk) {
-        return body!.push(chunk);
-      },
-      onComplete() {
-        release();
-        body?.end();
-      },
-      onError(err) {
-        fail(err);
-      },
-    };
     dispatcher.dispatch(
       { origin: options.origin, path: options.path, method: options.method, headers: options.headers, body: options.body, headersTimeout: options.headersTimeout, bodyTimeout: options.bodyTimeout },
-      handler,
+      new ExchangeHandler(signal, resolve, reject),
     );
   });
+}
+
+/**
+ * undici's callbacks for one exchange: the response resolves at its headers, then its body is
+ * fed chunk by chunk; an abort of `signal` ends whichever is pending. One object per exchange
+ * rather than a closure per callback (issue 29).
+ */
+class ExchangeHandler implements Dispatcher.DispatchHandler {
+  #abort: Abort | undefined;
+  #body: ExchangeBody | undefined;
+  #settled = false;
+  readonly #onAbort: (() => void) | undefined;
+
+  constructor(
+    private readonly signal: AbortSignal | undefined,
+    private readonly resolve: (response: ExchangeResponse) => void,
+    private readonly reject: (err: Error) => void,
+  ) {
+    if (!signal) return;
+    this.#onAbort = () => this.#aborted(signal);
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  onConnect(abortRequest: Abort): void {
+    this.#abort = abortRequest;
+    if (this.signal?.aborted) abortRequest(abortReason(this.signal));
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true;
+    const body = (this.#body = new ExchangeBody(resume, (reason) => this.#abort?.(reason)));
+    this.#settled = true;
+    this.resolve({ status: statusCode, headers: util.parseHeaders(rawHeaders) as ExchangeResponse['headers'], body });
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.#body!.push(chunk);
+  }
+
+  onComplete(): void {
+    this.#release();
+    this.#body?.end();
+  }
+
+  onError(err: Error): void {
+    this.#fail(err);
+  }
+
+  #aborted(signal: AbortSignal): void {
+    const reason = abortReason(signal);
+    if (this.#abort) this.#abort(reason);
+    else if (!this.#settled) this.#fail(reason);
+  }
+
+  #release(): void {
+    if (this.#onAbort) this.signal!.removeEventListener('abort', this.#onAbort);
+  }
+
+  #fail(err: Error): void {
+    this.#release();
+    if (this.#body) this.#body.fail(err);
+    else if (!this.#settled) {
+      this.#settled = true;
+      this.reject(err);
+    }
+  }
 }
 
 function abortReason(signal: AbortSignal): Error {
