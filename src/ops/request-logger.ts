@@ -15,6 +15,8 @@ type Root = FastifyBaseLogger & { isLevelEnabled(level: Level): boolean };
 
 export class RequestLogger implements FastifyBaseLogger {
   #child: FastifyBaseLogger | undefined;
+  /** Fields bound after the request began, merged only when a child is made (no copy per request). */
+  #bound: Bindings | undefined;
 
   /** `bindings` is the object Fastify made for this request (`{reqId}`); it is kept, not copied. */
   constructor(
@@ -32,7 +34,7 @@ export class RequestLogger implements FastifyBaseLogger {
 
   /** Adds fields to every later line of this request (authentication: `sub`, backend). */
   bind(bindings: Bindings): void {
-    Object.assign(this.bindings, bindings);
+    this.#bound = this.#bound ? { ...this.#bound, ...bindings } : bindings;
     this.#child = undefined;
   }
 
@@ -67,7 +69,7 @@ export class RequestLogger implements FastifyBaseLogger {
   }
 
   #logger(): FastifyBaseLogger {
-    return (this.#child ??= this.root.child(this.bindings));
+    return (this.#child ??= this.root.child(this.#bound ? { ...this.bindings, ...this.#bound } : this.bindings));
   }
 }
 
