@@ -7,7 +7,8 @@
  * before they send that event as plain JSON (issue 29).
  */
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { skipSpace, stringEnd } from '../wire/json-scan.js';
+import { objectMembers, skipSpace } from '../wire/json-scan.js';
+import { CLOSE_BRACE, indexOrEnd, OPEN_BRACE } from '../wire/json-guard.js';
 
 /** A request id as a map key: `1` and `"1"` are different requests. */
 export const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
@@ -69,14 +70,16 @@ function responseKey(m: unknown): string | undefined {
   return typeof id === 'string' || typeof id === 'number' ? idKey(id) : undefined;
 }
 
-/** The top-level members of a one-object answer that decide whether it is a response, by where their values start. */
+/** The top-level members of a one-object answer that decide whether it is a response. */
 interface ResponseMembers {
+  /** Where the last `id` member's value starts. */
   id?: number;
-  method?: boolean;
-  outcome?: boolean;
+  method: boolean;
+  /** A `result` or an `error`. */
+  outcome: boolean;
+  /** A member name spelled with an escape: only a parse can tell which member it is. */
+  escaped: boolean;
 }
-
-const RESPONSE_MEMBER_NAMES = new Set(['id', 'method', 'result', 'error']);
 
 /**
  * {@link answersExactly} for one request, read without parsing: true when `data` is one object
@@ -95,12 +98,6 @@ function answersOneScanned(data: string, id: JsonRpcId): boolean | undefined {
   return data.startsWith(expected, members.id) && isValueEnd(data.charCodeAt(skipSpace(data, members.id + expected.length))) ? true : undefined;
 }
 
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const QUOTE = 0x22;
-const COLON = 0x3a;
 const COMMA = 0x2c;
 
 /** A value that ends where `code` stands: at the next member or the object's end. */
@@ -109,36 +106,21 @@ function isValueEnd(code: number): boolean {
 }
 
 /**
- * Where the object opening at `open` has its `id`, and whether it has `method` and `result` or
- * `error`; undefined when the object does not close, something follows it, or a member name
- * holds an escape.
+ * The members of the object opening at `open` that make it a response; undefined when the
+ * object does not close, something follows it, or a member name holds an escape.
  */
 function topLevelMembers(text: string, open: number): ResponseMembers | undefined {
-  const found: ResponseMembers = {};
-  let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      const end = stringEnd(text, i);
-      if (end < 0) return undefined;
-      if (depth === 1) {
-        const colon = skipSpace(text, end + 1);
-        if (text.charCodeAt(colon) === COLON) {
-          const name = text.slice(i + 1, end);
-          if (name.includes('\\')) return undefined;
-          if (RESPONSE_MEMBER_NAMES.has(name)) {
-            const value = skipSpace(text, colon + 1);
-            if (name === 'id') found.id = value;
-            else if (name === 'method') found.method = true;
-            else found.outcome = true;
-          }
-        }
-      }
-      i = end;
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      if (--depth === 0) return skipSpace(text, i + 1) === text.length ? found : undefined;
-    }
-  }
-  return undefined;
+  const found: ResponseMembers = { method: false, outcome: false, escaped: false };
+  const named = (start: number, end: number, name: string) => end - start === name.length && text.startsWith(name, start);
+  /** The first backslash at or after the latest name (the text's length: none), searched again only once passed. */
+  let backslash = -1;
+  const close = objectMembers(text, open, (start, end, value) => {
+    if (backslash < start) backslash = indexOrEnd(text, '\\', start);
+    if (backslash < end) found.escaped = true;
+    else if (named(start, end, 'id')) found.id = value;
+    else if (named(start, end, 'method')) found.method = true;
+    else if (named(start, end, 'result') || named(start, end, 'error')) found.outcome = true;
+  });
+  if (close === undefined || found.escaped || skipSpace(text, close + 1) !== text.length) return undefined;
+  return found;
 }

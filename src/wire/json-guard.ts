@@ -129,7 +129,8 @@ class ObjectNames {
   }
 }
 
-function indexOrEnd(text: string, search: string, from: number): number {
+/** Where `search` next occurs at or after `from`; the text's length when it does not. */
+export function indexOrEnd(text: string, search: string, from: number): number {
   const at = text.indexOf(search, from);
   return at === -1 ? text.length : at;
 }

@@ -37,29 +37,42 @@ export interface MemberPlace {
 }
 
 /**
+ * Walks the members of the object whose `{` is at `open`, in order: `visit` gets each member's
+ * raw name (the indexes just inside its quotes) and its value's first index. Returns the
+ * object's closing brace, or undefined when the object does not close (text cut short or not
+ * JSON). Nested objects and arrays are skipped, strings by {@link stringEnd}.
+ */
+export function objectMembers(text: string, open: number, visit: (nameStart: number, nameEnd: number, value: number) => void): number | undefined {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      if (end < 0) return undefined;
+      if (depth === 1) {
+        const colon = skipSpace(text, end + 1);
+        if (text.charCodeAt(colon) === 0x3a) visit(i + 1, end, skipSpace(text, colon + 1));
+      }
+      i = end;
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return i;
+    }
+  }
+  return undefined;
+}
+
+/**
  * The member `key` of the object whose `{` is at `open` — the last one, as JSON.parse keeps
  * the last of duplicate names — found by its raw name. The raw name equals the decoded one
  * unless the text spells it with a `\u` escape, which the caller rules out when it matters.
  * Undefined when the object does not close (text cut short or not JSON).
  */
 export function objectMember(text: string, open: number, key: string): MemberPlace | undefined {
-  let depth = 0;
   let value: number | undefined;
-  for (let i = open; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      const end = stringEnd(text, i);
-      if (end < 0) return undefined;
-      if (depth === 1 && end - i - 1 === key.length && text.startsWith(key, i + 1)) {
-        const colon = skipSpace(text, end + 1);
-        if (text.charCodeAt(colon) === 0x3a) value = skipSpace(text, colon + 1);
-      }
-      i = end;
-    } else if (c === 0x7b || c === 0x5b) depth++;
-    else if (c === 0x7d || c === 0x5d) {
-      depth--;
-      if (depth === 0) return { value, close: i };
-    }
-  }
-  return undefined;
+  const close = objectMembers(text, open, (nameStart, nameEnd, valueStart) => {
+    if (nameEnd - nameStart === key.length && text.startsWith(key, nameStart)) value = valueStart;
+  });
+  return close === undefined ? undefined : { value, close };
 }
