@@ -76,7 +76,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
   const verifiedOnConnection = new WeakMap<object, VerifiedHeader>();
 
   /** Lets the request in (true) or answers it with the path's refusal. */
-  function admit(request: FastifyRequest, reply: FastifyReply, path: PathRequirement, keepsToken: boolean, verified: VerifiedHeader): boolean {
+  function admit(request: FastifyRequest, reply: FastifyReply, backendName: string | undefined, path: PathRequirement, keepsToken: boolean, verified: VerifiedHeader): boolean {
     const { principal } = verified;
     // A token made out to another endpoint's own resource does not open this one.
     if (!audienceMatches(principal.claims.aud, path.audiences)) return refuse(request, reply, path, new AuthError('invalid_token', 'token claim "aud" is invalid for this endpoint', path.advertised));
@@ -86,7 +86,6 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
     if (keepsToken) request.subjectToken = new SubjectToken(verified.token);
     // Every later line of this request names the caller (SPEC §6), without a child logger
     // until the request writes one (ops/request-logger.ts); the access line reads the principal.
-    const backendName = (request.params as { backend?: string } | undefined)?.backend;
     bindRequestLog(request.log, backendName ? { sub: principal.sub, backend: backendName } : { sub: principal.sub });
     return true;
   }
@@ -113,7 +112,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
     const socket = request.raw.socket;
     const known = header === undefined ? undefined : verifiedOnConnection.get(socket);
     if (known !== undefined && known.header === header && verifier.isCurrent(known.principal)) {
-      if (admit(request, reply, path, keepsToken, known)) done();
+      if (admit(request, reply, backendName, path, keepsToken, known)) done();
       return;
     }
     const token = bearerToken(header);
@@ -125,7 +124,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
       (principal) => {
         const verified = { header: header!, token, principal };
         verifiedOnConnection.set(socket, verified);
-        if (admit(request, reply, path, keepsToken, verified)) done();
+        if (admit(request, reply, backendName, path, keepsToken, verified)) done();
       },
       (err: unknown) => {
         if (!(err instanceof AuthError)) return done(err as Error);

@@ -27,11 +27,10 @@ export function createOriginGuard(config: Config): onRequestHookHandler {
   const hosts = allowedHostsOf(config);
   const origins = new Set([new URL(config.publicUrl).origin, ...config.allowedOrigins]);
   return function originGuard(request, reply, done): void {
-    const given = request.headers.host;
+    const host = request.headers.host;
     // Most clients write the host as it was configured: lower-cased only when it is not found.
-    const host = given === undefined || hosts.has(given) ? given : given.toLowerCase();
-    if (!host || !hosts.has(host)) {
-      request.log.warn({ host }, 'refused request for a host that is not ours');
+    if (!host || !(hosts.has(host) || hosts.has(host.toLowerCase()))) {
+      request.log.warn({ host: host?.toLowerCase() }, 'refused request for a host that is not ours');
       void sendJsonRpcError(reply, 421, ErrorCode.InvalidRequest, 'Misdirected request: Host header not allowed');
       return;
     }
