@@ -45,13 +45,36 @@ export const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 
 /**
+ * The open objects' member names, one {@link ObjectNames} per depth, kept between calls: the
+ * scan runs on every client message, and reusing them leaves it allocation-free for a message
+ * without escaped names (issue 29). Safe because the scan is synchronous and calls nothing that
+ * could scan again.
+ */
+const namesAtDepth: ObjectNames[] = [];
+/** Per depth, whether the value open there is an object (reused the same way; depth 0 is the top, neither). */
+const isObjectAt: boolean[] = [false];
+
+/**
  * The first problem found in `text`, or undefined. `maxDepth` counts `[` and `{` outside
  * strings: `{"a":[1]}` is 2 deep.
  */
 export function jsonShapeProblem(text: string, maxDepth = MAX_JSON_DEPTH): JsonShapeProblem | undefined {
-  /** The open object's member names at each depth (reused), or undefined for an array. */
-  const names: Array<ObjectNames | undefined> = [];
-  const spare: ObjectNames[] = [];
+  try {
+    return scan(text, maxDepth);
+  } finally {
+    // Strings cut from this text (a large object's names, an escaped or refused name) would
+    // keep the whole text alive until the next message: they are dropped now.
+    if (holdingStrings) for (const names of namesAtDepth) names?.reset();
+    holdingStrings = false;
+  }
+}
+
+/** Set when an {@link ObjectNames} took a string of the text being scanned. */
+let holdingStrings = false;
+
+function scan(text: string, maxDepth: number): JsonShapeProblem | undefined {
+  /** The object open at the current depth, or undefined inside an array (or at the top). */
+  let open: ObjectNames | undefined;
   let depth = 0;
   /** True right after `{` or after `,` in an object: the next string is a member name. */
   let expectName = false;
@@ -68,25 +91,21 @@ export function jsonShapeProblem(text: string, maxDepth = MAX_JSON_DEPTH): JsonS
       while (nextBackslash < i && isEscaped(text, i)) i = indexOrEnd(text, '"', i + 1);
       if (!expectName) continue;
       expectName = false;
-      const seen = names[depth];
-      if (!seen) continue;
-      const name = nextBackslash < i ? unescapeName(text, start, i) : text.slice(start, i);
-      if (!seen.add(name)) return { kind: 'duplicate', name };
+      if (open && !open.add(text, start, i, nextBackslash < i)) return { kind: 'duplicate', name: open.refused };
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth > maxDepth) return { kind: 'depth' };
+      isObjectAt[depth] = c === OPEN_BRACE;
       if (c === OPEN_BRACE) {
-        const seen = (names[depth] = spare[depth] ??= new ObjectNames());
-        seen.reset();
-        expectName = true;
-      } else {
-        names[depth] = undefined;
-        expectName = false;
-      }
+        open = namesAtDepth[depth] ??= new ObjectNames();
+        open.reset();
+      } else open = undefined;
+      expectName = c === OPEN_BRACE;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       if (depth > 0) depth--;
+      open = isObjectAt[depth] ? namesAtDepth[depth] : undefined;
       expectName = false;
     } else if (c === COMMA) {
-      expectName = names[depth] !== undefined;
+      expectName = open !== undefined;
     }
   }
   return undefined;
@@ -96,37 +115,82 @@ export function jsonShapeProblem(text: string, maxDepth = MAX_JSON_DEPTH): JsonS
 const LINEAR_NAMES = 16;
 
 /**
- * The member names of one object. Most objects have a handful, compared faster in a row
- * than hashed; a large object switches to a Set so that the scan stays linear.
+ * The member names of one object, as where they lie in the text. Most objects have a handful,
+ * compared faster in a row than hashed and without a string each; a large object switches to
+ * a Set of the names so that the scan stays linear. A name with an escape is compared as
+ * `JSON.parse` reads it (`"n\u0061me"` is `"name"`).
  */
 class ObjectNames {
-  readonly #few: string[] = [];
+  /** Start and end (exclusive) of each name in the text, two numbers per name. */
+  readonly #bounds: number[] = [];
+  /** The unescaped name, for a name with a backslash; undefined for the others. */
+  readonly #unescaped: Array<string | undefined> = [];
   #count = 0;
   #many: Set<string> | undefined;
+  #last = '';
 
   reset(): void {
     this.#count = 0;
-    this.#many?.clear();
     this.#many = undefined;
+    this.#last = '';
+    this.#unescaped.length = 0;
   }
 
-  /** Adds `name`; false when the object already had it. */
-  add(name: string): boolean {
+  /** Adds the name at `text[start, end)`; false when the object already had it. */
+  add(text: string, start: number, end: number, escaped: boolean): boolean {
     if (this.#many) {
+      const name = nameAt(text, start, end, escaped);
+      this.#last = name;
       if (this.#many.has(name)) return false;
       this.#many.add(name);
       return true;
     }
-    const few = this.#few;
-    for (let k = 0; k < this.#count; k++) if (few[k] === name) return false;
+    const unescaped = escaped ? nameAt(text, start, end, true) : undefined;
+    if (escaped) holdingStrings = true;
+    for (let k = 0; k < this.#count; k++) {
+      if (this.#same(text, k, start, end, unescaped)) {
+        holdingStrings = true;
+        this.#last = unescaped ?? text.slice(start, end);
+        return false;
+      }
+    }
     if (this.#count < LINEAR_NAMES) {
-      few[this.#count++] = name;
+      this.#bounds[2 * this.#count] = start;
+      this.#bounds[2 * this.#count + 1] = end;
+      this.#unescaped[this.#count++] = unescaped;
       return true;
     }
-    this.#many = new Set(few);
-    this.#many.add(name);
+    holdingStrings = true;
+    this.#many = new Set();
+    for (let k = 0; k < this.#count; k++) this.#many.add(this.#nameOf(text, k));
+    this.#many.add(unescaped ?? text.slice(start, end));
     return true;
   }
+
+  /** The name {@link add} last refused, for the error. */
+  get refused(): string {
+    return this.#last;
+  }
+
+  /** Whether the k-th name equals the one at `text[start, end)` (`unescaped` when it has escapes). */
+  #same(text: string, k: number, start: number, end: number, unescaped: string | undefined): boolean {
+    const theirs = this.#unescaped[k];
+    if (theirs !== undefined || unescaped !== undefined) return (theirs ?? this.#nameOf(text, k)) === (unescaped ?? text.slice(start, end));
+    const from = this.#bounds[2 * k]!;
+    const length = end - start;
+    if (this.#bounds[2 * k + 1]! - from !== length) return false;
+    for (let j = 0; j < length; j++) if (text.charCodeAt(from + j) !== text.charCodeAt(start + j)) return false;
+    return true;
+  }
+
+  #nameOf(text: string, k: number): string {
+    return this.#unescaped[k] ?? text.slice(this.#bounds[2 * k], this.#bounds[2 * k + 1]);
+  }
+}
+
+/** The member name at `text[start, end)`, unescaped when it has a backslash. */
+function nameAt(text: string, start: number, end: number, escaped: boolean): string {
+  return escaped ? unescapeName(text, start, end) : text.slice(start, end);
 }
 
 /** Where `search` next occurs at or after `from`; the text's length when it does not. */

@@ -53,6 +53,27 @@ describe('jsonShapeProblem', () => {
     for (const text of ok) assert.equal(jsonShapeProblem(text), undefined, text);
   });
 
+  test('each scan starts clean: names kept between calls never leak into the next message', () => {
+    // The per-depth name lists are reused (issue 29): a scan that stopped early, deep inside,
+    // and one that switched an object to a Set must leave nothing behind.
+    assert.deepEqual(jsonShapeProblem('{"a":{"b":{"c":1,"c":2}}}'), { kind: 'duplicate', name: 'c' });
+    assert.equal(jsonShapeProblem('{"a":{"b":{"c":1}}}'), undefined, 'after an early return at depth 3');
+    const wide = JSON.stringify(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, i])));
+    assert.equal(jsonShapeProblem(wide), undefined);
+    assert.equal(jsonShapeProblem('{"k1":1,"k2":2}'), undefined, 'after a large object');
+    assert.deepEqual(jsonShapeProblem(nested(MAX_JSON_DEPTH + 1)), { kind: 'depth' });
+    assert.equal(jsonShapeProblem('{"a":1,"b":[{"a":1}],"c":{"a":{"a":1}}}'), undefined, 'after the depth limit');
+    for (let i = 0; i < 3; i++) assert.equal(jsonShapeProblem('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"id":1}}}'), undefined);
+  });
+
+  test('names are compared whole: prefixes, equal lengths and escapes on either side', () => {
+    assert.equal(jsonShapeProblem('{"ab":1,"abc":2,"abd":3,"a":4,"":5,"b":6}'), undefined);
+    assert.deepEqual(jsonShapeProblem('{"":1,"x":2,"":3}'), { kind: 'duplicate', name: '' });
+    assert.deepEqual(jsonShapeProblem('{"n\\u0061me":1,"name":2}'), { kind: 'duplicate', name: 'name' }, 'the escaped one first');
+    assert.deepEqual(jsonShapeProblem('{"\\u0061":1,"\\u0061":2}'), { kind: 'duplicate', name: 'a' }, 'both escaped');
+    assert.equal(jsonShapeProblem('{"\\u0061":1,"b":2,"\\u0062c":3}'), undefined);
+  });
+
   test('parseMessages: depth → -32700 before parsing, a duplicate → -32600 naming the key', () => {
     assert.throws(() => parseMessages(`{"jsonrpc":"2.0","id":1,"method":"x","params":${nested(500_000)}}`, true), { code: -32700, message: /nested deeper than 128/ });
     assert.throws(() => parseMessages('{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}', false), { code: -32600, message: /duplicate key "method"/ });
