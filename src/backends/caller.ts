@@ -19,8 +19,10 @@ export function callerOf(request: FastifyRequest, sessionId?: string, clientCapa
  */
 export function traceHeaders(request: FastifyRequest): TraceHeaders {
   if (request.traceScope) return request.traceScope.headers;
-  return {
-    traceparent: headerValue(request.headers.traceparent),
-    tracestate: headerValue(request.headers.tracestate),
-  };
+  const { traceparent, tracestate } = request.headers;
+  // Most calls carry neither: one shared empty object, nothing made per call (issue 29).
+  if (traceparent === undefined && tracestate === undefined) return NO_TRACE;
+  return { traceparent: headerValue(traceparent), tracestate: headerValue(tracestate) };
 }
+
+const NO_TRACE: TraceHeaders = Object.freeze({});

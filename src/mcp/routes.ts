@@ -12,7 +12,7 @@ import { callerOf, traceHeaders } from '../backends/caller.js';
 import type { SessionRecord } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { handleInitialize } from './initialize.js';
-import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, requestIdsOf, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protocol.js';
 import { headerValue } from '../wire/headers.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
@@ -120,7 +120,7 @@ async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyR
 /** Forwards messages of an existing session to its backend and relays the answer. */
 async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[], body: string) {
   const { ctx, request, reply, backend } = target;
-  const requestIds = messages.filter(isRequest).map((m) => m.id);
+  const requestIds = requestIdsOf(messages);
   const batch = isBatchText(body);
   if (batch && !allowsBatch(target.protocolVersion)) {
     return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');

@@ -38,6 +38,43 @@ const LINE_START = '{"level":' + INFO + ',"time":"';
 const LINE_BASE = '",' + JSON.stringify(LOG_BASE).slice(1, -1);
 const q = JSON.stringify;
 
+/**
+ * The quoted JSON of values a gateway logs over and over — route templates, backend names,
+ * JSON-RPC methods, client addresses — made once each instead of on every line (issue 29).
+ * Bounded: a value longer than {@link QUOTED_VALUE_MAX} chars, or one past
+ * {@link QUOTED_VALUES_MAX} distinct values (a client sending made-up method names), is
+ * quoted each time.
+ */
+const quotedValues = new Map<string, string>();
+const QUOTED_VALUES_MAX = 1024;
+const QUOTED_VALUE_MAX = 128;
+
+function quoted(value: string): string {
+  let json = quotedValues.get(value);
+  if (json !== undefined) return json;
+  json = q(value);
+  if (value.length <= QUOTED_VALUE_MAX && quotedValues.size < QUOTED_VALUES_MAX) quotedValues.set(value, json);
+  return json;
+}
+
+/** What the line shows of the caller: the principal's `sub` and user key (auth/principal.ts). */
+interface LoggedCaller {
+  sub: string;
+  userKey: string;
+}
+
+/** Per principal (the verifier keeps one object per token), its `sub` and user digest as the line's members. */
+const principalMembers = new WeakMap<LoggedCaller, string>();
+
+function principalFields(principal: LoggedCaller): string {
+  let members = principalMembers.get(principal);
+  if (members === undefined) {
+    members = ',"sub":' + q(principal.sub) + ',"user":' + q(principal.userKey.slice(0, USER_DIGEST_CHARS));
+    principalMembers.set(principal, members);
+  }
+  return members;
+}
+
 export class AccessLog extends LogController {
   readonly #enabled: boolean;
 
@@ -90,15 +127,15 @@ function lineFields(request: FastifyRequest, reply: FastifyReply): string {
     q(request.method) +
     ',"url":' +
     q(redactQuery(request.url)) +
-    (request.ip === undefined ? '' : ',"remoteAddress":' + q(request.ip)) +
+    (request.ip === undefined ? '' : ',"remoteAddress":' + quoted(request.ip)) +
     '}' +
-    (route === undefined ? '' : ',"route":' + q(route)) +
-    (typeof params?.backend === 'string' ? ',"backend":' + q(params.backend) : '') +
-    (request.rpcMethod ? ',"rpc":' + q(request.rpcMethod) : '') +
+    (route === undefined ? '' : ',"route":' + quoted(route)) +
+    (typeof params?.backend === 'string' ? ',"backend":' + quoted(params.backend) : '') +
+    (request.rpcMethod ? ',"rpc":' + quoted(request.rpcMethod) : '') +
     ',"status":' +
     reply.statusCode +
     ',"ms":' +
     Math.round(reply.elapsedTime * 100) / 100 +
-    (principal ? ',"sub":' + q(principal.sub) + ',"user":' + q(principal.userKey.slice(0, USER_DIGEST_CHARS)) : '')
+    (principal ? principalFields(principal) : '')
   );
 }

@@ -55,11 +55,15 @@ export class SessionActivity {
     this.#onError = options.onError ?? (() => {});
   }
 
-  /** The session is in use until the returned function is called (once; later calls do nothing). */
+  /**
+   * The session is in use until the returned function is called (once; later calls do nothing).
+   * Uses are keyed by the session id alone: it is 32 random bytes this gateway drew, and the
+   * caller found the session under `userKey` just before (a key joining both was a string
+   * built and hashed on every call; issue 29).
+   */
   begin(userKey: string, sessionId: string, use: SessionUse): () => void {
-    const id = `${userKey}:${sessionId}`;
-    let uses = this.#uses.get(id);
-    if (!uses) this.#uses.set(id, (uses = { userKey, sessionId, count: 0, marked: false }));
+    let uses = this.#uses.get(sessionId);
+    if (!uses) this.#uses.set(sessionId, (uses = { userKey, sessionId, count: 0, marked: false }));
     uses.count++;
     if (use === 'stream' && !uses.marked) {
       uses.marked = true;
@@ -72,14 +76,16 @@ export class SessionActivity {
       if (ended) return;
       ended = true;
       if (--entry.count > 0) return;
-      this.#uses.delete(id);
+      this.#uses.delete(sessionId);
       if (entry.marked) this.#write(this.#store.releaseSessionInUse(userKey, sessionId));
-      if (!this.#uses.size) this.#stopTimer();
+      // The timer stops at its next tick with nothing in use (renew), not here: a replica
+      // answering one call at a time would otherwise start and stop it on every call.
     };
   }
 
   /** Marks every session in use here (again), one store call per user; the timer's job. */
   async renew(): Promise<void> {
+    if (!this.#uses.size) return this.#stopTimer();
     const byUser = new Map<string, string[]>();
     for (const uses of this.#uses.values()) {
       uses.marked = true;

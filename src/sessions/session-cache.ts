@@ -9,6 +9,8 @@
 import type { SessionRecord } from '../state/store.js';
 
 interface Cached {
+  /** Whose session it is: an entry is found only by its owner. */
+  userKey: string;
   record: SessionRecord;
   fetchedAt: number;
   bytes: number;
@@ -28,6 +30,12 @@ export interface SessionCacheLimits {
 
 export const DEFAULT_SESSION_CACHE_LIMITS: SessionCacheLimits = { maxEntries: 10_000, maxBytes: 16 * 1024 * 1024, maxRecordBytes: 64 * 1024 };
 
+/**
+ * Entries are keyed by session id alone and carry their owner's user key, which every read
+ * compares: a session id is 32 random bytes this gateway drew (session-service.ts), so it
+ * names one session, and a key of user key and id joined was a string built, flattened and
+ * hashed on every message (issue 29). Another user naming the id finds nothing, as before.
+ */
 export class SessionCache {
   readonly #entries = new Map<string, Cached>();
   #bytes = 0;
@@ -38,31 +46,29 @@ export class SessionCache {
   ) {}
 
   get(userKey: string, sessionId: string): SessionRecord | undefined {
-    const key = `${userKey}:${sessionId}`;
-    const entry = this.#entries.get(key);
-    if (!entry) return undefined;
+    const entry = this.#entries.get(sessionId);
+    if (!entry || entry.userKey !== userKey) return undefined;
     if (Date.now() - entry.fetchedAt > this.maxAgeMs) {
-      this.#delete(key);
+      this.#delete(sessionId);
       return undefined;
     }
     return entry.record;
   }
 
   set(userKey: string, sessionId: string, record: SessionRecord): void {
-    const key = `${userKey}:${sessionId}`;
-    this.#delete(key);
+    this.#delete(sessionId);
     const bytes = Buffer.byteLength(JSON.stringify(record));
     if (bytes > this.limits.maxRecordBytes) return;
     for (const oldest of this.#entries.keys()) {
       if (this.#entries.size < this.limits.maxEntries && this.#bytes + bytes <= this.limits.maxBytes) break;
       this.#delete(oldest);
     }
-    this.#entries.set(key, { record, fetchedAt: Date.now(), bytes });
+    this.#entries.set(sessionId, { userKey, record, fetchedAt: Date.now(), bytes });
     this.#bytes += bytes;
   }
 
   forget(userKey: string, sessionId: string): void {
-    this.#delete(`${userKey}:${sessionId}`);
+    if (this.#entries.get(sessionId)?.userKey === userKey) this.#delete(sessionId);
   }
 
   get size(): number {

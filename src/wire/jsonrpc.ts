@@ -67,6 +67,13 @@ export function isRequest(m: JsonRpcMessage): m is JsonRpcMessage & { id: JsonRp
   return typeof m.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number');
 }
 
+/** The ids of the requests among `messages` (not notifications or responses), in order. */
+export function requestIdsOf(messages: readonly JsonRpcMessage[]): JsonRpcId[] {
+  const ids: JsonRpcId[] = [];
+  for (const m of messages) if (isRequest(m)) ids.push(m.id);
+  return ids;
+}
+
 export function isResponse(m: JsonRpcMessage): boolean {
   return m.method === undefined && ('result' in m || 'error' in m);
 }

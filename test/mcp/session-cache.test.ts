@@ -31,6 +31,18 @@ describe('SessionCache', () => {
     assert.ok(cache.bytes < held, 'forgetting frees its bytes');
   });
 
+  test("an entry is found only by its owner; another user's id neither reads nor forgets it", () => {
+    // Keyed by the session id alone (issue 29): the owner's user key is compared on each read.
+    const cache = new SessionCache(60_000);
+    cache.set('alice-key', 'sid-1', record(10));
+    assert.equal(cache.get('bob-key', 'sid-1'), undefined);
+    cache.forget('bob-key', 'sid-1');
+    assert.notEqual(cache.get('alice-key', 'sid-1'), undefined, "bob's forget left alice's entry");
+    cache.forget('alice-key', 'sid-1');
+    assert.equal(cache.get('alice-key', 'sid-1'), undefined);
+    assert.equal(cache.bytes, 0);
+  });
+
   test('still bounded by entries', () => {
     const cache = new SessionCache(60_000, { maxEntries: 3, maxBytes: 1_000_000, maxRecordBytes: 100_000 });
     for (let n = 0; n < 10; n++) cache.set('user', `s${n}`, record(10));
