@@ -10,11 +10,24 @@ import type { JsonRpcId } from '../wire/jsonrpc.js';
 import { objectMembers, skipSpace } from '../wire/json-scan.js';
 import { CLOSE_BRACE, indexOrEnd, OPEN_BRACE } from '../wire/json-guard.js';
 
+const NO_KEYS: readonly string[] = Object.freeze([]);
+
 /** A request id as a map key: `1` and `"1"` are different requests. */
 export const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
 
-/** The keys ({@link idKey}) of the requests `data` answers; none when it is not JSON. */
-export function answeredIdKeys(data: string): string[] {
+/**
+ * The keys ({@link idKey}) of the requests `data` answers; none when it is not JSON. A single
+ * object whose top-level members show it answers nothing — it has a `method` (a notification
+ * such as progress, or a server request), or neither `result` nor `error` — is told by a scan,
+ * not a parse: the parse could only reach the same verdict (issue 29: the events before an
+ * answer were each parsed in full).
+ */
+export function answeredIdKeys(data: string): readonly string[] {
+  const open = skipSpace(data, 0);
+  if (data.charCodeAt(open) === OPEN_BRACE) {
+    const members = topLevelMembers(data, open);
+    if (members && (members.method || !members.outcome)) return NO_KEYS;
+  }
   let message: unknown;
   try {
     message = JSON.parse(data);

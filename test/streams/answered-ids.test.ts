@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { answersExactly } from '../../src/streams/answered-ids.js';
+import { answeredIdKeys, answersExactly, idKey } from '../../src/streams/answered-ids.js';
 import type { JsonRpcId } from '../../src/wire/jsonrpc.js';
 
 const response = (id: unknown, member: 'result' | 'error' = 'result') => ({ jsonrpc: '2.0', id, [member]: member === 'result' ? {} : { code: -32601, message: 'no' } });
@@ -89,3 +89,39 @@ function parsedVerdict(data: string, id: JsonRpcId): boolean {
   if (!m || typeof m !== 'object' || Array.isArray(m) || 'method' in m || !('result' in m || 'error' in m)) return false;
   return typeof m.id === typeof id && m.id === id;
 }
+
+test('answeredIdKeys: what a scan tells (a notification, a server request, no outcome) is what the parse tells', () => {
+  // The reference: the parse, as answeredIdKeys read every event before issue 29.
+  const parsed = (data: string): string[] => {
+    let m: unknown;
+    try {
+      m = JSON.parse(data);
+    } catch {
+      return [];
+    }
+    return (Array.isArray(m) ? m : [m]).flatMap((x) => {
+      if (!x || typeof x !== 'object' || 'method' in x || !('result' in x || 'error' in x)) return [];
+      const id = (x as { id?: unknown }).id;
+      return typeof id === 'string' || typeof id === 'number' ? [idKey(id)] : [];
+    });
+  };
+  const cases = [
+    text(notification),
+    text({ jsonrpc: '2.0', id: 1, method: 'sampling/createMessage', params: {} }),
+    text(response(1)),
+    text(response('a', 'error')),
+    text([response(1), notification]),
+    '{"jsonrpc":"2.0","id":1}',
+    '{"jsonrpc":"2.0","id":1,"result":{},"method":"x"}',
+    '{"jsonrpc":"2.0","method":"x","method":"y"}',
+    '{"jsonrpc":"2.0","id":1,"result":{}',
+    '{"jsonrpc":"2.0","id":1,"method":"x"} trailing',
+    '{"jsonrpc":"2.0","id":7,"r\\u0065sult":{}}',
+    '{"jsonrpc":"2.0","id":7,"m\\u0065thod":"x","result":{}}',
+    ' \n{"id":"x","error":{"code":1,"message":"m"},"jsonrpc":"2.0"}',
+    '{"params":{"result":1,"method":"x"},"jsonrpc":"2.0","method":"notifications/message"}',
+    'not json',
+    '',
+  ];
+  for (const data of cases) assert.deepEqual([...answeredIdKeys(data)], parsed(data), data);
+});
