@@ -1,15 +1,18 @@
 /**
  * Added latency at half load: open-loop rounds (bench/load.ts `openLoop`) at one fixed rate
- * — half the default gateway's maximum, lowered when it falls behind (`halfLoadLatency`) — on the direct path and on
- * both gateways, the order rotating every round. Per round each gateway's p50 and p99 minus
- * the direct path's; median over rounds. Only the undici generator: autocannon has no open
+ * — half the default gateway's maximum, lowered when it falls behind (`halfLoadLatency`) — on the direct path, the
+ * naive pass-through and both gateways, the order rotating every round. Per round each
+ * proxy's p50 and p99 minus the direct path's; median over rounds. The naive pass-through's
+ * figure is the floor a proxy hop costs on this machine at that rate: what any target for the
+ * gateway's added latency has to be read against. Only the undici generator: autocannon has no open
  * loop worth the name (bench/autocannon.ts).
  */
 import { median, openLoop, percentiles, type Path } from './load.js';
 import { checkErrors, cpuNow, log, sleep, underLoad, type ErrorSink } from './sampling.js';
 
-type LatencyPath = 'direct' | 'gateway' | 'silent';
-const ORDER: readonly LatencyPath[] = ['direct', 'gateway', 'silent'];
+type LatencyPath = 'direct' | 'naive' | 'gateway' | 'silent';
+const ORDER: readonly LatencyPath[] = ['direct', 'naive', 'gateway', 'silent'];
+const PROXIES = ['naive', 'gateway', 'silent'] as const;
 
 export interface Percentiles {
   p50: number;
@@ -21,9 +24,13 @@ export interface Percentiles {
 export interface LatencyResult extends ErrorSink {
   rate: number;
   direct: Percentiles;
+  /** The naive pass-through (bench/naive-proxy.ts) at the same rate. */
+  naive: Percentiles;
   /** The default configuration. */
   gateway: Percentiles;
   silent: Percentiles;
+  naiveAddedP50: number;
+  naiveAddedP99: number;
   addedP50: number;
   addedP99: number;
   silentAddedP50: number;
@@ -38,9 +45,9 @@ export async function measureLatency(
   pids: { gateway: number; silent: number } & Record<string, number>,
   opts: { rate: number; rounds: number; durationMs: number; label: string; profile: boolean },
 ): Promise<LatencyResult> {
-  const pct = { direct: [] as number[][], gateway: [] as number[][], silent: [] as number[][] };
-  const achieved = { direct: [] as number[], gateway: [] as number[], silent: [] as number[] };
-  const added = { gateway: [] as number[][], silent: [] as number[][] };
+  const pct = { direct: [] as number[][], naive: [] as number[][], gateway: [] as number[][], silent: [] as number[][] };
+  const achieved = { direct: [] as number[], naive: [] as number[], gateway: [] as number[], silent: [] as number[] };
+  const added = { naive: [] as number[][], gateway: [] as number[][], silent: [] as number[][] };
   const cpu = { gateway: [] as number[], silent: [] as number[] };
   const sink: ErrorSink = { errors: 0 };
   for (let r = 0; r < opts.rounds; r++) {
@@ -54,9 +61,9 @@ export async function measureLatency(
       got[which] = percentiles(res.latencies, [50, 90, 99]);
       pct[which].push(got[which]);
       achieved[which].push((res.calls * 1000) / res.elapsedMs);
-      if (which !== 'direct') cpu[which].push((cpu1[which]! - cpu0[which]!) / Math.max(1, res.calls));
+      if (which === 'gateway' || which === 'silent') cpu[which].push((cpu1[which]! - cpu0[which]!) / Math.max(1, res.calls));
     }
-    for (const w of ['gateway', 'silent'] as const) added[w].push([got[w]![0]! - got.direct![0]!, got[w]![2]! - got.direct![2]!]);
+    for (const w of PROXIES) added[w].push([got[w]![0]! - got.direct![0]!, got[w]![2]! - got.direct![2]!]);
     log(`${opts.label} latency round ${r + 1}/${opts.rounds} @ ${opts.rate}/s: p50 ${ORDER.map((w) => `${w} ${got[w]![0]!.toFixed(3)}`).join(', ')} ms; p99 ${ORDER.map((w) => `${w} ${got[w]![2]!.toFixed(3)}`).join(', ')} ms`);
   }
   const summarize = (w: LatencyPath): Percentiles => ({
@@ -68,8 +75,11 @@ export async function measureLatency(
   return {
     rate: opts.rate,
     direct: summarize('direct'),
+    naive: summarize('naive'),
     gateway: summarize('gateway'),
     silent: summarize('silent'),
+    naiveAddedP50: median(added.naive.map((a) => a[0]!)),
+    naiveAddedP99: median(added.naive.map((a) => a[1]!)),
     addedP50: median(added.gateway.map((a) => a[0]!)),
     addedP99: median(added.gateway.map((a) => a[1]!)),
     silentAddedP50: median(added.silent.map((a) => a[0]!)),

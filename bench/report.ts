@@ -41,8 +41,8 @@ function modeRows(mode: 'json' | 'sse', m: ModeResults, connections: number): st
     [`tools/call, ${M} answers — undici load generator`, '', '', '', '', ''],
     ...closedLoopRows(m.throughput, connections),
     [`  Redis commands per call (commandstats)`, '0', '0', fmt(m.throughput.redisCommandsPerCall, 2), '', ''],
-    [`  open-loop p50 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p50, 3), '', fmt(l.gateway.p50, 3), fmt(l.silent.p50, 3), `added: default +${fmt(l.addedP50, 3)}, silent +${fmt(l.silentAddedP50, 3)}`],
-    [`  open-loop p99 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p99, 3), '', fmt(l.gateway.p99, 3), fmt(l.silent.p99, 3), `added: default +${fmt(l.addedP99, 3)}, silent +${fmt(l.silentAddedP99, 3)}`],
+    [`  open-loop p50 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p50, 3), fmt(l.naive?.p50, 3), fmt(l.gateway.p50, 3), fmt(l.silent.p50, 3), `added: default +${fmt(l.addedP50, 3)}, silent +${fmt(l.silentAddedP50, 3)}, naive +${fmt(l.naiveAddedP50, 3)}`],
+    [`  open-loop p99 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p99, 3), fmt(l.naive?.p99, 3), fmt(l.gateway.p99, 3), fmt(l.silent.p99, 3), `added: default +${fmt(l.addedP99, 3)}, silent +${fmt(l.silentAddedP99, 3)}, naive +${fmt(l.naiveAddedP99, 3)}`],
     [`  gateway CPU per call, half load (µs)`, '', '', fmt(l.gatewayCpuUsPerCall), fmt(l.silentCpuUsPerCall), ''],
     [`  Redis round trips per call (MONITOR)`, '0', '0', fmt(rt.roundTripsPerCall, 2), '', `+${fmt(rt.fromLuaPerCall, 2)} in Lua; rate-limit sync +${fmt(rt.backgroundPerCall, 2)} (every 100 ms, all users)`],
     [`  gateway CPU per call, Redis Cluster (µs)`, '', '', '', fmt(c.clusterCpuUsPerCall), `standalone ${fmt(c.standaloneCpuUsPerCall)}, cluster ÷ standalone ${fmt(c.ratio, 3)} (both silent)`],
@@ -57,8 +57,8 @@ function shapeRows(title: string, m: ShapeResults, connections: number): string[
   return [
     [`tools/call, backend answers ${title} — undici`, '', '', '', '', ''],
     ...closedLoopRows(m.throughput, connections),
-    [`  open-loop p50 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p50, 3), '', fmt(l.gateway.p50, 3), fmt(l.silent.p50, 3), `added: default +${fmt(l.addedP50, 3)}, silent +${fmt(l.silentAddedP50, 3)}`],
-    [`  open-loop p99 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p99, 3), '', fmt(l.gateway.p99, 3), fmt(l.silent.p99, 3), `added: default +${fmt(l.addedP99, 3)}, silent +${fmt(l.silentAddedP99, 3)}`],
+    [`  open-loop p50 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p50, 3), fmt(l.naive?.p50, 3), fmt(l.gateway.p50, 3), fmt(l.silent.p50, 3), `added: default +${fmt(l.addedP50, 3)}, silent +${fmt(l.silentAddedP50, 3)}, naive +${fmt(l.naiveAddedP50, 3)}`],
+    [`  open-loop p99 @ ${fmt(l.rate)} calls/s (ms)`, fmt(l.direct.p99, 3), fmt(l.naive?.p99, 3), fmt(l.gateway.p99, 3), fmt(l.silent.p99, 3), `added: default +${fmt(l.addedP99, 3)}, silent +${fmt(l.silentAddedP99, 3)}, naive +${fmt(l.naiveAddedP99, 3)}`],
     [`tools/call, backend answers ${title} — autocannon`, '', '', '', '', ''],
     ...closedLoopRows(m.autocannon, connections),
   ];

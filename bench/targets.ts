@@ -73,7 +73,7 @@ function modeTargets(mode: 'json' | 'sse', m: ModeResults, connections: number):
   const l = m.latency;
   out.push(
     { issue: '7', name: `gateway CPU per call, half load (${M})`, target: '≤ 100 µs', value: `${fmt(l.gatewayCpuUsPerCall)} µs`, pass: l.gatewayCpuUsPerCall <= 100 },
-    { issue: '7, 16', name: `added p50 at half load, default configuration (${M})`, target: '≤ 0.5 ms', value: `${fmt(l.addedP50, 3)} ms`, pass: l.addedP50 <= 0.5 },
+    { issue: '7, 16', name: `added p50 at half load, default configuration (${M})`, target: '≤ 0.5 ms', value: `${fmt(l.addedP50, 3)} ms (naive +${fmt(l.naiveAddedP50, 3)})`, pass: l.addedP50 <= 0.5 },
     { issue: '7', name: `Redis round trips per call, message path (${M})`, target: '≤ 1', value: fmt(m.redis.roundTripsPerCall, 2), pass: m.redis.roundTripsPerCall <= 1.001 },
     { issue: '17', name: `gateway CPU per call, Redis Cluster ÷ standalone (${M})`, target: '≤ 1.10', value: fmt(m.cluster.ratio, 3), pass: m.cluster.ratio <= 1.1 },
   );
@@ -98,7 +98,7 @@ function shapeTargets(shape: Shape, m: ShapeResults): Target[] {
     }
   }
   const added = m.latency.addedP50;
-  out.push({ issue: '29', name: `added p50 at half load, default configuration (${shape})`, target: `≤ ${bound.addedP50} ms`, value: `${fmt(added, 3)} ms`, pass: added <= bound.addedP50 });
+  out.push({ issue: '29', name: `added p50 at half load, default configuration (${shape})`, target: `≤ ${bound.addedP50} ms`, value: `${fmt(added, 3)} ms (naive +${fmt(m.latency.naiveAddedP50, 3)})`, pass: added <= bound.addedP50 });
   return out;
 }
 
