@@ -17,6 +17,7 @@ import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protoc
 import { headerValue } from '../wire/headers.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
 import { soleEventData } from '../wire/sse.js';
+import { completeAnswerEvents, sendCompleteStream } from './complete-stream.js';
 import { answersExactly } from '../streams/answered-ids.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
 import { StateUnavailableError } from '../state/errors.js';
@@ -183,16 +184,23 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
  * end, as SDK servers answer every call by default — is answered as that message alone, in one
  * write with its length (a POST may be answered with JSON or SSE: MCP 2025-11-25 "Transports"
  * §Sending Messages to the Server): there is no stream left to resume, so nothing is logged
- * for `Last-Event-ID`. Anything else — progress before the result, server requests, a stream
+ * for `Last-Event-ID`. A whole answer of several events that ends with the responses — progress
+ * before the result — is sent as one SSE response with its length, event ids and all, stored
+ * only if the client's connection ends first (complete-stream.ts). Anything else — a stream
  * closed before its answer (SSE polling), a big or slow body — goes through the relay, with its
  * event ids and replay log (MCP 2025-11-25 §Resumability and Redelivery).
  */
 async function relaySseAnswer(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], batch: boolean, authorization: string | undefined): Promise<void> {
   const held = await holdAnswer(res);
-  const data = held.whole && requestIds.length ? soleEventData(held.whole) : undefined;
-  if (data !== undefined && answersExactly(data, requestIds, batch)) {
-    t.reply.code(res.status).type('application/json').header(HEADER.sessionId, t.sessionId).send(Buffer.from(data));
-    return;
+  if (held.whole && requestIds.length) {
+    const data = soleEventData(held.whole);
+    if (data !== undefined && answersExactly(data, requestIds, batch)) {
+      t.reply.code(res.status).type('application/json').header(HEADER.sessionId, t.sessionId).send(Buffer.from(data));
+      return;
+    }
+    // Progress, then the result, all arrived: one SSE response, no relay (complete-stream.ts).
+    const events = completeAnswerEvents(held.whole, requestIds);
+    if (events) return sendCompleteStream(t, events, requestIds);
   }
   await relayPostStream(t, heldChunks(held), requestIds, authorization);
 }

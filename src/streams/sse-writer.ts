@@ -112,10 +112,7 @@ export class SseWriter {
    * operating system (the response finished), false when the connection ended first.
    */
   onSettled(callback: (delivered: boolean) => void): void {
-    const res = this.#res;
-    if (res.writableFinished) callback(true);
-    else if (res.destroyed) callback(false);
-    else res.once('close', () => callback(res.writableFinished));
+    whenSettled(this.#res, callback);
   }
 
   end(): void {
@@ -172,6 +169,21 @@ export class SseWriter {
     this.#keepAlive.delete(this);
     for (const callback of this.#onClose.splice(0)) callback();
   }
+}
+
+/**
+ * Calls back, for a response just ended, whether it was delivered: true once all of it was
+ * handed to the operating system, false when the client's connection ended first. Node's
+ * `writableFinished` alone cannot tell: a response ended on a connection already gone reads as
+ * finished, its socket detached. Also used for whole answers sent without a writer
+ * (mcp/complete-stream.ts).
+ */
+export function whenSettled(res: ServerResponse, callback: (delivered: boolean) => void): void {
+  if (res.destroyed) return callback(false);
+  if (res.writableFinished) return callback(true);
+  let finished = false;
+  res.once('finish', () => (finished = true));
+  res.once('close', () => callback(finished));
 }
 
 /**

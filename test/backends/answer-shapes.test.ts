@@ -20,6 +20,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { BIG_MIXED_TEXT, BIG_TEXT_BYTES, startAnswerShapesBackend, type AnswerShapesBackend } from '../fixtures/answer-shapes-backend.js';
+import { userKeyOf } from '../../src/auth/principal.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -32,6 +33,7 @@ let idp: OAuthHandle;
 let backend: AnswerShapesBackend;
 let gateway: GatewayHandle;
 let token: string;
+const SUB = 'shaper';
 
 before(async () => {
   [redis, idp, backend] = await Promise.all([startRedis(), startOAuthServer(), startAnswerShapesBackend()]);
@@ -43,7 +45,7 @@ before(async () => {
       { name: 'shapes-2026', url: backend.url, protocol: '2026-07-28' },
     ],
   });
-  token = await idp.token({ sub: 'shaper', aud: gateway.audience });
+  token = await idp.token({ sub: SUB, aud: gateway.audience });
 });
 
 after(async () => {
@@ -112,12 +114,24 @@ describe('a session client (2025-11-25)', () => {
     assert.equal(body.toString('utf8'), event.slice(event.indexOf('data: ') + 'data: '.length).trimEnd());
   });
 
-  test('an SSE answer with progress before the result stays a stream, each event with an id', async () => {
+  test('an SSE answer with progress before the result, all arrived, is one SSE response with its length: priming, each event with an id, nothing stored', async () => {
     const res = await sessionCall(headers, 5, 'sse-progress');
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
-    const events = (await res.text()).split('\n\n').filter((e) => e.includes('data: {'));
-    assert.deepEqual(events.map((e) => (JSON.parse(e.slice(e.indexOf('data: ') + 6)) as { method?: string; id?: number }).method ?? `response ${(JSON.parse(e.slice(e.indexOf('data: ') + 6)) as { id: number }).id}`), ['notifications/progress', 'notifications/progress', 'response 5']);
-    assert.ok(events.every((e) => /^id: /m.test(e)), 'every event carries an id to resume with');
+    const text = await res.text();
+    // One response with its length, not a relayed stream (issue 29, src/mcp/complete-stream.ts).
+    assert.equal(res.headers.get('content-length'), String(Buffer.byteLength(text)));
+    const events = text.split('\n\n').filter(Boolean);
+    const field = (event: string, name: string) => [...event.matchAll(/^(\w+): ?(.*)$/gm)].find((m) => m[1] === name)?.[2];
+    const ids = events.map((e) => field(e, 'id'));
+    const streamId = ids[0]!.split('-')[0]!;
+    assert.deepEqual(ids, [0, 1, 2, 3].map((n) => `${streamId}-${n}`), 'a priming event, then one id per event, in order');
+    assert.equal(field(events[0]!, 'data'), '', 'the priming event carries no message');
+    const sent = backend.sent.get('sse-progress')!.toString('utf8').split('\n\n').filter(Boolean).map((e) => field(e, 'data'));
+    assert.deepEqual(events.slice(1).map((e) => field(e, 'data')), sent, "the backend's messages as sent");
+    assert.equal(JSON.parse(field(events[3]!, 'data')!).id, 5);
+    // Finished, so there is nothing to resume: no replay log in Redis for the stream.
+    const stored = await gateway.app.mcp.store.readEvents({ userKey: userKeyOf(idp.issuer, SUB), sessionId: headers['mcp-session-id']!, streamId });
+    assert.deepEqual(stored, []);
   });
 
   test('a 1 MB chunked answer is streamed: the client has its first bytes while the backend holds back its last', async () => {
