@@ -45,7 +45,6 @@ export function completeAnswerEvents(body: Buffer, requestIds: readonly JsonRpcI
 
 /** Answers the POST with `events` as one SSE response (see the module's comment). */
 export function sendCompleteStream(t: StreamTarget, events: readonly string[], requestIds: JsonRpcId[]): void {
-
   const streamId = newStreamId();
   let text = wantsPriming(t.protocolVersion) ? formatSseEvent('', eventId(streamId, 0), t.ctx.config.streams.retry) : '';
   for (let i = 0; i < events.length; i++) text += formatSseEvent(events[i]!, eventId(streamId, i + 1));
