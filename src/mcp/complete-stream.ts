@@ -16,7 +16,7 @@
  */
 import type { JsonRpcId } from '../wire/jsonrpc.js';
 import { HEADER, wantsPriming } from '../wire/protocol.js';
-import { createSseReader, formatSseEvent, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { formatSseEvent, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
 import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
 import { whenSettled } from '../streams/sse-writer.js';
 import { eventId } from '../streams/stream-relay.js';
@@ -24,23 +24,22 @@ import type { StoredEvent } from '../state/store.js';
 import { newStreamId, streamKey, type StreamTarget } from './stream-service.js';
 
 /**
- * The data of the body's events up to the one that answers the last of `requestIds`, or
- * undefined when the body leaves one unanswered (it is then relayed: the backend may continue
- * the stream, MCP's SSE polling). Events with blank data are the backend's priming events,
- * nothing for the client, as the relay reads them.
+ * The events (their data, priming events left out: wire/sse.ts `eventDataOf`) up to the one
+ * that answers the last of `requestIds`, or undefined when one is left unanswered (the answer
+ * is then relayed: the backend may continue the stream, MCP's SSE polling). Events with blank
+ * data are nothing for the client, as the relay reads them.
  */
-export function completeAnswerEvents(body: Buffer, requestIds: readonly JsonRpcId[]): string[] | undefined {
+export function completeAnswerEvents(events: readonly string[], requestIds: readonly JsonRpcId[]): string[] | undefined {
   if (!requestIds.length) return undefined;
   const owed = new Set(requestIds.map(idKey));
-  const events: string[] = [];
-  createSseReader({
-    onEvent: (data) => {
-      if (!owed.size || !data.trim()) return;
-      events.push(data);
-      for (const key of answeredIdKeys(data)) owed.delete(key);
-    },
-  }).feed(body);
-  return owed.size ? undefined : events;
+  const answer: string[] = [];
+  for (const data of events) {
+    if (!owed.size) break;
+    if (!data.trim()) continue;
+    answer.push(data);
+    for (const key of answeredIdKeys(data)) owed.delete(key);
+  }
+  return owed.size ? undefined : answer;
 }
 
 /** Answers the POST with `events` as one SSE response (see the module's comment). */

@@ -16,7 +16,7 @@ import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, 
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protocol.js';
 import { headerValue } from '../wire/headers.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
-import { soleEventData } from '../wire/sse.js';
+import { eventDataOf } from '../wire/sse.js';
 import { completeAnswerEvents, sendCompleteStream } from './complete-stream.js';
 import { answersExactly } from '../streams/answered-ids.js';
 import { sendBackendError, sendJsonRpcError, sendSessionNotFound, sendStateUnavailable } from '../http/replies.js';
@@ -193,14 +193,14 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
 async function relaySseAnswer(t: StreamTarget, res: BackendResponse, requestIds: JsonRpcId[], batch: boolean, authorization: string | undefined): Promise<void> {
   const held = await holdAnswer(res);
   if (held.whole && requestIds.length) {
-    const data = soleEventData(held.whole);
-    if (data !== undefined && answersExactly(data, requestIds, batch)) {
-      t.reply.code(res.status).type('application/json').header(HEADER.sessionId, t.sessionId).send(Buffer.from(data));
+    const events = eventDataOf(held.whole);
+    if (events.length === 1 && answersExactly(events[0]!, requestIds, batch)) {
+      t.reply.code(res.status).type('application/json').header(HEADER.sessionId, t.sessionId).send(Buffer.from(events[0]!));
       return;
     }
     // Progress, then the result, all arrived: one SSE response, no relay (complete-stream.ts).
-    const events = completeAnswerEvents(held.whole, requestIds);
-    if (events) return sendCompleteStream(t, events, requestIds);
+    const answer = completeAnswerEvents(events, requestIds);
+    if (answer) return sendCompleteStream(t, answer, requestIds);
   }
   await relayPostStream(t, heldChunks(held), requestIds, authorization);
 }

@@ -59,25 +59,33 @@ export function createSseReader(handlers: SseHandlers): SseReader {
 }
 
 /**
- * The data of the one event a whole SSE body holds, or undefined when it holds more than one or
- * none (priming events, an id and no data, do not count: MCP 2025-11-25 "Resumability and
- * Redelivery"). An SDK server answers a call so by default: the response as one event, then
- * the end; the gateway can then answer with that message alone (issue 29).
+ * The data of each event a whole SSE body holds, in order; priming events (an id and no data)
+ * are left out (MCP 2025-11-25 "Resumability and Redelivery"). The body SDK servers write for
+ * a call — the response as one event, then the end — is read without the parser
+ * ({@link plainSoleEventData}); any other goes through it once, for all who ask of it
+ * (issue 29: the one-event check and the complete-answer check read one list).
  */
-export function soleEventData(body: Buffer): string | undefined {
+export function eventDataOf(body: Buffer): string[] {
   const text = body.toString('utf8');
   const plain = plainSoleEventData(text);
-  if (plain !== NOT_PLAIN) return plain;
-  let data: string | undefined;
-  let count = 0;
+  if (plain !== NOT_PLAIN) return plain === undefined ? [] : [plain];
+  const events: string[] = [];
   createSseReader({
     onEvent: (event) => {
-      if (event === '') return;
-      count++;
-      data = event;
+      if (event !== '') events.push(event);
     },
   }).feed(text);
-  return count === 1 ? data : undefined;
+  return events;
+}
+
+/**
+ * The data of the one event a whole SSE body holds, or undefined when it holds more than one or
+ * none (priming events do not count). An SDK server answers a call so by default: the response
+ * as one event, then the end; the gateway can then answer with that message alone (issue 29).
+ */
+export function soleEventData(body: Buffer): string | undefined {
+  const events = eventDataOf(body);
+  return events.length === 1 ? events[0] : undefined;
 }
 
 const NOT_PLAIN = Symbol('not a plain one-event body');
@@ -85,7 +93,7 @@ const NOT_PLAIN = Symbol('not a plain one-event body');
 const BYTE_ORDER_MARK = 0xfeff;
 
 /**
- * {@link soleEventData} for the body SDK servers write — one event of `event:`/`id:` lines and
+ * {@link eventDataOf} for the body SDK servers write — one event of `event:`/`id:` lines and
  * one `data:` line, ended by a blank line, LF line breaks — read with `indexOf` instead of the
  * parser (issue 29). {@link NOT_PLAIN} for any other body, which the parser then reads: CR line
  * breaks, several events, data on several lines, a field line without a colon, a byte order mark.

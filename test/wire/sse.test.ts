@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createSseReader, formatSseEvent, formatSseRetry, soleEventData, SSE_KEEP_ALIVE } from '../../src/wire/sse.js';
+import { createSseReader, eventDataOf, formatSseEvent, formatSseRetry, soleEventData, SSE_KEEP_ALIVE } from '../../src/wire/sse.js';
 import { headerValue, mediaTypeOf } from '../../src/wire/headers.js';
 
 interface Read {
@@ -109,5 +109,21 @@ describe('soleEventData', () => {
       '\n\n',
     ];
     for (const body of bodies) assert.equal(soleEventData(Buffer.from(body)), parsed(body), JSON.stringify(body));
+  });
+
+  test('eventDataOf: every event with data, in order, as the parser reads them (progress, then the result)', () => {
+    const all = (body: string): string[] => {
+      const events: string[] = [];
+      createSseReader({ onEvent: (data) => void (data !== '' && events.push(data)) }).feed(body);
+      return events;
+    };
+    const bodies = [
+      'id: p\ndata:\n\nevent: message\ndata: {"method":"notifications/progress"}\n\nevent: message\ndata: {"id":1,"result":{}}\n\n',
+      'data: {"id":1}\n\n',
+      'id: 1\ndata: \n\n',
+      'data: a\r\ndata: b\r\n\r\ndata: c\n\n',
+      'data: one\n\ndata: unfinished',
+    ];
+    for (const body of bodies) assert.deepEqual(eventDataOf(Buffer.from(body)), all(body), JSON.stringify(body));
   });
 });
