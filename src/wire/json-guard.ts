@@ -62,8 +62,8 @@ export function jsonShapeProblem(text: string, maxDepth = MAX_JSON_DEPTH): JsonS
   try {
     return scan(text, maxDepth);
   } finally {
-    // Strings cut from this text (a large object's names, an escaped or refused name) would
-    // keep the whole text alive until the next message: they are dropped now.
+    // Strings cut from this text (a large object's names, an escaped name) would keep the
+    // whole text alive until the next message: they are dropped now.
     if (holdingStrings) for (const names of namesAtDepth) names?.reset();
     holdingStrings = false;
   }
@@ -91,7 +91,8 @@ function scan(text: string, maxDepth: number): JsonShapeProblem | undefined {
       while (nextBackslash < i && isEscaped(text, i)) i = indexOrEnd(text, '"', i + 1);
       if (!expectName) continue;
       expectName = false;
-      if (open && !open.add(text, start, i, nextBackslash < i)) return { kind: 'duplicate', name: open.refused };
+      const duplicate = open?.add(text, start, i, nextBackslash < i);
+      if (duplicate !== undefined) return { kind: 'duplicate', name: duplicate };
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth > maxDepth) return { kind: 'depth' };
       isObjectAt[depth] = c === OPEN_BRACE;
@@ -127,49 +128,35 @@ class ObjectNames {
   readonly #unescaped: Array<string | undefined> = [];
   #count = 0;
   #many: Set<string> | undefined;
-  #last = '';
 
   reset(): void {
     this.#count = 0;
     this.#many = undefined;
-    this.#last = '';
     this.#unescaped.length = 0;
   }
 
-  /** Adds the name at `text[start, end)`; false when the object already had it. */
-  add(text: string, start: number, end: number, escaped: boolean): boolean {
+  /** Adds the name at `text[start, end)`; when the object already had it, returns that name (for the error). */
+  add(text: string, start: number, end: number, escaped: boolean): string | undefined {
     if (this.#many) {
       const name = nameAt(text, start, end, escaped);
-      this.#last = name;
-      if (this.#many.has(name)) return false;
+      if (this.#many.has(name)) return name;
       this.#many.add(name);
-      return true;
+      return undefined;
     }
-    const unescaped = escaped ? nameAt(text, start, end, true) : undefined;
+    const unescaped = escaped ? unescapeName(text, start, end) : undefined;
     if (escaped) holdingStrings = true;
-    for (let k = 0; k < this.#count; k++) {
-      if (this.#same(text, k, start, end, unescaped)) {
-        holdingStrings = true;
-        this.#last = unescaped ?? text.slice(start, end);
-        return false;
-      }
-    }
+    for (let k = 0; k < this.#count; k++) if (this.#same(text, k, start, end, unescaped)) return unescaped ?? text.slice(start, end);
     if (this.#count < LINEAR_NAMES) {
       this.#bounds[2 * this.#count] = start;
       this.#bounds[2 * this.#count + 1] = end;
       this.#unescaped[this.#count++] = unescaped;
-      return true;
+      return undefined;
     }
     holdingStrings = true;
     this.#many = new Set();
     for (let k = 0; k < this.#count; k++) this.#many.add(this.#nameOf(text, k));
     this.#many.add(unescaped ?? text.slice(start, end));
-    return true;
-  }
-
-  /** The name {@link add} last refused, for the error. */
-  get refused(): string {
-    return this.#last;
+    return undefined;
   }
 
   /** Whether the k-th name equals the one at `text[start, end)` (`unescaped` when it has escapes). */
