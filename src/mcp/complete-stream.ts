@@ -21,7 +21,7 @@ import { answeredIdKeys, idKey } from '../streams/answered-ids.js';
 import { whenSettled } from '../streams/sse-writer.js';
 import { eventId } from '../streams/stream-relay.js';
 import type { StoredEvent } from '../state/store.js';
-import { newStreamId, streamKey, type StreamTarget } from './stream-service.js';
+import { newStreamId, replayLimits, streamKey, type StreamTarget } from './stream-service.js';
 
 /**
  * The events (their data, priming events left out: wire/sse.ts `eventDataOf`) up to the one
@@ -52,10 +52,9 @@ export function sendCompleteStream(t: StreamTarget, events: readonly string[], r
   reply.code(200).header(HEADER.sessionId, t.sessionId).send(Buffer.from(text));
   whenSettled(reply.raw, (delivered) => {
     if (delivered) return;
-    const { streams } = t.ctx.config;
     const stored: StoredEvent[] = [{ seq: 0, meta: { kind: 'post', requestIds } }, ...events.map((data, i) => ({ seq: i + 1, data })), { seq: events.length + 1, end: true }];
     t.ctx.store
-      .appendEvents(streamKey(t, streamId), stored, { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl })
+      .appendEvents(streamKey(t, streamId), stored, replayLimits(t))
       .catch((err: Error) => t.request.log.warn({ err: err.message, backend: t.backend.name }, 'could not store SSE events for replay'));
   });
 }

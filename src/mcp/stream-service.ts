@@ -9,7 +9,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse, McpBackend } from '../backends/backend.js';
-import type { SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
+import type { ReplayLimits, SessionRecord, StoredEvent, StreamKey, StreamMeta } from '../state/store.js';
 import type { McpContext } from './context.js';
 import { callerOf } from '../backends/caller.js';
 import { HEADER, wantsPriming } from '../wire/protocol.js';
@@ -45,6 +45,12 @@ let streamCounter = 0;
 /** Built by `join`, one flat string: `+` would leave a concatenated-string node that every idle stream keeps (issue 29). */
 export const newStreamId = () => [STREAM_ID_PREFIX, (streamCounter = (streamCounter + 1) >>> 0).toString(16).padStart(8, '0')].join('');
 
+/** How much of a stream's replay log is kept, and how long (config `streams.replayEvents`, `streams.replayTtl`). */
+export function replayLimits(t: StreamTarget): ReplayLimits {
+  const { streams } = t.ctx.config;
+  return { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl };
+}
+
 /** Holds nothing of `t` itself: a stream's relay lives as long as the stream, and `t` names the whole request (issue 29). */
 export function relayContext(t: StreamTarget): RelayContext {
   const { streams } = t.ctx.config;
@@ -52,7 +58,7 @@ export function relayContext(t: StreamTarget): RelayContext {
   const backend = t.backend.name;
   return {
     store: t.ctx.store,
-    limits: { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl },
+    limits: replayLimits(t),
     recentBytes: streams.replayBytes,
     retryMs: streams.retry,
     backend: t.backend.name,
