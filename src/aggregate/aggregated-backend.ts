@@ -123,7 +123,8 @@ export class AggregatedBackend implements McpBackend {
     const call = this.#call(headers);
     if (headers.lastEventId) return this.#resumeMemberStream(call, headers.lastEventId, signal);
     const members = this.#members.members(call);
-    const opened = await Promise.all(members.map((m) => this.#openMemberStream(call, m.name, m.backend, m.session, signal)));
+    const stops = followedBy(signal, members.length);
+    const opened = await Promise.all(members.map((m, i) => this.#openMemberStream(call, m.name, m.backend, m.session, stops[i]!)));
     const lost = members.find((_, i) => opened[i] === 'lost');
     if (lost) {
       for (const o of opened) if (typeof o === 'object') o.close();
@@ -293,15 +294,16 @@ export class AggregatedBackend implements McpBackend {
     return jsonResponse({ jsonrpc: '2.0', id: request.id, result: {} });
   }
 
-  /** A member's GET stream, rewritten; 'none' when it has none to give, 'lost' when it forgot the session. */
-  async #openMemberStream(call: AggregateCall, name: string, backend: McpBackend, session: MemberSession, signal: AbortSignal | undefined, lastEventId?: string): Promise<MemberStream | 'none' | 'lost'> {
+  /**
+   * A member's GET stream, rewritten; 'none' when it has none to give, 'lost' when it forgot the
+   * session. `controller` aborts the member's request: the caller's signal does (followedBy), and
+   * so does the fan-out timeout, for this member alone.
+   */
+  async #openMemberStream(call: AggregateCall, name: string, backend: McpBackend, session: MemberSession, controller: AbortController, lastEventId?: string): Promise<MemberStream | 'none' | 'lost'> {
     const authorization = await this.#members.tokenIfAny(call.caller, backend);
     if (backend.config.upstreamAuth && !authorization) return 'none';
     // Only the wait for the answer is bounded; the stream itself may stay quiet for long.
-    const controller = new AbortController();
-    const abort = () => controller.abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    const timer = setTimeout(abort, this.#members.fanoutTimeoutMs);
+    const timer = setTimeout(() => controller.abort(), this.#members.fanoutTimeoutMs);
     try {
       const res = await backend.get({ sessionId: session.sessionId, protocolVersion: session.protocolVersion, authorization, lastEventId }, controller.signal);
       clearTimeout(timer);
@@ -330,10 +332,25 @@ export class AggregatedBackend implements McpBackend {
     const member = at > 0 ? this.#members.member(call, lastEventId.slice(0, at)) : undefined;
     // Not 404: that would end the whole aggregated session for one member's stream.
     if (!member) return emptyResponse(502);
-    const opened = await this.#openMemberStream(call, member.backend.name, member.backend, member.session, signal, lastEventId.slice(at + 1));
+    const opened = await this.#openMemberStream(call, member.backend.name, member.backend, member.session, followedBy(signal, 1)[0]!, lastEventId.slice(at + 1));
     if (opened === 'lost') return this.#memberLost(call, member.backend.name);
     return opened === 'none' ? emptyResponse(502) : sseResponse(opened.source);
   }
+}
+
+/**
+ * `count` controllers that the caller's `signal` aborts, through one listener on it: a merged
+ * stream of many members would otherwise add one per member to the one request's signal, past
+ * Node's warning bound of ten (a MaxListenersExceededWarning in the log for every such stream).
+ */
+function followedBy(signal: AbortSignal | undefined, count: number): AbortController[] {
+  const controllers = Array.from({ length: count }, () => new AbortController());
+  const abortAll = () => {
+    for (const controller of controllers) controller.abort();
+  };
+  if (signal?.aborted) abortAll();
+  else signal?.addEventListener('abort', abortAll, { once: true });
+  return controllers;
 }
 
 /** Rewrites one SSE data payload or JSON body (a message or a batch) from `backend`; '' for a notification `keeps` drops. */

@@ -359,3 +359,29 @@ describe('a backend that was down when the client connected', () => {
     assert.equal(backend.sessions(), 1, 'one backend session for the client session');
   });
 });
+
+describe('an aggregated endpoint of twelve members', () => {
+  test('the merged stream opens every member\'s stream, with no listener-leak warning', async (t) => {
+    // Twelve members behind /mcp: the merged GET asks each member for its stream at once,
+    // all for the one client request. That is fan-out, not a leak, and must not make Node
+    // print a MaxListenersExceededWarning into the gateway's log.
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warning.name === 'MaxListenersExceededWarning' && warnings.push(warning);
+    process.on('warning', onWarning);
+    t.after(() => process.off('warning', onWarning));
+    const names = Array.from({ length: 12 }, (_, i) => `m${String(i + 1).padStart(2, '0')}`);
+    const wide = await startGateway({ issuer: oauth.issuer, backends: names.map((name) => ({ name, url: alpha.url })) });
+    t.after(() => wide.close());
+    const token = await oauth.token({ sub: 'twelve-members', aud: wide.audience });
+    const client = new Client({ name: 'aggregate-twelve', version: '1.0.0' });
+    const logs: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params.data));
+    await withDeadline(client.connect(new StreamableHTTPClientTransport(new URL(`${wide.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })), 15_000, 'connect to /mcp');
+    t.after(() => client.close().catch(() => {}));
+    // The last member's log message arrives on the merged stream: its GET was opened with the others'.
+    await client.callTool({ name: 'm12__notify', arguments: {} });
+    await waitFor('the log message of the twelfth member', () => logs.includes('paging backend says hello'));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings.map((w) => w.message), []);
+  });
+});
