@@ -31,6 +31,7 @@
  * not awaited: a long tools/call never holds up later messages (nor the
  * `notifications/cancelled` that ends it); its answer streams back whenever it comes.
  */
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
@@ -68,7 +69,12 @@ type StreamOutcome = 'done' | 'ended' | 'failed';
 
 export class WebSocketBridge {
   readonly #o: BridgeOptions;
-  /** Aborts every loopback request of this connection. */
+  /**
+   * Aborts every loopback request of this connection. Each request in flight holds one
+   * listener on its signal until its answer's body closes (undici removes it then), so their
+   * number is the connection's concurrency, which has no bound of its own: Node's warning at
+   * eleven would report calls at once as a leak (the constructor lifts it).
+   */
   readonly #abort = new AbortController();
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
@@ -81,6 +87,7 @@ export class WebSocketBridge {
 
   constructor(options: BridgeOptions) {
     this.#o = options;
+    setMaxListeners(0, this.#abort.signal);
     options.socket.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
     options.socket.once('close', () => void this.end());
   }

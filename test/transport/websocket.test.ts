@@ -351,6 +351,26 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     await withDeadline(long, 15_000, 'the long call');
   });
 
+  test('many calls in flight on one connection: each answered, and no listener-leak warning', async () => {
+    // Each loopback request in flight holds one abort listener on the connection's signal
+    // until its answer ends; sixteen at once are concurrency, not a leak, and must not make
+    // Node print a MaxListenersExceededWarning into the gateway's log.
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warning.name === 'MaxListenersExceededWarning' && warnings.push(warning);
+    process.on('warning', onWarning);
+    const probe16 = await connect(wsUrl(gateway, '/ws/mcp/everything'), alice);
+    try {
+      const calls = Array.from({ length: 16 }, (_, i) => probe16.client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } }).then(() => i));
+      assert.deepEqual(await withDeadline(Promise.all(calls), 30_000, 'sixteen calls at once'), Array.from({ length: 16 }, (_, i) => i));
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings.map((w) => w.message), []);
+    } finally {
+      process.off('warning', onWarning);
+      await probe16.client.close().catch(() => {});
+    }
+  });
+
   test('an invalid JSON frame or a binary frame gets an error frame, and the connection stays usable', async () => {
     const { client, transport } = p();
     const before = transport.frames.length;
