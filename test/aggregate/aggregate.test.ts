@@ -361,7 +361,7 @@ describe('a backend that was down when the client connected', () => {
 });
 
 describe('an aggregated endpoint of twelve members', () => {
-  test('the merged stream opens every member\'s stream, with no listener-leak warning', async (t) => {
+  test('the merged stream, the lists, a broadcast and the end reach every member, with no listener-leak warning', async (t) => {
     // Twelve members behind /mcp: the merged GET asks each member for its stream at once,
     // all for the one client request. That is fan-out, not a leak, and must not make Node
     // print a MaxListenersExceededWarning into the gateway's log.
@@ -381,6 +381,18 @@ describe('an aggregated endpoint of twelve members', () => {
     // The last member's log message arrives on the merged stream: its GET was opened with the others'.
     await client.callTool({ name: 'm12__notify', arguments: {} });
     await waitFor('the log message of the twelfth member', () => logs.includes('paging backend says hello'));
+    // The other requests that reach every member: a list walked to its end, a broadcast, and
+    // the session's end.
+    const tools: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100 && (page === 0 || cursor); page++) {
+      const listed = await client.listTools(cursor ? { cursor } : {});
+      tools.push(...listed.tools.map((tool) => tool.name));
+      cursor = listed.nextCursor;
+    }
+    assert.ok(tools.includes('m01__t01') && tools.includes('m12__t12'), 'tools of the first and the twelfth member listed');
+    await client.setLoggingLevel('info');
+    await (client.transport as StreamableHTTPClientTransport).terminateSession();
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(warnings.map((w) => w.message), []);
   });
