@@ -23,6 +23,7 @@ import { startEverything, type EverythingHandle } from '../helpers/everything.js
 import { freePort } from '../helpers/free-port.js';
 import { allPages, allToolNames } from '../helpers/pages.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
+import { watchListenerWarnings } from '../helpers/listener-warnings.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 
 const FANOUT_TIMEOUT_MS = 1000;
@@ -365,10 +366,8 @@ describe('an aggregated endpoint of twelve members', () => {
     // Twelve members behind /mcp: the merged GET asks each member for its stream at once,
     // all for the one client request. That is fan-out, not a leak, and must not make Node
     // print a MaxListenersExceededWarning into the gateway's log.
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error) => warning.name === 'MaxListenersExceededWarning' && warnings.push(warning);
-    process.on('warning', onWarning);
-    t.after(() => process.off('warning', onWarning));
+    const warnings = watchListenerWarnings();
+    t.after(() => warnings.stop());
     const names = Array.from({ length: 12 }, (_, i) => `m${String(i + 1).padStart(2, '0')}`);
     const wide = await startGateway({ issuer: oauth.issuer, backends: names.map((name) => ({ name, url: alpha.url })) });
     t.after(() => wide.close());
@@ -393,7 +392,6 @@ describe('an aggregated endpoint of twelve members', () => {
     assert.ok(tools.includes('m01__t01') && tools.includes('m12__t12'), 'tools of the first and the twelfth member listed');
     await client.setLoggingLevel('info');
     await (client.transport as StreamableHTTPClientTransport).terminateSession();
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(warnings.map((w) => w.message), []);
+    assert.deepEqual(await warnings.messages(), []);
   });
 });

@@ -36,6 +36,7 @@ import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { watchListenerWarnings } from '../helpers/listener-warnings.js';
 
 const SAMPLED_TEXT = 'Sampled over WebSocket: 42';
 const SAMPLED_MODEL = 'switchboard-ws-test-model';
@@ -355,18 +356,14 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     // Each loopback request in flight holds one abort listener on the connection's signal
     // until its answer ends; sixteen at once are concurrency, not a leak, and must not make
     // Node print a MaxListenersExceededWarning into the gateway's log.
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error) => warning.name === 'MaxListenersExceededWarning' && warnings.push(warning);
-    process.on('warning', onWarning);
+    const warnings = watchListenerWarnings();
     const probe16 = await connect(wsUrl(gateway, '/ws/mcp/everything'), alice);
     try {
       const calls = Array.from({ length: 16 }, (_, i) => probe16.client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } }).then(() => i));
       assert.deepEqual(await withDeadline(Promise.all(calls), 30_000, 'sixteen calls at once'), Array.from({ length: 16 }, (_, i) => i));
-      // Warnings are emitted on the next tick.
-      await new Promise((resolve) => setImmediate(resolve));
-      assert.deepEqual(warnings.map((w) => w.message), []);
+      assert.deepEqual(await warnings.messages(), []);
     } finally {
-      process.off('warning', onWarning);
+      warnings.stop();
       await probe16.client.close().catch(() => {});
     }
   });
