@@ -9,12 +9,20 @@
  * The internal service is a loopback HTTPS listener that counts every TCP connection and
  * every request (a connection alone answers "is this port open"). TLS verification is off
  * in this process, as the worst case: a listener with a valid certificate would answer.
+ *
+ * An IP literal is refused by the URL check alone; a host name is refused in the lookup the
+ * connection itself uses (outbound-guard.ts `publicOnlyLookup`). To reach that branch the test
+ * gives the process one more name, `INTERNAL_NAME`, that resolves to 127.0.0.1 (as a name an
+ * attacker controls would): `dns.lookup` is wrapped for that name alone and the ES module
+ * bindings synced, so the guard's own `import { lookup } from 'node:dns'` sees it.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import dns from 'node:dns';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
+import { syncBuiltinESMExports } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,14 +65,41 @@ async function startInternalService(): Promise<InternalService> {
   };
 }
 
+/** A host name (not a loopback name by its spelling, so the URL check lets it pass) that resolves to loopback. */
+const INTERNAL_NAME = 'internal.switchboard-test.example';
+
+/** Makes `dns.lookup` answer 127.0.0.1 for `name` (every other name as before); returns the undo and how often `name` was looked up. */
+function resolveToLoopback(name: string): { lookups(): number; restore(): void } {
+  const original = dns.lookup;
+  let lookups = 0;
+  const wrapped = (hostname: string, options: unknown, callback?: unknown) => {
+    if (hostname !== name) return (original as (...args: unknown[]) => void)(hostname, options, callback);
+    lookups++;
+    const done = (typeof options === 'function' ? options : callback) as (...args: unknown[]) => void;
+    const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all === true;
+    process.nextTick(() => (all ? done(null, [{ address: '127.0.0.1', family: 4 }]) : done(null, '127.0.0.1', 4)));
+  };
+  dns.lookup = wrapped as typeof dns.lookup;
+  syncBuiltinESMExports();
+  return {
+    lookups: () => lookups,
+    restore() {
+      dns.lookup = original;
+      syncBuiltinESMExports();
+    },
+  };
+}
+
 let oauth: OAuthHandle;
 let everything: EverythingHandle;
 let internal: InternalService;
 let gateway: GatewayHandle;
+let internalName: ReturnType<typeof resolveToLoopback>;
 const tlsSetting = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
 
 before(async () => {
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+  internalName = resolveToLoopback(INTERNAL_NAME);
   [oauth, everything, internal] = await Promise.all([startOAuthServer(), startEverything(), startInternalService()]);
   const port = await freePort();
   gateway = await startGateway({
@@ -81,6 +116,7 @@ before(async () => {
 after(async () => {
   await gateway?.close();
   await Promise.allSettled([internal?.close(), everything?.stop(), oauth?.stop()]);
+  internalName?.restore();
   if (tlsSetting === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
   else process.env.NODE_TLS_REJECT_UNAUTHORIZED = tlsSetting;
 });
@@ -147,19 +183,37 @@ describe('anonymous registration (RFC 7591)', () => {
   });
 });
 
+/**
+ * A private_key_jwt client whose Client ID Metadata Document names `jwksUri` authenticates: the
+ * keys are never fetched, the client fails authentication, and nothing of the target leaks.
+ */
+async function assertJwksUriNeverFetched(jwksUri: string): Promise<void> {
+  const doc = await startMetadataDocumentServer((clientId) => ({ client_id: clientId, redirect_uris: ['http://127.0.0.1:9/callback'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: jwksUri }));
+  try {
+    const before = internal.contacts();
+    const res = await tokenWithAssertion(doc.clientId);
+    assert.equal(internal.contacts() - before, 0, 'the gateway connected to the internal service');
+    assert.equal(res.status, 401);
+    assert.equal(res.body.error, 'invalid_client');
+    assertNoOracle(res.body);
+  } finally {
+    await doc.close();
+  }
+}
+
 describe('Client ID Metadata Documents', () => {
   test('a document\'s jwks_uri naming an internal service is never fetched: the client fails authentication', async () => {
-    const doc = await startMetadataDocumentServer((clientId) => ({ client_id: clientId, redirect_uris: ['http://127.0.0.1:9/callback'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `${internal.url}/admin/jwks` }));
-    try {
-      const before = internal.contacts();
-      const res = await tokenWithAssertion(doc.clientId);
-      assert.equal(internal.contacts() - before, 0, 'the gateway connected to the internal service');
-      assert.equal(res.status, 401);
-      assert.equal(res.body.error, 'invalid_client');
-      assertNoOracle(res.body);
-    } finally {
-      await doc.close();
-    }
+    await assertJwksUriNeverFetched(`${internal.url}/admin/jwks`);
+  });
+
+  test('a jwks_uri whose host name resolves to loopback is refused in the lookup, before any connection', async () => {
+    const lookupsBefore = internalName.lookups();
+    await assertJwksUriNeverFetched(`${internal.url.replace('127.0.0.1', INTERNAL_NAME)}/admin/jwks`);
+    assert.ok(internalName.lookups() > lookupsBefore, 'the provider resolved the name (the URL check let it pass, so the lookup is what refused it)');
+  });
+
+  test('a jwks_uri on localhost is refused by its name, unresolved', async () => {
+    await assertJwksUriNeverFetched(`${internal.url.replace('127.0.0.1', 'localhost')}/admin/jwks`);
   });
 
   test('a document with a sector_identifier_uri is refused without calling it', async () => {
