@@ -50,9 +50,9 @@ after(async () => {
   await Promise.allSettled([backend?.child.stop(), oauth?.stop(), redis?.stop()]);
 });
 
-/** The backend's sessions: opened so far, and open now. */
-async function backendSessions(): Promise<{ opened: number; live: number }> {
-  return (await fetch(new URL('/switchboard/sessions', backendUrl))).json() as Promise<{ opened: number; live: number }>;
+/** The backend's sessions (opened so far, open now) and its `greet` questions (still waiting, and the errors that answered them). */
+async function backendSessions(): Promise<{ opened: number; live: number; greets: { waiting: number; errors: string[] } }> {
+  return (await fetch(new URL('/switchboard/sessions', backendUrl))).json() as Promise<{ opened: number; live: number; greets: { waiting: number; errors: string[] } }>;
 }
 
 /** `greet` answered for each of `firsts` (their input_required rounds), on the replica each was made. */
@@ -101,13 +101,19 @@ test(`one user holds at most stateless.maxSessionsPerUser (${MAX_SESSIONS}) sess
 
 test(`one user parks at most stateless.maxParkedPerUser (${MAX_PARKED}) calls on a replica; one more is 429 -32016`, async () => {
   const token = await oauth.token({ sub: 'parker', aud: set.audience });
+  const before = (await backendSessions()).greets;
   const answers = await Promise.all(Array.from({ length: MAX_PARKED + 1 }, (_, n) => statelessCall({ endpoint: set.endpoint(0, 'counted'), token, id: n, name: 'greet' })));
   const parked = answers.filter((a) => a.result?.resultType === 'input_required');
   const refused = answers.filter((a) => a.result?.resultType !== 'input_required');
   assert.equal(parked.length, MAX_PARKED);
   assert.deepEqual(refused.map((a) => [a.status, a.error?.code, a.error?.data?.limit]), [[429, -32016, 'stateless.maxParkedPerUser']]);
+  // The refused call's handler on the backend was answered (with an error, before the 429 was sent), not left waiting.
+  const afterRefusal = (await backendSessions()).greets;
+  assert.deepEqual(afterRefusal.errors.slice(before.errors.length), ['MCP error -32603: the client has too many calls waiting for input']);
+  assert.equal(afterRefusal.waiting - before.waiting, MAX_PARKED, 'only the parked calls wait on the backend');
   const other = await statelessCall({ endpoint: set.endpoint(0, 'counted'), token: await oauth.token({ sub: 'another-parker', aud: set.audience }), id: 1, name: 'greet' });
   assert.equal(other.result?.resultType, 'input_required', "another user's own bound");
   const done = await answerAll(token, parked.map((answer) => ({ replica: 0, answer })), 100);
   assert.deepEqual(texts(done), parked.map((_, n) => `Hello, caller ${n}!`));
+  assert.equal((await backendSessions()).greets.waiting - before.waiting, 1, "only another-parker's call still waits");
 });
