@@ -6,7 +6,8 @@
  * her request. Neither reaches her call; her own answer does.
  *
  * Real parts: two gateway replicas on one Redis (the forged answers land on the replica that
- * does not wait, so they cross the coordinator as a real answer would), the dual-era
+ * does not wait, so they cross the coordinator as a real answer would, and on the replica that
+ * waits, where no coordinator stands between them and the round), the dual-era
  * conformance fixture serving 2026-07-28 only, the official v1 SDK client.
  */
 import assert from 'node:assert/strict';
@@ -61,9 +62,13 @@ async function session(sub: string, replica: number): Promise<{ client: Client; 
   return { client, post };
 }
 
-test("an answer under the id of Alice's request, from Bob's session or another of Alice's, does not answer her call", async () => {
+/**
+ * Alice's call on replica 0 asks her; before she answers, Bob's session and another session of
+ * Alice's, both on replica `forgersReplica`, post an answer under the id of her request.
+ */
+async function forgedAnswers(forgersReplica: number): Promise<void> {
   const alice = await session('alice', 0);
-  const [bob, aliceElsewhere] = await Promise.all([session('bob', 1), session('alice', 1)]);
+  const [bob, aliceElsewhere] = await Promise.all([session('bob', forgersReplica), session('alice', forgersReplica)]);
   const forged: number[] = [];
   alice.client.setRequestHandler(ElicitRequestSchema, async (_request, extra) => {
     const answer = (name: string) => ({ jsonrpc: '2.0', id: extra.requestId, result: { action: 'accept', content: { name } } });
@@ -74,4 +79,12 @@ test("an answer under the id of Alice's request, from Bob's session or another o
   const result = await alice.client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
   assert.deepEqual(forged, [202, 202]);
   assert.deepEqual((result.content as Array<{ text?: string }>).map((c) => c.text), ['Hello, Alice!']);
+}
+
+test("an answer under the id of Alice's request, from Bob's session or another of Alice's, does not answer her call (posted to the other replica)", async () => {
+  await forgedAnswers(1);
+});
+
+test("an answer under the id of Alice's request, from Bob's session or another of Alice's, does not answer her call (posted to the replica that waits)", async () => {
+  await forgedAnswers(0);
 });
