@@ -150,3 +150,18 @@ class DerivedBody extends OverBody implements BackendBody {
     return this.chunks[Symbol.asyncIterator]();
   }
 }
+
+/** The whole body as bytes, or undefined (the body destroyed, its connection closed) once it passes `maxBytes`. */
+export async function bytesWithin(body: BackendBody, maxBytes: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      return undefined;
+    }
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  }
+  return Buffer.concat(chunks);
+}

@@ -16,6 +16,7 @@ import { ErrorCode, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { LEGACY_REVISIONS, META, STATELESS_REVISION } from '../wire/revision-2026.js';
 import { HEADER } from '../wire/protocol.js';
 import type { BackendCaller, BackendResponse, McpBackend } from './backend.js';
+import { bytesWithin } from './body.js';
 
 /** The two eras a backend can be spoken to in (SPEC §8 `backends[].protocol`). */
 export type BackendEra = '2026-07-28' | '2025-11-25';
@@ -118,17 +119,7 @@ async function readAnswer(res: BackendResponse): Promise<JsonRpcMessage | undefi
 }
 
 async function readBounded(res: BackendResponse): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.length;
-    if (size > MAX_PROBE_BYTES) {
-      res.body.destroy();
-      return undefined;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return (await bytesWithin(res.body, MAX_PROBE_BYTES))?.toString('utf8');
 }
 
 /** Reads an SSE body only until its first response: a stream that stays open is not waited out. */

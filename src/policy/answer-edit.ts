@@ -8,13 +8,20 @@
  * (they drive resumption).
  *
  * - 202 (the rest of a batch was notifications): the errors become the JSON answer.
+ * - a list to filter: the answer is read whole and strictly (backends/strict-answer.ts, issue
+ *   41 §1), so the list filtered is the one the client takes; an answer the gateway cannot read
+ *   so (not JSON, a byte-order mark, a response under an id not sent exactly, two responses to
+ *   one request, a batch for one request, two candidates on a stream) is refused: -32010 for
+ *   each request, `strict.refused` told (a log line, a metric), nothing of it relayed.
  * - only an observer: the answer passes as sent, watched by answer-observe.ts (scanned, not parsed).
- * - application/json: parsed once, rewritten, written again (not JSON: passed as sent).
- * - text/event-stream: errors first as events, then the backend's events.
+ * - application/json, only errors to add: parsed once, rewritten, written again (not JSON: passed as sent).
+ * - text/event-stream, only errors to add: errors first as events, then the backend's events.
  */
 import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
-import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
+import type { BackendError } from '../backends/errors.js';
+import { editStrictly, idKey } from '../backends/strict-answer.js';
+import { requestIdsOf, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { formatSseEvent, transformSse } from '../wire/sse.js';
 import { observedAnswer } from './answer-observe.js';
 
@@ -33,9 +40,21 @@ export interface AnswerEdit {
   errors: readonly JsonRpcMessage[];
   /** Sees each response message of the backend (not the added errors). */
   observe?: (message: JsonRpcMessage) => void;
+  /** What a list answer is read against (needed with `listIds`): the POST as forwarded, and who is told of a refusal. */
+  strict?: StrictListRead;
 }
 
-export const idKey = (id: JsonRpcId) => `${typeof id}:${id}`;
+export interface StrictListRead {
+  backend: string;
+  /** The messages sent to the backend (without those the gateway answered itself). */
+  messages: readonly JsonRpcMessage[];
+  /** Whether they were sent as a batch. */
+  batch: boolean;
+  refused(error: BackendError): void;
+}
+
+/** A request id as a map key: `1` and `"1"` are different requests. */
+export { idKey } from '../backends/strict-answer.js';
 
 /** `res` with the edit applied; `res` itself when there is nothing to do. */
 export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendResponse {
@@ -57,11 +76,12 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     void res.body.dump().catch(() => {});
     return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
   }
-  if (observe && !errors.length && !listIds.size) return observedAnswer(res, { observe });
+  if (listIds.size) return editLists(res, edit, rewrite);
+  if (observe && !errors.length) return observedAnswer(res, { observe });
   if (res.contentType === 'application/json') return { ...res, headers, body: syntheticBody(editJson(res, rewrite, errors)) };
   if (res.contentType === 'text/event-stream') {
     const events = transformSse(res.body, (data, id) => {
-      if ((!listIds.size && !observe) || !data.trim()) return { data, id };
+      if (!observe || !data.trim()) return { data, id };
       let parsed: unknown;
       try {
         parsed = JSON.parse(data);
@@ -84,6 +104,22 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     };
   }
   return res;
+}
+
+/** The answer to a POST with a list to filter, read strictly (see the module comment). */
+function editLists(res: BackendResponse, edit: AnswerEdit, rewrite: (m: unknown) => unknown): BackendResponse {
+  const { strict, listIds } = edit;
+  if (!strict) throw new Error('editAnswer: a list edit needs the forwarded request (strict)');
+  const judged = strict.messages.filter((m) => (typeof m.id === 'string' || typeof m.id === 'number') && m.method !== undefined && listIds.has(idKey(m.id))).map((m) => m.id as JsonRpcId);
+  return editStrictly(res, {
+    backend: strict.backend,
+    judged,
+    sent: requestIdsOf(strict.messages),
+    batch: strict.batch,
+    added: edit.errors,
+    edit: () => rewrite as (m: JsonRpcMessage) => JsonRpcMessage,
+    refused: strict.refused,
+  });
 }
 
 async function* editJson(res: BackendResponse, rewrite: (m: unknown) => unknown, errors: readonly JsonRpcMessage[]): AsyncGenerator<string> {

@@ -32,7 +32,7 @@ import type { Audit, AuditEvent, AuditSinks } from '../ops/audit.js';
 import { LiveAudit } from '../ops/live-audit.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
-import { editAnswer, fieldOf, idKey, LIST_KEYS, type ListKey } from './answer-edit.js';
+import { editAnswer, fieldOf, idKey, LIST_KEYS, type ListKey, type StrictListRead } from './answer-edit.js';
 import { AUDITED_METHODS, callerBase, outcomeOf, requestFacts } from './audit-calls.js';
 import { derived } from '../config/live-config.js';
 import { CelRules, type RuleDecision } from './cel-rules.js';
@@ -123,9 +123,23 @@ export class RulePolicyBackend extends DecoratedBackend {
     if (res.status < 200 || res.status >= 300) this.#settle(pending, started, { outcome: 'error' });
     const visible = (entry: unknown, key: ListKey) => this.#listable(caller, key, entry);
     const observe = pending.size ? (msg: JsonRpcMessage) => this.#observed(pending, started, msg) : undefined;
-    const edited = editAnswer(res, { errors, listIds, visible, observe });
+    const edited = editAnswer(res, { errors, listIds, visible, observe, strict: this.#strict(rest, forward, caller) });
     // A record still pending when the answer's body is done never got its response.
     return pending.size ? settledAtEnd(this.name, edited, signal, (outcome) => this.#settle(pending, started, outcome)) : edited;
+  }
+
+  /** What a list answer is read against; a refused one is logged and counted (issue 41 §1). */
+  #strict(sent: readonly JsonRpcMessage[], forward: string, caller: BackendCaller): StrictListRead {
+    const backend = this.name;
+    return {
+      backend,
+      messages: sent,
+      batch: isBatchText(forward),
+      refused: (error) => {
+        this.parts.metrics.backendErrors.inc({ backend, reason: 'unreadable_answer' });
+        caller.log.warn({ backend, unreadable: error.rpcData.unreadable }, 'list answer refused: policy.rules cannot filter it');
+      },
+    };
   }
 
   /** The denial's answer; its record and count. */

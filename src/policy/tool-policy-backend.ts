@@ -31,7 +31,8 @@ export class ToolPolicyBackend extends DecoratedBackend {
     if (screened.refusal) {
       return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(screened.refusal)), refused: true };
     }
-    return applyToolPolicy(this.config, messages, await this.inner.post(screened.body, headers, signal));
+    const res = await this.inner.post(screened.body, headers, signal);
+    return applyToolPolicy(this.config, messages, res, { forwarded: screened.body, log: headers.caller?.log, metrics: this.metrics });
   }
 }
 

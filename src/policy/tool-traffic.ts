@@ -26,6 +26,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { BackendResponse } from '../backends/backend.js';
+import type { BackendError } from '../backends/errors.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
@@ -69,13 +70,33 @@ export function screenToolCalls(metrics: Metrics, log: FastifyBaseLogger | undef
   return { body: JSON.stringify(rest.length === 1 ? rest[0] : rest) };
 }
 
+/** Who hears of a list answer refused unread (issue 41 §1), and the body the backend was sent. */
+export interface PolicyAnswerContext {
+  /** The body forwarded (screenToolCalls); absent: the messages without the hidden calls, a batch when more than one. */
+  forwarded?: string;
+  log?: FastifyBaseLogger;
+  metrics?: Metrics;
+}
+
 /**
  * After the backend answered: its response with the hidden calls' errors added and the
- * `tools/list` results filtered (answer-edit.ts). Returns `res` itself when there is nothing to change.
+ * `tools/list` results filtered (answer-edit.ts). Returns `res` itself when there is nothing to
+ * change. A list answer the gateway cannot read exactly is refused, not relayed unfiltered.
  */
-export function applyToolPolicy(backend: BackendConfig, requestMessages: readonly JsonRpcMessage[], res: BackendResponse): BackendResponse {
+export function applyToolPolicy(backend: BackendConfig, requestMessages: readonly JsonRpcMessage[], res: BackendResponse, context: PolicyAnswerContext = {}): BackendResponse {
   if (!hasToolPolicy(backend)) return res;
-  const errors = hiddenCalls(backend, requestMessages).map(unknownTool);
+  const hidden = hiddenCalls(backend, requestMessages);
+  const errors = hidden.map(unknownTool);
   const listIds = new Map(requestMessages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => [idKey(m.id!), 'tools' as const]));
-  return editAnswer(res, { errors, listIds, visible: (tool) => isToolAllowed(backend, toolNameOf(tool)) });
+  const sent = requestMessages.filter((m) => !hidden.includes(m as JsonRpcMessage & { id: JsonRpcId }));
+  const strict = {
+    backend: backend.name,
+    messages: sent,
+    batch: context.forwarded === undefined ? sent.length > 1 : isBatchText(context.forwarded),
+    refused: (error: BackendError) => {
+      context.metrics?.backendErrors.inc({ backend: backend.name, reason: 'unreadable_answer' });
+      context.log?.warn({ backend: backend.name, unreadable: error.rpcData.unreadable }, 'tools/list answer refused: the tool policy cannot filter it');
+    },
+  };
+  return editAnswer(res, { errors, listIds, visible: (tool) => isToolAllowed(backend, toolNameOf(tool)), strict });
 }

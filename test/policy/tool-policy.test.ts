@@ -121,9 +121,12 @@ describe('applyToolPolicy', () => {
     assert.deepEqual(JSON.parse(await res.body.text()), { jsonrpc: '2.0', id: 7, result: { tools: [tool('echo')] } });
   });
 
-  test('ids match by type: "7" is not 7', async () => {
+  test('ids match by type: an answer under 7 for the request "7" is refused, never relayed unfiltered (issue 41 §1)', async () => {
     const res = applyToolPolicy(policy, [listRequest('7')], response('application/json', JSON.stringify({ jsonrpc: '2.0', id: 7, result: listed })));
-    assert.deepEqual(JSON.parse(await res.body.text()).result, listed);
+    const answer = JSON.parse(await res.body.text());
+    assert.equal(answer.id, '7');
+    assert.equal(answer.error.code, -32010);
+    assert.equal(answer.result, undefined);
   });
 
   test('a JSON batch answer: only the tools/list response changes; hidden calls get errors', async () => {
@@ -146,14 +149,14 @@ describe('applyToolPolicy', () => {
     assert.deepEqual(JSON.parse(await res.body.text()), [{ jsonrpc: '2.0', id: 4, error: { code: -32602, message: 'Unknown tool: get-env' } }]);
   });
 
-  test('a body that is not JSON passes as sent', async () => {
+  test('a list answer that is not JSON is refused with -32010, not passed as sent (issue 41 §1)', async () => {
     const res = applyToolPolicy(policy, [listRequest(1)], response('application/json', 'not json'));
-    assert.equal(await res.body.text(), 'not json');
+    assert.deepEqual(JSON.parse(await res.body.text()), { jsonrpc: '2.0', id: 1, error: { code: -32010, message: 'backend "fs" sent an answer the gateway cannot judge (a body that is not JSON); refused, not relayed', data: { backend: 'fs', reason: 'protocol', unreadable: 'a body that is not JSON' } } });
   });
 
   test('an SSE answer: other events and every event id pass unchanged', async () => {
     const progress = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } });
-    const other = JSON.stringify({ jsonrpc: '2.0', id: 99, result: listed });
+    const other = JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'sampling/createMessage', params: {} });
     const answer = JSON.stringify({ jsonrpc: '2.0', id: 5, result: listed });
     const wire = `id: p0\nretry: 1000\ndata: \n\nid: e1\nevent: message\ndata: ${progress}\n\nid: e2\ndata: ${other}\n\nid: e3\ndata: ${answer}\n\n`;
     const res = applyToolPolicy(policy, [listRequest(5)], response('text/event-stream', wire));
