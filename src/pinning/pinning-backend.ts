@@ -16,7 +16,6 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
-import { idKey } from '../policy/answer-edit.js';
 import { messagesOf } from '../policy/tool-policy-backend.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { ListJudge, type ChangeReport, type PinMode } from './judge.js';
@@ -54,9 +53,8 @@ export class PinningBackend extends DecoratedBackend {
         return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(answer)), refused: true };
       }
     }
-    const listIds = new Set(messages.filter((m) => isRequest(m) && m.method === 'tools/list').map((m) => idKey(m.id!)));
     const res = await this.inner.post(body, headers, signal);
-    return editListAnswer(res, listIds, (tools) => this.#judge.judge(tools));
+    return editListAnswer(res, { backend: this.name, messages, batch: isBatchText(body), log: headers.caller?.log }, (tools) => this.#judge.judge(tools));
   }
 
   /** The error for a call the pins refuse; undefined when it may go to the backend. */
