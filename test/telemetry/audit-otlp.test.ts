@@ -16,6 +16,10 @@ import { startTelemetryRig, type TelemetryRig } from '../helpers/telemetry-rig.j
 
 let rig: TelemetryRig | undefined;
 
+/** The client's own trace (W3C Trace Context), sent as `traceparent` on every request. */
+const CLIENT_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const CLIENT_SPAN_ID = '00f067aa0ba902b7';
+
 before(async () => {
   rig = await startTelemetryRig((endpoint) => ({ telemetry: { otlp: { endpoint } }, audit: { sink: 'otlp' }, policy: { rules: [{ name: 'no-broken', effect: 'deny', when: 'mcp.tool.name == "broken"' }] } }));
 });
@@ -27,7 +31,7 @@ after(async () => {
 test('allowed and denied calls reach the receiver as OTLP log records, with the SERVER span trace id', async () => {
   const token = await rig!.token();
   const client = new Client({ name: 'audit-otlp', version: '1.0.0' });
-  await withDeadline(client.connect(new StreamableHTTPClientTransport(rig!.gateway.endpoint('weather'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })), 10_000, 'connect');
+  await withDeadline(client.connect(new StreamableHTTPClientTransport(rig!.gateway.endpoint('weather'), { requestInit: { headers: { Authorization: `Bearer ${token}`, traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_SPAN_ID}-01` } } })), 10_000, 'connect');
   await withDeadline(client.callTool({ name: 'weather', arguments: { city: 'Oslo' } }), 10_000, 'call');
   await assert.rejects(client.callTool({ name: 'broken', arguments: {} }));
   await client.close();
@@ -48,8 +52,13 @@ test('allowed and denied calls reach the receiver as OTLP log records, with the 
   assert.match(String(allowed!.body.argumentsSha256), /^[0-9a-f]{64}$/);
   assert.equal(denied!.body.decision, 'deny');
   assert.equal(denied!.body.rule, 'no-broken');
+  // The SERVER span continues the client's trace, and each record carries that trace's id.
   const server = spans.find((s) => s.kind === 2 && s.name === 'tools/call weather');
-  assert.equal(allowed!.body.traceId, server?.traceId, "the audit record's traceId is the SERVER span's");
+  assert.ok(server, `a SERVER span for the call: ${JSON.stringify(spans.map((s) => [s.kind, s.name]))}`);
+  assert.equal(server.traceId, CLIENT_TRACE_ID);
+  assert.equal(server.parentSpanId, CLIENT_SPAN_ID);
+  assert.equal(allowed!.body.traceId, CLIENT_TRACE_ID, "the audit record's traceId is the SERVER span's");
+  assert.equal(denied!.body.traceId, CLIENT_TRACE_ID, "the refused call's record too");
 });
 
 test('audit.sink otlp without telemetry is a config error naming the key', () => {
