@@ -17,6 +17,7 @@ import { trustProxySchema } from './trust-proxy-schema.js';
 import { discoverySchema } from './discovery-schema.js';
 import { serverIssues, serverSchema } from './servers-schema.js';
 import { adminSchema, pinningSchema } from './pinning-schema.js';
+import { reloadSchema } from './reload-schema.js';
 
 const duration = (fallback: string) =>
   jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
@@ -303,6 +304,8 @@ export const configSchema = z
       })
       .strict()
       .default({}),
+    /** Reading the file again when its directory changes (issue 41 §6; reload-schema.ts). */
+    reload: reloadSchema(duration).default({}),
     /** CEL rules over every call to a backend (issue 30 §3; policy-schema.ts). */
     policy: policySchema.default({}),
     /** The audit trail of decisions (issue 30 §2; off by default). */

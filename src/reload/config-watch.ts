@@ -6,6 +6,12 @@
  * would follow the old inode). Changes come in bursts (the swap is several renames, an editor
  * writes and renames), so a reload waits `debounceMs` after the last one.
  *
+ * Then a plain file must also have stopped changing (issue 41 §6, file-settle.ts): it is read
+ * once it has looked the same for `reload.settle` (2 s), and read again later if it changed
+ * while it was being read, so an edit in place written in parts is not applied half-written.
+ * A `..data` swap (the path's symlink now reaching another file) is read at once, as is the
+ * file on `SIGHUP`, which the operator sends when the edit is done.
+ *
  * The file goes through the same loader as at start (`${VAR}` interpolation, the zod schema):
  * a file that would not start the gateway is refused with the very message it would have
  * failed with, naming the key, and the old config keeps serving. Every reload is counted in
@@ -17,8 +23,9 @@ import type { FastifyInstance } from 'fastify';
 import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
 import type { ReloadOutcome } from './apply-config.js';
+import { markOf, sameMark, swappedLink, whenSettled, type FileMark, type Settling } from './file-settle.js';
 
-/** Quiet time after the last change in the directory before the file is read. */
+/** Quiet time after the last change in the directory before the file is looked at. */
 export const DEFAULT_DEBOUNCE_MS = 250;
 
 export interface ConfigWatchOptions {
@@ -37,11 +44,21 @@ export interface ConfigWatch {
 export function watchConfigFile(app: FastifyInstance, options: ConfigWatchOptions): ConfigWatch {
   const { file, env } = options;
   const log = app.log.child({ configFile: file });
-  const reload = (trigger: 'signal' | 'file'): ReloadOutcome | 'failed' => {
+  /** The file as it was when read last, to tell a `..data` swap (another file) from an edit. */
+  let read: FileMark = markOf(file);
+  /** Reads and applies the file; with `settled`, gives up ('changing') when the file is no longer that one after reading it. */
+  const readAndApply = (trigger: 'signal' | 'file', settled?: FileMark): ReloadOutcome | 'failed' | 'changing' => {
+    const mark = settled ?? markOf(file);
+    const changing = () => settled !== undefined && !sameMark(markOf(file), settled);
     let outcome: ReloadOutcome | 'failed';
     try {
-      outcome = app.applyConfig(loadConfigFile(file, env));
+      const next = loadConfigFile(file, env);
+      if (changing()) return 'changing';
+      read = mark;
+      outcome = app.applyConfig(next);
     } catch (err) {
+      if (changing()) return 'changing';
+      read = mark;
       outcome = err instanceof ConfigError ? 'invalid' : 'failed';
       if (err instanceof ConfigError) log.error({ trigger }, `config reload refused: ${err.message}; the old config keeps serving`);
       else log.error({ trigger, err }, 'config reload failed; the old config keeps serving');
@@ -51,9 +68,26 @@ export function watchConfigFile(app: FastifyInstance, options: ConfigWatchOption
   };
 
   let timer: NodeJS.Timeout | undefined;
+  let settling: Settling | undefined;
+  let lastChange = Date.now();
   const changed = () => {
+    lastChange = Date.now();
     clearTimeout(timer);
-    timer = setTimeout(() => reload('file'), options.debounceMs ?? DEFAULT_DEBOUNCE_MS);
+    settling?.cancel();
+    timer = setTimeout(settle, options.debounceMs ?? DEFAULT_DEBOUNCE_MS);
+  };
+  const readSettled = (mark: FileMark) => {
+    settling = undefined;
+    if (readAndApply('file', mark) === 'changing') {
+      log.debug('config file changed while it was read; waiting for it to settle again');
+      changed();
+    }
+  };
+  const settle = () => {
+    const now = markOf(file);
+    // A ConfigMap's `..data` swap: another file, written whole before the rename.
+    if (swappedLink(file, now, read)) return readSettled(now);
+    settling = whenSettled(file, app.mcp.config.reload.settle, lastChange, readSettled);
   };
   let watcher: FSWatcher | undefined;
   try {
@@ -62,12 +96,14 @@ export function watchConfigFile(app: FastifyInstance, options: ConfigWatchOption
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'cannot watch the config directory; reload with SIGHUP');
   }
+  const reload = (trigger: 'signal' | 'file') => readAndApply(trigger) as ReloadOutcome | 'failed';
   const onHangup = () => reload('signal');
   process.on('SIGHUP', onHangup);
   return {
     reload,
     close() {
       clearTimeout(timer);
+      settling?.cancel();
       watcher?.close();
       process.off('SIGHUP', onHangup);
     },
