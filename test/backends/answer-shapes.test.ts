@@ -7,10 +7,10 @@
  * - an SSE answer whose only event is the result arrives as that message, with
  *   `Content-Length`; one with progress first stays an SSE stream (with event ids for a
  *   session client, which may resume it);
- * - a 1 MB result is streamed, not held whole: the client has its first bytes while the
- *   backend still holds back its last ones;
- * - a chunked answer whose end is slow is not held back: the client has its first bytes
- *   before the backend sends the rest;
+ * - a 1 MB result is streamed, not held whole: the client has read its bytes up to 64 KiB of
+ *   the result's text while the backend still holds back its last ones;
+ * - a chunked answer whose end is slow is not held back: the client has read the start of the
+ *   result's text before the backend sends the rest;
  * - a 1 MB result that names no `resultType`, written slowly as chunked JSON or as one SSE
  *   event, reaches a 2026-07-28 client as it arrives: the backend holds back its last piece
  *   until the client has its first bytes (an answer held whole never arrives, and the deadline
@@ -79,16 +79,8 @@ const statelessCall = (id: number, name: string) =>
     body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {}, _meta: statelessMeta({}) } }),
   });
 
-/** Reads the body; `midway` runs once the first bytes are in, before the rest is awaited. */
-async function readAll(res: Response, midway?: () => void): Promise<Buffer> {
-  const reader = res.body!.getReader();
-  const chunks: Buffer[] = [];
-  for (let step = await reader.read(); !step.done; step = await reader.read()) {
-    if (!chunks.length) midway?.();
-    chunks.push(Buffer.from(step.value));
-  }
-  return Buffer.concat(chunks);
-}
+/** What the client must have read of `big` and `slow` before the backend sends its held-back part: some of the result's text. */
+const BEFORE_RELEASE = { big: `"text":"${'x'.repeat(64 * 1024)}`, slow: '"text":"answer of slow: é' };
 
 describe('a session client (2025-11-25)', () => {
   let headers: Record<string, string>;
@@ -137,14 +129,14 @@ describe('a session client (2025-11-25)', () => {
   test('a 1 MB chunked answer is streamed: the client has its first bytes while the backend holds back its last', async () => {
     const res = await withDeadline(sessionCall(headers, 2, 'big'), 10_000, 'the answer headers before the backend sent its last bytes');
     assert.equal(res.headers.get('content-length'), null);
-    const body = await withDeadline(readAll(res, () => backend.release()), 10_000, 'the whole answer');
+    const body = await readReleasing(res, BEFORE_RELEASE.big);
     assert.ok(body.equals(backend.sent.get('big')!), 'the bytes the backend sent');
     assert.equal((JSON.parse(body.toString('utf8')) as { result: { content: Array<{ text: string }> } }).result.content[0]!.text.length, BIG_TEXT_BYTES);
   });
 
   test('a chunked answer whose end is slow is relayed as it comes, not held back', async () => {
     const res = await withDeadline(sessionCall(headers, 3, 'slow'), 10_000, 'the answer headers before the backend sent its end');
-    const body = await withDeadline(readAll(res, () => backend.release()), 10_000, 'the whole answer');
+    const body = await readReleasing(res, BEFORE_RELEASE.slow);
     assert.ok(body.equals(backend.sent.get('slow')!), 'the bytes the backend sent');
   });
 });
@@ -170,8 +162,8 @@ describe('a stateless client (2026-07-28)', () => {
   test('a 1 MB chunked answer is streamed as an SSE event: the client has the answer begun before the backend sends its last bytes', async () => {
     const res = await withDeadline(statelessCall(12, 'big'), 10_000, 'the answer headers before the backend sent its last bytes');
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
-    backend.release();
-    const events = (await res.text()).split('\n').filter((line) => line.startsWith('data: '));
+    const body = await readReleasing(res, BEFORE_RELEASE.big);
+    const events = body.toString('utf8').split('\n').filter((line) => line.startsWith('data: '));
     assert.equal(events.length, 1);
     assert.deepEqual(JSON.parse(events[0]!.slice('data: '.length)), JSON.parse(backend.sent.get('big')!.toString('utf8')));
   });
@@ -179,8 +171,8 @@ describe('a stateless client (2026-07-28)', () => {
   test('a chunked answer whose end is slow is streamed: the client has the answer begun before the backend sends its end', async () => {
     const res = await withDeadline(statelessCall(13, 'slow'), 10_000, 'the answer headers before the backend sent its end');
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
-    backend.release();
-    const events = (await res.text()).split('\n').filter((line) => line.startsWith('data: '));
+    const body = await readReleasing(res, BEFORE_RELEASE.slow);
+    const events = body.toString('utf8').split('\n').filter((line) => line.startsWith('data: '));
     assert.deepEqual(events.map((line) => JSON.parse(line.slice('data: '.length))), [JSON.parse(backend.sent.get('slow')!.toString('utf8'))]);
   });
 
@@ -189,7 +181,7 @@ describe('a stateless client (2026-07-28)', () => {
       const res = await withDeadline(statelessCall(21, name), 10_000, 'the answer headers');
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-type'), 'text/event-stream');
-      const data = eventData(await withDeadline(readReleasing(res), 20_000, 'the whole answer'));
+      const data = eventData((await readReleasing(res)).toString('utf8'));
       const sent = backend.sent.get(name)!.toString('utf8');
       const message = sent.slice(sent.indexOf('{'), sent.lastIndexOf('}') + 1);
       assert.equal(data, `${message.slice(0, -2)},"resultType":"complete"}}`, "the backend's bytes, the member written in where the result closes");
@@ -201,15 +193,28 @@ describe('a stateless client (2026-07-28)', () => {
   }
 });
 
-/** The answer's bytes; the backend lets its last piece go only once the first bytes are in. */
-async function readReleasing(res: Response): Promise<string> {
+/**
+ * The answer's bytes. The backend lets its held-back part go only once the client has read
+ * bytes of the answer (at least `before`, when given): an answer whose headers come early but
+ * whose body is held until the backend's end never gets that far, and the deadline fails the test.
+ */
+async function readReleasing(res: Response, before = ''): Promise<Buffer> {
   const reader = res.body!.getReader();
-  const first = await withDeadline(reader.read(), 10_000, 'the first bytes of the answer while the backend still holds back its last');
-  assert.equal(first.done, false);
-  const chunks = [Buffer.from(first.value!)];
+  const chunks: Buffer[] = [];
+  const readBefore = async () => {
+    do {
+      const step = await reader.read();
+      assert.equal(step.done, false, `the answer ended before the backend's held-back part: ${Buffer.concat(chunks).toString('utf8').slice(0, 200)}`);
+      chunks.push(Buffer.from(step.value!));
+    } while (!Buffer.concat(chunks).includes(before));
+  };
+  await withDeadline(readBefore(), 10_000, `the answer's first bytes${before ? ` (up to ${before.slice(0, 30)}…)` : ''} while the backend still holds back its last`);
   backend.release();
-  for (let step = await reader.read(); !step.done; step = await reader.read()) chunks.push(Buffer.from(step.value));
-  return Buffer.concat(chunks).toString('utf8');
+  const readRest = async () => {
+    for (let step = await reader.read(); !step.done; step = await reader.read()) chunks.push(Buffer.from(step.value));
+  };
+  await withDeadline(readRest(), 20_000, 'the whole answer');
+  return Buffer.concat(chunks);
 }
 
 /** The one SSE event's data, its `data:` lines joined as a client joins them. */
