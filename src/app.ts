@@ -43,6 +43,7 @@ import { announceToolsChanged } from './reload/list-changes.js';
 import { forgetToolSearchLists } from './discovery/discovery-backend.js';
 import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
+import { BridgedClients } from './transport/bridged-clients.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
 import { prepareBroker } from './broker/broker.js';
 import { rulePolicyFace } from './policy/rule-policy-backend.js';
@@ -128,7 +129,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   recordRouteMetrics(app, metrics);
   registerBodyHandling(app, config, metrics);
 
-  // Before any route: it attaches itself to the /mcp… and /ws/mcp… routes as they are added.
+  // Before any route, both attach themselves to routes as they are added: the WebSocket bridge's
+  // loopback requests take their client's address and headers first (transport/bridged-clients.ts).
+  const bridgedClients = new BridgedClients().attach(app);
   registerRateLimit(app, config, state.rateCounter, metrics);
   registerHealthRoutes(app, store, readiness);
   // With `metrics.listen`, /metrics has a listener of its own (server.ts) instead.
@@ -150,7 +153,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));
   registerMcpRoutes(app, ctx, { originGuard, authenticate });
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
-  await registerWebSocketTransport(app, config, { originGuard, authenticate });
+  await registerWebSocketTransport(app, config, { originGuard, authenticate }, bridgedClients);
   // The backends as they are at close: a reload may have added some (src/reload/).
   releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), () => audit.close(), async () => telemetry?.shutdown()], state });
   return app;

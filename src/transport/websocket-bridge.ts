@@ -52,7 +52,7 @@ export interface BridgeOptions {
   loopback: Loopback;
   /** The HTTP endpoint this connection speaks to: `/mcp` or `/mcp/<backend>`. */
   path: string;
-  /** Sent on every loopback request: the client's `authorization` and `host`. */
+  /** Sent on every loopback request: the client's `authorization` and `host`, and its token (bridged-clients.ts). */
   headers: Record<string, string>;
   log: FastifyBaseLogger;
 }

@@ -11,7 +11,9 @@
  * A frame larger than `limits.maxBodyBytes` closes the connection with 1009 (ws
  * `maxPayload`), as the same body would be 413 over HTTP.
  *
- * After the upgrade, websocket-bridge.ts carries each connection over the HTTP endpoint.
+ * After the upgrade, websocket-bridge.ts carries each connection over the HTTP endpoint, and
+ * bridged-clients.ts makes each of its loopback requests the client's: its address (after
+ * `listen.trustProxy`) and its upgrade request's headers, as the HTTP path has them.
  */
 import { Gauge } from 'prom-client';
 import fastifyWebsocket from '@fastify/websocket';
@@ -21,6 +23,7 @@ import type { Config } from '../config/schema.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
 import { sendJsonRpcError } from '../http/replies.js';
 import { createBackendAccessGuard } from '../policy/backend-guard.js';
+import { BRIDGE_HEADER, type BridgedClients } from './bridged-clients.js';
 import { Loopback } from './loopback.js';
 import { WebSocketBridge } from './websocket-bridge.js';
 
@@ -40,7 +43,8 @@ export function offersMcp(header: string | string[] | undefined): boolean {
   return values.some((v) => v.split(',').some((p) => p.trim() === MCP_SUBPROTOCOL));
 }
 
-export async function registerWebSocketTransport(app: FastifyInstance, config: Config, hooks: WebSocketRouteHooks): Promise<void> {
+/** `clients` must have been attached (`clients.attach(app)`) before the `/mcp…` routes were declared. */
+export async function registerWebSocketTransport(app: FastifyInstance, config: Config, hooks: WebSocketRouteHooks, clients: BridgedClients): Promise<void> {
   const loopback = new Loopback(app.server);
   const bridges = new Set<WebSocketBridge>();
   const accessGuard = createBackendAccessGuard(app.mcp);
@@ -88,16 +92,22 @@ export async function registerWebSocketTransport(app: FastifyInstance, config: C
   };
   const open = (socket: WebSocket, request: WsRequest) => {
     const { backend } = request.params;
+    // The client's address and headers, for every loopback request of this connection.
+    const token = clients.admit(request);
     const bridge = new WebSocketBridge({
       socket,
       loopback,
       path: backend === undefined ? '/mcp' : `/mcp/${encodeURIComponent(backend)}`,
       // Both were checked by the hooks above; they go back to the same gateway, not to a backend.
-      headers: { authorization: request.headers.authorization!, host: request.headers.host! },
+      headers: { authorization: request.headers.authorization!, host: request.headers.host!, [BRIDGE_HEADER]: token },
       log: request.log,
     });
     bridges.add(bridge);
-    socket.once('close', () => bridges.delete(bridge));
+    socket.once('close', () => {
+      bridges.delete(bridge);
+      // After the session's DELETE, the connection's last loopback request.
+      void bridge.end().finally(() => clients.release(token));
+    });
     request.log.info('WebSocket connection opened');
   };
 

@@ -5,10 +5,11 @@
  *
  * The client transport: the SDK's WebSocketClientTransport opens `new WebSocket(url, 'mcp')`
  * with the global WebSocket, which cannot send an Authorization header. {@link WsTransport}
- * below speaks exactly what that transport speaks on the wire (subprotocol `mcp`, one
+ * speaks exactly what that transport speaks on the wire (subprotocol `mcp`, one
  * JSON.stringify'd message per text frame, frames parsed with JSONRPCMessageSchema), over
- * the `ws` package, which can set headers on the upgrade request. A small class of our own
- * rather than a `ws`-backed class injected as the global WebSocket: nothing global changes.
+ * the `ws` package, which can set headers on the upgrade request (test/helpers/ws-transport.ts).
+ * A small class of our own rather than a `ws`-backed class injected as the global WebSocket:
+ * nothing global changes.
  */
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -16,15 +17,12 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CreateMessageRequestSchema,
-  JSONRPCMessageSchema,
   LATEST_PROTOCOL_VERSION,
   LoggingMessageNotificationSchema,
   type CallToolResult,
   type CreateMessageRequest,
-  type JSONRPCMessage,
   type LoggingMessageNotification,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -37,84 +35,10 @@ import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { watchListenerWarnings } from '../helpers/listener-warnings.js';
+import { WsTransport } from '../helpers/ws-transport.js';
 
 const SAMPLED_TEXT = 'Sampled over WebSocket: 42';
 const SAMPLED_MODEL = 'switchboard-ws-test-model';
-
-/** The SDK transport's wire behaviour, over `ws` so that the upgrade can carry headers. */
-class WsTransport implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: (message: JSONRPCMessage) => void;
-  /** Every text frame received, raw, in order (for asserting error frames). */
-  readonly frames: string[] = [];
-  closeCode: number | undefined;
-  closeReason = '';
-  #socket: WebSocket | undefined;
-
-  constructor(
-    readonly url: string,
-    readonly headers: Record<string, string>,
-  ) {}
-
-  start(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.url, 'mcp', { headers: this.headers });
-      this.#socket = socket;
-      socket.once('open', () => resolve());
-      socket.once('unexpected-response', (_req, res) => reject(new Error(`handshake refused: HTTP ${res.statusCode}`)));
-      socket.on('error', (err) => {
-        reject(err);
-        this.onerror?.(err);
-      });
-      socket.on('close', (code, reason) => {
-        this.closeCode = code;
-        this.closeReason = reason.toString();
-        this.onclose?.();
-      });
-      socket.on('message', (data, isBinary) => {
-        const text = isBinary ? '' : data.toString();
-        this.frames.push(text);
-        // A WHATWG WebSocket (what the SDK transport uses) fires each message event as its own
-        // task; `ws` emits all frames of one TCP read in one go. Deliver one per task, as the
-        // SDK transport would see them: its Protocol handles notifications a microtask later
-        // than responses, so a progress notification directly followed by the result would
-        // otherwise reach the client after the result.
-        setImmediate(() => {
-          let message: JSONRPCMessage;
-          try {
-            message = JSONRPCMessageSchema.parse(JSON.parse(text));
-          } catch (error) {
-            this.onerror?.(error as Error);
-            return;
-          }
-          this.onmessage?.(message);
-        });
-      });
-    });
-  }
-
-  async send(message: JSONRPCMessage): Promise<void> {
-    if (!this.#socket) throw new Error('Not connected');
-    this.#socket.send(JSON.stringify(message));
-  }
-
-  /** A frame the SDK would never send (invalid JSON, binary …). */
-  sendRaw(data: string | Buffer, binary = false): void {
-    this.#socket!.send(data, { binary });
-  }
-
-  async close(): Promise<void> {
-    this.#socket?.close();
-  }
-
-  /** Resolves once the socket is closed. */
-  closed(): Promise<void> {
-    const socket = this.#socket;
-    if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve();
-    return new Promise((resolve) => socket.once('close', () => resolve()));
-  }
-}
 
 interface Probe {
   client: Client;
