@@ -6,7 +6,8 @@
  * In order, each refusal before anything is stored:
  * 1. **Per address** — `registrationLimits.perAddress` per `window` from one client address
  *    (`request.ip`: the trusted proxy's X-Forwarded-For with `listen.trustProxy`, the socket's
- *    otherwise), counted when the headers arrive, so a refused client costs no upload →
+ *    otherwise; an IPv6 address by its network of `ipv6Prefix` bits, registration-address.ts),
+ *    counted when the headers arrive, so a refused client costs no upload →
  *    429 with `Retry-After`.
  * 2. **The document** — at most {@link MAX_DOCUMENT_BYTES} of `application/json` (Fastify's
  *    body limit: 413; another type: 415), then registration-rules.ts → 400
@@ -29,6 +30,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { Config } from '../config/schema.js';
 import type { RateLimitCount, RateLimitStore } from '../state/rate-limit-store.js';
 import { MAX_DOCUMENT_BYTES, registrationProblem } from './registration-rules.js';
+import { registrationAddressKey } from './registration-address.js';
 
 type Limits = Config['auth']['broker']['registrationLimits'];
 
@@ -39,13 +41,13 @@ export interface RegistrationGateDeps {
   forward: (request: FastifyRequest, reply: FastifyReply, body: Buffer) => Promise<void>;
 }
 
-/** The counter keys: one per address, one for all (the rate limiter's user keys are digests, never these). */
-const perAddressKey = (ip: string) => `broker-register:${ip}`;
+/** The counter keys: one per address (IPv6: per network), one for all (the rate limiter's user keys are digests, never these). */
+const perAddressKey = (ip: string, ipv6Prefix: number) => `broker-register:${registrationAddressKey(ip, ipv6Prefix)}`;
 const TOTAL_KEY = 'broker-register';
 
 export function registerRegistrationRoute(app: FastifyInstance, path: string, { counter, limits, forward }: RegistrationGateDeps): void {
   const perAddress: onRequestHookHandler = (request, reply, done) => {
-    const count = countNow(counter, perAddressKey(request.ip), limits.window, limits.perAddress);
+    const count = countNow(counter, perAddressKey(request.ip, limits.ipv6Prefix), limits.window, limits.perAddress);
     if (!count || count.current <= limits.perAddress) return done();
     request.log.info({ remoteAddress: request.ip }, 'broker: registration refused, too many from this address');
     void refuse(reply, 429, 'temporarily_unavailable', 'too many registrations from this address: retry later', count.ttl);

@@ -73,7 +73,9 @@ export function brokerSchema(duration: (fallback: string) => z.ZodType<number, z
  * address (`listen.trustProxy` says where that address comes from); a registration that has
  * obtained no token after `unusedClientTtl` is forgotten; `total` registrations per
  * `unusedClientTtl` from all addresses together, so at most about twice that many unused
- * registrations are kept at any time.
+ * registrations are kept at any time. An IPv6 client is counted by its network of `ipv6Prefix`
+ * bits (a /64 by default: a client that holds one rotates through it for free), an IPv4-mapped
+ * IPv6 address as the IPv4 address.
  */
 function registrationLimitsSchema(duration: (fallback: string) => z.ZodType<number, z.ZodTypeDef, string | number | undefined>) {
   return z
@@ -82,6 +84,8 @@ function registrationLimitsSchema(duration: (fallback: string) => z.ZodType<numb
       window: duration('10m').refine((ms) => ms >= 1_000 && ms <= 86_400_000, 'must be between 1s and 24h'),
       total: z.number().int().min(1).default(10_000),
       unusedClientTtl: duration('6h').refine((ms) => ms >= 60_000 && ms <= 7 * 86_400_000, 'must be between 1m and 7d'),
+      /** An IPv6 client counts as its network of this many bits (src/broker/registration-address.ts). */
+      ipv6Prefix: z.number().int().min(1).max(128).default(64),
     })
     .strict();
 }

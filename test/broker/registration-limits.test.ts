@@ -132,6 +132,24 @@ describe('per-address limit', () => {
     assert.equal((await register(gateway, METADATA, from('203.0.113.2'))).status, 201, 'another client behind the same proxy is not');
   });
 
+  test('an IPv6 client counts by its /64 (issue 41 §7), an IPv4-mapped address as the IPv4 address', async () => {
+    const gateway = await startBroker({ registrationLimits: { perAddress: 2, window: '1m' }, trustProxy: ['127.0.0.1/32'] });
+    const from = (client: string) => ({ 'x-forwarded-for': client });
+    assert.equal((await register(gateway, METADATA, from('2001:db8:1:2::a'))).status, 201);
+    assert.equal((await register(gateway, METADATA, from('2001:db8:1:2::b'))).status, 201);
+    assert.equal((await register(gateway, METADATA, from('2001:db8:1:2:ffff:ffff:ffff:c'))).status, 429, 'a third address of the same /64 is over the limit');
+    assert.equal((await register(gateway, METADATA, from('2001:db8:1:3::a'))).status, 201, 'the next /64 is another client');
+    assert.equal((await register(gateway, METADATA, from('203.0.113.50'))).status, 201);
+    assert.equal((await register(gateway, METADATA, from('::ffff:203.0.113.50'))).status, 201);
+    assert.equal((await register(gateway, METADATA, from('203.0.113.50'))).status, 429, 'the IPv4-mapped spelling counted as the same client');
+  });
+
+  test('registrationLimits.ipv6Prefix sets the network: 128 counts each IPv6 address alone', async () => {
+    const gateway = await startBroker({ registrationLimits: { perAddress: 1, window: '1m', ipv6Prefix: 128 }, trustProxy: ['127.0.0.1/32'] });
+    for (const client of ['2001:db8:1:2::a', '2001:db8:1:2::b']) assert.equal((await register(gateway, METADATA, { 'x-forwarded-for': client })).status, 201, client);
+    assert.equal((await register(gateway, METADATA, { 'x-forwarded-for': '2001:db8:1:2::a' })).status, 429);
+  });
+
   test('without listen.trustProxy, X-Forwarded-For is ignored: the socket\'s address counts', async () => {
     const gateway = await startBroker({ registrationLimits: { perAddress: 2, window: '1m' } });
     for (let i = 0; i < 2; i++) assert.equal((await register(gateway, METADATA, { 'x-forwarded-for': `203.0.113.${10 + i}` })).status, 201);
