@@ -147,7 +147,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   });
   const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras);
   app.decorate('mcp', ctx);
-  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, servers: { servers: ctx.virtualServers, build: (s, i) => virtualServerEndpoint(ctx, s, i) }, sessions, streams, eras, log: app.log }, loaded));
+  app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, aggregate: ctx.aggregate, servers: { servers: ctx.virtualServers, build: (s, i) => virtualServerEndpoint(ctx, s, i) }, sessions, streams, eras, log: app.log }, loaded));
   ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.current?.linkRequired(principal, backend, session, stepUp);
   coordinator.onMessage((message) => (message.type === 'pins-changed' ? pinning.received(message) : onReplicaMessage(ctx, modern, message)));
   const authenticate = createAuthenticate(config, verifier, (reason) => metrics.authFailures.inc({ reason }));

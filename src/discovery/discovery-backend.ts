@@ -147,7 +147,7 @@ export class DiscoveryBackend implements McpBackend {
 }
 
 /**
- * A pin approval changed what `tools/list` answers on `/mcp` and the virtual servers: their
+ * A pin approval (or a reload, reload/list-changes.ts) changed what `tools/list` answers on `/mcp` and the virtual servers: their
  * tool-search lists kept on this replica are read again at the next search, where before they
  * stood until the client's next `tools/list` or 60 s (user-lists.ts TTL_MS) — a 2026-07-28 client, whose
  * bridged session stream passes no `list_changed` of the approval, would otherwise search the

@@ -117,3 +117,8 @@ export function indexFor(digest: string, tools: readonly Json[]): ToolIndex {
   if (indexes.size > MAX_INDEXES) indexes.delete(indexes.keys().next().value!);
   return index;
 }
+
+/** Drops the indexes of these lists (their lists were forgotten: a reload may have hidden some of their tools); one still needed is built again. */
+export function forgetIndexes(digests: Iterable<string>): void {
+  for (const digest of digests) indexes.delete(digest);
+}

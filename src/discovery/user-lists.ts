@@ -16,7 +16,7 @@ import { collectMessages } from '../backends/backend-body.js';
 import type { StateStore } from '../state/store.js';
 import { ValueKeys } from '../state/value-keys.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
-import { listDigest } from './tool-index.js';
+import { forgetIndexes, listDigest } from './tool-index.js';
 
 type Json = Record<string, unknown>;
 
@@ -93,11 +93,13 @@ export class UserLists {
   }
 
   /**
-   * Every list kept here is read again before its next search: the gateway changed what the
-   * endpoint lists for everyone (a pin approval, pinning/pinning.ts). Each replica does it for
-   * itself when it hears of the change, so the store needs no mark.
+   * Every list kept here is read again before its next search, and their indexes are dropped:
+   * the gateway changed what the endpoint lists for everyone (a pin approval, pinning/pinning.ts;
+   * a reload, reload/list-changes.ts). Each replica does it for itself when it hears of the
+   * change (or applies its file), so the store needs no mark.
    */
   forgetAll(): void {
+    forgetIndexes([...this.#lists.values()].map((kept) => kept.list.digest));
     this.#lists.clear();
   }
 

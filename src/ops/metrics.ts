@@ -69,6 +69,8 @@ export class Metrics {
 
   /** Every config reload attempt (SIGHUP or a change of the file): applied, unchanged, invalid, needs_restart, or failed (an unexpected error while applying) (docs/operations-reload.md). */
   readonly configReloads = new Counter({ name: 'switchboard_config_reloads_total', help: 'Config file reloads by outcome (applied, unchanged, invalid, needs_restart, failed)', labelNames: ['outcome'], registers: [this.registry] });
+  /** Applied reloads that loosened `policy`, backend `access` or `pinning` (issue 41 §6; reload/loosening.ts), once per kind per reload; each is also a `warn` naming what loosened. */
+  readonly configReloadsLoosened = new Counter({ name: 'switchboard_config_reloads_loosened_total', help: 'Applied config reloads that loosened policy, access or pinning, by kind', labelNames: ['kind'], registers: [this.registry] });
   constructor(sources: GaugeSources) {
     collectDefaultMetrics({ register: this.registry });
     new Gauge({

@@ -17,6 +17,10 @@
  * added backend joins existing `/mcp` sessions on their next message (aggregate/rejoin.ts).
  * Virtual servers follow the same way (server-set.ts), and sessions whose lists lost a member
  * or whose server changed are told `list_changed` on their open stream (list-changes.ts).
+ * The tool-search lists this replica keeps for the endpoints the reload may have changed are
+ * forgotten, so a tool it hid is not found by `search_tools` (list-changes.ts); a reload that
+ * loosens `policy`, a backend's `access` or `pinning` is logged at `warn` naming each item
+ * (loosening.ts; issue 41 §6).
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
@@ -27,7 +31,8 @@ import type { Config } from '../config/schema.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { StreamRegistry } from '../streams/stream-registry.js';
 import { backendChanges, buildBackend, hasBackendChanges, type BackendChanges, type BackendParts } from './backend-set.js';
-import { announceListChanges } from './list-changes.js';
+import { announceListChanges, forgetChangedSearchLists } from './list-changes.js';
+import { looseningsOf, reportLoosenings } from './loosening.js';
 import { applyServerChanges, hasServerChanges, serverChanges, type ServerParts } from './server-set.js';
 import { restartOnlyChanges, withRunningRestartKeys } from './restart-keys.js';
 
@@ -39,6 +44,8 @@ export interface LiveGateway {
   /** The backend clients every component holds (`app.mcp.backends`). */
   backends: Map<string, McpBackend>;
   parts: BackendParts;
+  /** `/mcp`'s endpoint (`app.mcp.aggregate`), whose tool-search lists a reload may have to forget. */
+  aggregate: McpBackend;
   /** The virtual servers every component holds (`app.mcp.virtualServers`) and how one is built. */
   servers: ServerParts;
   sessions: SessionService;
@@ -64,10 +71,13 @@ export function createConfigApplier(live: LiveGateway, loaded: Config): ConfigAp
     }
     const changes = backendChanges(applied, next);
     const servers = serverChanges(applied, next);
+    const loosened = looseningsOf(applied, next);
     replaceConfig(live.config, withRunningRestartKeys(live.config, next));
     if (hasBackendChanges(changes)) applyBackendChanges(live, changes);
     if (hasServerChanges(servers)) applyServerChanges(live.servers, live.config.servers, servers, live.streams);
     announceListChanges(live, { removedBackends: changes.removed, changedServers: servers.changed, servers: new Set(live.servers.servers.keys()) });
+    forgetChangedSearchLists({ aggregate: live.aggregate, servers: live.servers.servers }, live.config, { policy: !isDeepStrictEqual(applied.policy, next.policy), backends: new Set(Object.values(changes).flat()) });
+    reportLoosenings(live.log, live.parts.metrics, loosened);
     live.log.level = next.log.level;
     applied = next;
     live.log.info({ backends: changes, servers }, 'config reloaded');

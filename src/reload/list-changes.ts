@@ -19,7 +19,9 @@
  * on the `subscriptions/listen` streams it holds open here (tellListens below).
  */
 import type { FastifyBaseLogger } from 'fastify';
+import type { McpBackend } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
+import { forgetToolSearchLists } from '../discovery/discovery-backend.js';
 import { AGGREGATE_NAME } from '../aggregate/aggregated-backend.js';
 import { decodeAggregateState, type AggregateState } from '../aggregate/session-map.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -94,4 +96,21 @@ export function announceToolsChanged(streams: StreamRegistry, config: Config, ba
     if (!relay.finished && touches(relay.backend)) relay.inject(data);
   }
   for (const endpoint of streams.listens.endpoints()) if (touches(endpoint)) streams.listens.tell(endpoint, ['tools']);
+}
+
+/**
+ * Forgets the tool-search lists (discovery/user-lists.ts) this replica keeps for the endpoints
+ * the reload may have changed, and their indexes: `/mcp` and every virtual server when `policy`
+ * changed (a rule may name any backend), else `/mcp` and the virtual servers offering a tool of
+ * a backend that changed (its `access`, tool lists, pinning, anything). Their next search reads
+ * the user's list again, through the new policy: a tool the reload hid is no longer found, where
+ * before it stayed findable until the client's next `tools/list` or for up to 60 s (issue 41 §6).
+ * A server the reload changed was rebuilt with no lists at all. Each replica applies its own
+ * file, so each forgets its own lists.
+ */
+export function forgetChangedSearchLists(endpoints: { aggregate: McpBackend; servers: ReadonlyMap<string, McpBackend> }, config: Config, changed: { policy: boolean; backends: ReadonlySet<string> }): void {
+  if (!changed.policy && !changed.backends.size) return;
+  const offers = (s: Config['servers'][number]) => s.tools.some((t) => changed.backends.has(t.from.slice(0, t.from.indexOf('.'))));
+  const servers = config.servers.filter((s) => changed.policy || offers(s)).flatMap((s) => endpoints.servers.get(s.name) ?? []);
+  forgetToolSearchLists([endpoints.aggregate, ...servers]);
 }
