@@ -11,6 +11,8 @@
  * catches the redirect with the code, as a desktop client's listener does. Once with RFC 7591
  * registration, once with a Client ID Metadata Document. The access tokens live 2 s, so
  * refresh is exercised for real; refresh-token replay ends the grant; revocation ends access.
+ * A registered client that obtained a token outlives `unusedClientTtl` (a minute here), which
+ * forgets one that did not, and still refreshes (issue 41 §8: `keepClient` on `grant.success`).
  *
  * All of it twice (issue 28 §2): with `auth.scopes: [mcp]`, where the SDK asks for `mcp`, and
  * with the default config (no `auth.scopes`), where the metadata advertises no scope and the
@@ -30,6 +32,8 @@ import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
 import { ecPem, jwtHeader, jwtPayload, MemoryOAuthClient, startCallbackServer, startMetadataDocumentServer, type CallbackServer } from './support.js';
 
 const ACCESS_TOKEN_TTL_S = 2;
+/** `registrationLimits.unusedClientTtl` at its least: a registration that obtains no token is forgotten after a minute. */
+const UNUSED_CLIENT_TTL = '1m';
 
 /** The two configurations: `auth.scopes` set, and left at its default (no scope anywhere). */
 const VARIANTS = [
@@ -61,7 +65,7 @@ for (const variant of VARIANTS) {
           // The gateway's own tokens are checked to the second: a refresh must follow their expiry.
           clockTolerance: '0s',
           login: { clientId: 'switchboard', clientSecret: 'switchboard-secret', scopes: ['openid', 'profile'] },
-          broker: { signingKeys: [ecPem(), ecPem()], accessTokenTtl: `${ACCESS_TOKEN_TTL_S}s`, refreshTokenTtl: '1h' },
+          broker: { signingKeys: [ecPem(), ecPem()], accessTokenTtl: `${ACCESS_TOKEN_TTL_S}s`, refreshTokenTtl: '1h', registrationLimits: { unusedClientTtl: UNUSED_CLIENT_TTL } },
         },
         extra: { secrets: { cookieKey: 'k'.repeat(40), tokenKey: 't'.repeat(40) } },
       });
@@ -193,6 +197,39 @@ for (const variant of VARIANTS) {
         await client.close();
       });
     });
+
+    /** Whether the gateway knows `clientId`: a bogus refresh token is `invalid_grant` for a known client, `invalid_client` for one it forgot. */
+    async function clientKnown(clientId: string): Promise<boolean> {
+      const res = await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'not-a-refresh-token', client_id: clientId });
+      assert.ok(res.body.error === 'invalid_grant' || res.body.error === 'invalid_client', JSON.stringify(res.body));
+      return res.body.error === 'invalid_grant';
+    }
+
+    // keepClient does not depend on scopes, and the test waits out a minute: the first variant only.
+    if (variant === VARIANTS[0]) {
+      test(`a registered client that obtained a token outlives unusedClientTtl (${UNUSED_CLIENT_TTL}), which forgets one that did not, and refreshes`, async () => {
+        const provider = new MemoryOAuthClient(callback.url, { client_name: 'Kept Client', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' });
+        const client = await authorize(provider, await signedInPage('carol'));
+        const usedId = provider.client!.client_id;
+        // Registered after the used one, so once it is forgotten the used one's unused life is over too.
+        const registered = await set.roundRobinFetch()(`${publicUrl()}/oauth2/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Unused Client', redirect_uris: [callback.url], token_endpoint_auth_method: 'none' }) });
+        assert.equal(registered.status, 201);
+        const unusedId = ((await registered.json()) as { client_id: string }).client_id;
+        assert.equal(await clientKnown(unusedId), true);
+        // Until the store forgets the unused registration (its TTL), looked at once a second.
+        const deadline = Date.now() + 90_000;
+        while (await clientKnown(unusedId)) {
+          assert.ok(Date.now() < deadline, 'the unused registration outlived unusedClientTtl by 30 s');
+          await sleep(1_000);
+        }
+        assert.equal(await clientKnown(usedId), true, 'the client that obtained a token is still known');
+        const before = provider.saved!;
+        assert.match(await echo(client, 'past unusedClientTtl'), /past unusedClientTtl/);
+        assert.notEqual(provider.saved!.access_token, before.access_token, 'the expired access token was refreshed');
+        assert.equal(provider.authorizations.length, 1, 'no new sign-in was needed');
+        await client.close();
+      });
+    }
 
     describe('broker mode with a Client ID Metadata Document', () => {
       let doc: Awaited<ReturnType<typeof startMetadataDocumentServer>>;
