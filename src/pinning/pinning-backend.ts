@@ -7,12 +7,11 @@
  *
  * Before the backend is called, a `tools/call` of a tool whose definition changed is judged by
  * a map lookup (pin-book.ts): `block` refuses it, `hold` validates its arguments against the
- * pinned `inputSchema` (the SDK's ajv validator); both answer -32602 naming backend and tool
- * and never reach the backend. After, `tools/list` results are judged (judge.ts, list-answer.ts).
- * A JSON-RPC batch (2025-03-26 sessions only) is refused whole when one of its calls is: each
- * of its requests is answered, none sent on.
+ * pinned `inputSchema` (schema-check.ts: off the event loop, time-bounded, patterns on RE2);
+ * both answer -32602 naming backend and tool and never reach the backend. After, `tools/list`
+ * results are judged (judge.ts, list-answer.ts). A JSON-RPC batch (2025-03-26 sessions only)
+ * is refused whole when one of its calls is: each of its requests is answered, none sent on.
  */
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
@@ -21,12 +20,13 @@ import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type 
 import { ListJudge, type ChangeReport, type PinMode } from './judge.js';
 import { editListAnswer } from './list-answer.js';
 import type { PinBook } from './pin-book.js';
+import { schemaChecks } from './schema-check.js';
 
-const validators = new AjvJsonSchemaValidator();
+/** The schema a pinned tool without an object `inputSchema` is checked against. */
+const ANY_OBJECT = { type: 'object' };
 
 export class PinningBackend extends DecoratedBackend {
   readonly #judge: ListJudge;
-  readonly #schemas = new WeakMap<object, (input: unknown) => string | undefined>();
 
   constructor(
     inner: McpBackend,
@@ -44,12 +44,13 @@ export class PinningBackend extends DecoratedBackend {
     const calls = messages.filter((m): m is JsonRpcMessage & { id: JsonRpcId; method: string } => isRequest(m) && m.method === 'tools/call');
     if (calls.length) {
       await this.book.load();
-      const refusals = calls.map((m) => this.#refusal(m)).filter((r) => r !== undefined);
+      const judged = await Promise.all(calls.map((m) => this.#refusal(m)));
+      const refusals = judged.filter((r) => r !== undefined);
       if (refusals.length) {
         headers.caller?.log.warn({ backend: this.name, tools: calls.map(toolName) }, 'tool call refused by tool-definition pinning');
         // A batch is answered whole: every request in it gets its response (JSON-RPC 2.0 §6), the
         // refused calls their refusal and the others "not run" — none of it reached the backend.
-        const answer = isBatchText(body) ? messages.filter(isRequest).map((m) => (m.method === 'tools/call' ? this.#refusal(m) : undefined) ?? notRun(m, this.name)) : refusals[0];
+        const answer = isBatchText(body) ? messages.filter(isRequest).map((m) => (m.method === 'tools/call' ? judged[calls.indexOf(m)] : undefined) ?? notRun(m, this.name)) : refusals[0];
         return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(answer)), refused: true };
       }
     }
@@ -58,7 +59,7 @@ export class PinningBackend extends DecoratedBackend {
   }
 
   /** The error for a call the pins refuse; undefined when it may go to the backend. */
-  #refusal(m: JsonRpcMessage & { id: JsonRpcId }): JsonRpcMessage | undefined {
+  async #refusal(m: JsonRpcMessage & { id: JsonRpcId }): Promise<JsonRpcMessage | undefined> {
     const tool = toolName(m);
     if (!this.book.pending(tool)) return undefined;
     const pinned = this.book.pin(tool);
@@ -66,22 +67,9 @@ export class PinningBackend extends DecoratedBackend {
       return errorResponse(m.id, ErrorCode.InvalidParams, `Tool "${tool}" of backend "${this.name}" is blocked: its definition changed since it was pinned, and waits for an operator's approval (switchboard pins approve --backend ${this.name} --tool ${tool})`);
     }
     if (this.mode !== 'hold') return undefined;
-    const problem = this.#validatorFor(pinned!.tool)((m.params as { arguments?: unknown } | undefined)?.arguments ?? {});
+    const schema = pinned!.tool.inputSchema;
+    const problem = await schemaChecks.check(schema && typeof schema === 'object' ? schema : ANY_OBJECT, (m.params as { arguments?: unknown } | undefined)?.arguments ?? {});
     return problem === undefined ? undefined : errorResponse(m.id, ErrorCode.InvalidParams, `Invalid arguments for tool "${tool}" of backend "${this.name}" (checked against its pinned inputSchema, held while a change waits for approval): ${problem}`);
-  }
-
-  #validatorFor(tool: Record<string, unknown>): (input: unknown) => string | undefined {
-    let validate = this.#schemas.get(tool);
-    if (!validate) {
-      const schema = tool.inputSchema && typeof tool.inputSchema === 'object' ? tool.inputSchema : { type: 'object' };
-      const check = validators.getValidator(schema as never);
-      validate = (input) => {
-        const result = check(input);
-        return result.valid ? undefined : result.errorMessage;
-      };
-      this.#schemas.set(tool, validate);
-    }
-    return validate;
   }
 }
 
