@@ -55,18 +55,14 @@ export interface StrictAnswer {
   readonly responses: ReadonlyMap<string, JsonRpcMessage>;
 }
 
-/** Why an answer cannot be judged. */
-export type Unreadable = { unreadable: string };
+/**
+ * Why an answer cannot be judged, and the responses in it a lenient client could take for a
+ * judged request (BOM skipped, ids compared loosely): what pinning still looks at, so a change
+ * sent in a refused answer is recorded as pending all the same (its calls then held or blocked).
+ */
+export type Unreadable = { unreadable: string; candidates: readonly JsonRpcMessage[] };
 
 const BOM = [0xef, 0xbb, 0xbf];
-
-/** The whole body, or why it is refused unread (a BOM, or past the bound). */
-async function wholeText(res: BackendResponse): Promise<string | Unreadable> {
-  const bytes = await bytesWithin(res.body, MAX_MESSAGE_BYTES);
-  if (!bytes) return { unreadable: `an answer over ${MAX_MESSAGE_BYTES} bytes` };
-  if (BOM.every((b, i) => bytes[i] === b)) return { unreadable: 'a byte-order mark before the body' };
-  return bytes.toString('utf8');
-}
 
 function parse(data: string): unknown {
   const problem = jsonShapeProblem(data);
@@ -105,7 +101,7 @@ function checkMessages(parts: readonly Part[], expect: StrictExpectation): Map<s
 
 /** ", though it matches id 1 loosely" when `id` reads as one of `sent` to a client that compares loosely. */
 function looselySent(id: unknown, sent: readonly JsonRpcId[]): string {
-  const match = sent.find((s) => String(s) === String(id) || Number(s) === Number(id));
+  const match = sent.find((s) => loosely(s, id));
   return match === undefined ? '' : ` (it matches id ${JSON.stringify(match)} loosely)`;
 }
 
@@ -114,20 +110,45 @@ export async function readStrictAnswer(res: BackendResponse, expect: StrictExpec
   const sse = res.contentType === 'text/event-stream';
   if (!sse && res.contentType !== 'application/json') {
     await res.body.dump().catch(() => {});
-    return { unreadable: `content type "${res.contentType}"` };
+    return { unreadable: `content type "${res.contentType}"`, candidates: [] };
   }
-  const text = await wholeText(res);
-  if (typeof text !== 'string') return text;
+  const bytes = await bytesWithin(res.body, MAX_MESSAGE_BYTES);
+  if (!bytes) return { unreadable: `an answer over ${MAX_MESSAGE_BYTES} bytes`, candidates: [] };
+  const bom = BOM.every((b, i) => bytes[i] === b);
+  const text = bytes.toString('utf8', bom ? BOM.length : 0);
   const parts: Part[] = [];
   if (sse) createSseReader({ onEvent: (data, id) => parts.push({ data, id }) }).feed(text);
   else parts.push({ data: text });
+  const refused = (why: string): Unreadable => ({ unreadable: why, candidates: candidatesOf(parts, expect.judged) });
+  if (bom) return refused('a byte-order mark before the body');
   try {
     for (const part of parts) if (!sse || part.data.trim()) part.value = parse(part.data);
     return { sse, parts, responses: checkMessages(parts, expect) };
   } catch (err) {
-    return { unreadable: (err as Error).message };
+    return refused((err as Error).message);
   }
 }
+
+/** The results in `parts` whose ids a loose client takes for a judged request's (see {@link Unreadable}). */
+function candidatesOf(parts: readonly Part[], judged: readonly JsonRpcId[]): JsonRpcMessage[] {
+  const found: JsonRpcMessage[] = [];
+  for (const { data } of parts) {
+    let value: unknown;
+    try {
+      value = JSON.parse(data);
+    } catch {
+      continue;
+    }
+    for (const m of [value].flat()) {
+      const msg = m as JsonRpcMessage | null;
+      if (msg && typeof msg === 'object' && msg.method === undefined && 'result' in msg && judged.some((id) => loosely(id, msg.id))) found.push(msg);
+    }
+  }
+  return found;
+}
+
+/** Whether a client comparing ids loosely (as strings, or as the v1 SDK does, as numbers) takes `id` for `sent`. */
+const loosely = (sent: JsonRpcId, id: unknown) => String(sent) === String(id) || Number(sent) === Number(id);
 
 /**
  * The answer as the client gets it: every message through `each` (which returns the message
@@ -163,6 +184,8 @@ export interface StrictEdit extends StrictExpectation {
   added?: readonly JsonRpcMessage[];
   /** Told once when the answer is refused (a log line, a metric). */
   refused(error: BackendError): void;
+  /** Looks at the candidates of a refused answer before the refusal is sent (pinning records their changes). */
+  inspect?(candidates: readonly JsonRpcMessage[]): Promise<void>;
 }
 
 /**
@@ -180,6 +203,7 @@ export function editStrictly(res: BackendResponse, spec: StrictEdit): BackendRes
     if ('unreadable' in answer) {
       const error = unreadableError(spec.backend, answer.unreadable);
       spec.refused(error);
+      if (answer.candidates.length) await spec.inspect?.(answer.candidates);
       const errors = [...spec.sent.map((id) => error.rpcError(id)), ...(spec.added ?? [])];
       yield sse ? errors.map((e) => formatSseEvent(JSON.stringify(e))).join('') : JSON.stringify(spec.batch || errors.length > 1 ? errors : errors[0]);
       return;

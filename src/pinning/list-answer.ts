@@ -6,7 +6,9 @@
  * byte-order mark, a response under an id the client did not send (`"1"` for `1`), two
  * responses to one request, a batch for a single request, an SSE stream with two candidates —
  * is refused: each request of the POST gets -32010 under its own id, and nothing of the
- * backend's answer reaches the client. Otherwise its messages and SSE events, backend event ids
+ * backend's answer reaches the client. The lists a lenient client would have taken from it are
+ * judged all the same (served to no one), so a change they carry is pending and its calls are
+ * held or blocked. Otherwise its messages and SSE events, backend event ids
  * included, pass in order, only the list responses rewritten. Answers to POSTs without a
  * `tools/list` are not touched and not held.
  */
@@ -49,5 +51,28 @@ export function editListAnswer(res: BackendResponse, request: ListRequest, judge
       };
     },
     refused: (error) => request.log?.warn({ backend: request.backend, unreadable: error.rpcData.unreadable }, 'tools/list answer refused: pinning cannot judge it'),
+    inspect: (candidates) => judgeCandidates(candidates, judge).catch((err: Error) => request.log?.warn({ backend: request.backend, err: err.message }, 'a refused tools/list answer could not be judged')),
   });
+}
+
+/**
+ * What a lenient client would have taken from a refused answer is judged all the same, served
+ * to no one: a change in it is recorded as pending, so the tool's calls are blocked or held
+ * though its list was refused. Tool by tool, each definition the candidates hold once; and since
+ * judging a pinned definition withdraws a pending change, the definitions judged as changes are
+ * judged again last — a decoy candidate holding the pinned definitions (two SSE candidates)
+ * cannot withdraw the change the other one carries.
+ */
+async function judgeCandidates(candidates: readonly JsonRpcMessage[], judge: JudgeTools): Promise<void> {
+  const definitions = new Map<string, unknown>();
+  for (const candidate of candidates) {
+    const tools = (candidate.result as { tools?: unknown } | undefined)?.tools;
+    if (Array.isArray(tools)) for (const tool of tools) definitions.set(JSON.stringify(tool), tool);
+  }
+  const changes: unknown[] = [];
+  for (const tool of definitions.values()) {
+    const served = await judge([tool]);
+    if (served.length !== 1 || served[0] !== tool) changes.push(tool);
+  }
+  for (const tool of changes) await judge([tool]);
 }
