@@ -3,11 +3,13 @@
  * aggregated endpoint (MCP 2025-11-25 "Pagination"): the backends' lists are walked one
  * after another, a backend page per client page, under one composite cursor. A backend that
  * fails or is too slow is skipped (logged), so the client still gets everyone else's items;
- * backends that did not declare the capability are not asked.
+ * backends that did not declare the capability are not asked. A backend's page is read strictly
+ * (backends/strict-answer.ts, issue 41 §1): one that is not exactly one response to the request
+ * (a string id for a numeric one, a BOM, a duplicate, a batch, two candidates) is left out too.
  */
 import { BackendError } from '../backends/errors.js';
 import type { BackendResponse } from '../backends/backend.js';
-import { collectMessages } from '../backends/backend-body.js';
+import { idKey, readStrictAnswer, unreadableError } from '../backends/strict-answer.js';
 import { ErrorCode, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { AggregateCall, Members } from './members.js';
@@ -89,7 +91,10 @@ async function fetchPage(members: Members, linker: MemberLinker, call: Aggregate
       await res.body.dump().catch(() => {});
       throw new BackendError(at.backend, 'bad_status', `answered ${message.method} with HTTP ${res.status}`, res.status);
     }
-    const response = (await collectMessages(res)).messages.find((m) => m.id === message.id && ('result' in m || 'error' in m));
+    // Read strictly (issue 41 §1): what the client is shown must be the one response to this request.
+    const read = await readStrictAnswer(res, { judged: [message.id], sent: [message.id], batch: false });
+    if ('unreadable' in read) throw unreadableError(at.backend, read.unreadable);
+    const response = read.responses.get(idKey(message.id));
     if (!response?.result) throw new Error(response?.error ? `refused ${message.method}: ${response.error.message}` : `did not answer ${message.method}`);
     if (member.backend.config.upstreamAuth && at.cursor === undefined) await members.catalog.rememberList(member.backend.config, message.method, response.result, authorization ? 'user' : 'anonymous');
     // A member with a tool policy answered through it already (policy/tool-policy-backend.ts).
