@@ -15,6 +15,7 @@
  * - RFC 8414 §3: the metadata of issuer `publicUrl` is at `/.well-known/oauth-authorization-server`;
  *   it is oidc-provider's discovery document, with Client ID Metadata Document support added
  *   (a Koa middleware: `provider.use` runs before its routes).
+ * - A token response leaves `scope` out rather than answer `"scope": ""` (RFC 6749 §3.3, §5.1).
  */
 import { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -45,6 +46,11 @@ export function mountProvider(app: FastifyInstance, provider: Provider, config: 
     await next();
     if (ctx.path === DISCOVERY && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
       if (options.clientIdMetadataDocuments) (ctx.body as Record<string, unknown>).client_id_metadata_document_supported = true;
+    }
+    // RFC 6749 §5.1: `scope` is a list of one or more scopes; a token that grants none (no
+    // scope requested and no `auth.scopes`) leaves the member out instead of sending "".
+    if (ctx.path === BROKER_ROUTES.token && ctx.body && typeof ctx.body === 'object' && (ctx.body as Record<string, unknown>).scope === '') {
+      delete (ctx.body as Record<string, unknown>).scope;
     }
   });
   const callback = provider.callback();

@@ -9,6 +9,7 @@
  *   indicators bound into the JWT access token's `aud` (resource-servers.ts);
  * - RFC 7591 registration (`auth.broker.registration`) and Client ID Metadata Documents
  *   (`auth.broker.clientIdMetadataDocuments`, client-metadata-documents.ts);
+ * - token endpoint authentication: only the methods a client can use here (clientAuthMethods);
  * - no userinfo, logout, PAR, DPoP or device flow: MCP clients need none, and a DPoP-bound
  *   token would be accepted by the gateway as a plain bearer token;
  * - every authorization is approved by the user on the consent page (interaction-routes.ts),
@@ -18,7 +19,7 @@
  * `secrets.cookieKey`, so every replica reads every cookie.
  */
 import { hkdfSync } from 'node:crypto';
-import Provider, { interactionPolicy, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { interactionPolicy, type ClientAuthMethod, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import { errorPage } from '../browser/pages.js';
@@ -69,6 +70,7 @@ export function createBrokerProvider({ config, store, keys, grantClaims, resolve
     // Every scope some resource knows: clients register with them (RFC 7591 `scope`).
     scopes: [...new Set(['openid', 'offline_access', ...[...resourceScopes(config).values()].flat()])],
     claims: { openid: ['sub'] },
+    clientAuthMethods: clientAuthMethods(broker),
     clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], id_token_signed_response_alg: keys.signing.alg },
     // Public clients may call the token endpoint from a browser page served at their redirect URI.
     clientBasedCORS: (_ctx, origin, client) => origin !== 'null' && client.clientAuthMethod === 'none' && client.redirectUris!.some((u) => URL.parse(u)?.origin === origin),
@@ -121,6 +123,19 @@ export function createBrokerProvider({ config, store, keys, grantClaims, resolve
   // Requests reach the provider through the gateway, which sets X-Forwarded-Proto/Host from publicUrl (mount.ts).
   provider.proxy = true;
   return provider;
+}
+
+/**
+ * The token endpoint's authentication methods, and so RFC 8414
+ * `token_endpoint_auth_methods_supported` (issue 41 §7): only those some client can use here.
+ * `none` for public clients (what MCP clients are); `client_secret_basic`, `_post` and `_jwt`
+ * need a secret, which only RFC 7591 registration issues; `private_key_jwt` needs the client's
+ * public keys, which only a Client ID Metadata Document may carry (a registration may not:
+ * registration-rules.ts), as `jwks` or a `jwks_uri` fetched through the SSRF guard.
+ */
+export function clientAuthMethods(broker: Pick<Config['auth']['broker'], 'registration' | 'clientIdMetadataDocuments'>): ClientAuthMethod[] {
+  const secrets: ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt'];
+  return ['none', ...(broker.registration ? secrets : []), ...(broker.clientIdMetadataDocuments ? (['private_key_jwt'] as const) : [])];
 }
 
 /**

@@ -7,7 +7,6 @@
  * Deny and its CSRF token, and the switches that turn registration and documents off.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { importPKCS8, SignJWT } from 'jose';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
@@ -15,7 +14,7 @@ import { startEverything, type EverythingHandle } from '../helpers/everything.js
 import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
-import { ecPem, startCallbackServer, type CallbackServer } from './support.js';
+import { authorizationRequest, ecPem, startCallbackServer, type CallbackServer } from './support.js';
 
 const KEYS = [ecPem(), ecPem()];
 let oauth: OAuthHandle;
@@ -68,20 +67,7 @@ async function register(base: string): Promise<string> {
 }
 
 function authorizeUrl(clientId: string, params: Record<string, string | undefined> = {}): string {
-  const verifier = randomBytes(32).toString('base64url');
-  const query: Record<string, string | undefined> = {
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: callback.url,
-    state: 'st',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-    resource: `${gateway.url}/mcp/everything`,
-    ...params,
-  };
-  const url = new URL(`${gateway.url}/oauth2/authorize`);
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
-  return url.href;
+  return authorizationRequest(gateway.url, { clientId, redirectUri: callback.url, backend: 'everything' }, params).url;
 }
 
 /** Where the authorization endpoint sends the browser, without following it. */

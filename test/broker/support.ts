@@ -5,7 +5,7 @@
  * own callback listener does), a loopback server for a Client ID Metadata Document, and
  * signing keys the way an operator makes them (`openssl genpkey` → PEM).
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -19,6 +19,28 @@ export function ecPem(): string {
 /** An RSA private key as PEM. */
 export function rsaPem(bits = 2048): string {
   return generateKeyPairSync('rsa', { modulusLength: bits }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+}
+
+/**
+ * An authorization request to the broker at `base` (code, PKCE S256 with a fresh verifier,
+ * state `st`, the resource `<base>/mcp/<backend>`), and its verifier; `params` adds to it or,
+ * with undefined, leaves a parameter out.
+ */
+export function authorizationRequest(base: string, client: { clientId: string; redirectUri: string; backend: string }, params: Record<string, string | undefined> = {}): { url: string; verifier: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  const query: Record<string, string | undefined> = {
+    response_type: 'code',
+    client_id: client.clientId,
+    redirect_uri: client.redirectUri,
+    state: 'st',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    resource: `${base}/mcp/${client.backend}`,
+    ...params,
+  };
+  const url = new URL(`${base}/oauth2/authorize`);
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
+  return { url: url.href, verifier };
 }
 
 /** Something the test waits for once. */
