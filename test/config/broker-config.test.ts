@@ -42,16 +42,18 @@ test('resource-server is the default mode; broker mode has working defaults', ()
     clientIdMetadataDocuments: true,
     accessTokenTtl: 600_000,
     refreshTokenTtl: 30 * 86_400_000,
-    registrationLimits: { perAddress: 30, window: 600_000, total: 10_000, unusedClientTtl: 6 * 3_600_000 },
+    registrationLimits: { perAddress: 30, window: 600_000, total: 10_000, unusedClientTtl: 6 * 3_600_000, ipv6Prefix: 64 },
   });
 });
 
 test('registration limits (issue 28 §4): set, and refused out of range naming the key', () => {
-  const limits = parseConfig(config({ broker: { registrationLimits: { perAddress: 5, window: '1h', total: 200, unusedClientTtl: '2h' } } })).auth.broker.registrationLimits;
-  assert.deepEqual(limits, { perAddress: 5, window: 3_600_000, total: 200, unusedClientTtl: 7_200_000 });
+  const limits = parseConfig(config({ broker: { registrationLimits: { perAddress: 5, window: '1h', total: 200, unusedClientTtl: '2h', ipv6Prefix: 48 } } })).auth.broker.registrationLimits;
+  assert.deepEqual(limits, { perAddress: 5, window: 3_600_000, total: 200, unusedClientTtl: 7_200_000, ipv6Prefix: 48 });
   fails(config({ broker: { registrationLimits: { perAddress: 0 } } }), 'auth.broker.registrationLimits.perAddress', /greater than or equal to 1/);
   fails(config({ broker: { registrationLimits: { unusedClientTtl: '30d' } } }), 'auth.broker.registrationLimits.unusedClientTtl', /between 1m and 7d/);
   fails(config({ broker: { registrationLimits: { perMinute: 3 } } }), 'auth.broker.registrationLimits', /perMinute/);
+  fails(config({ broker: { registrationLimits: { ipv6Prefix: 129 } } }), 'auth.broker.registrationLimits.ipv6Prefix', /less than or equal to 128/);
+  fails(config({ broker: { registrationLimits: { ipv6Prefix: 0 } } }), 'auth.broker.registrationLimits.ipv6Prefix', /greater than or equal to 1/);
 });
 
 test('listen.trustProxy (issue 28 §4): addresses, CIDRs and named ranges; a hop count or a bad CIDR is refused', () => {
