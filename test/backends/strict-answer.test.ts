@@ -90,6 +90,16 @@ describe('readStrictAnswer', () => {
     assert.equal(await verdict(response('text/plain', listed(1))), 'content type "text/plain"');
   });
 
+  test('a refused answer names the candidates a lenient client would take (BOM skipped, ids loose), for pinning to judge', async () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const read = await readStrictAnswer(response('application/json', Buffer.concat([bom, Buffer.from(listed(1, [{ name: 'a' }]))])), one);
+    assert.ok('unreadable' in read);
+    assert.deepEqual(read.candidates.map((m) => m.result), [{ tools: [{ name: 'a' }] }]);
+    const two = await readStrictAnswer(response('text/event-stream', sse(listed('1', [{ name: 'poisoned' }]), listed(1), listed(7))), one);
+    assert.ok('unreadable' in two);
+    assert.deepEqual(two.candidates.map((m) => m.id), ['1', 1], 'the answer to another id is no candidate');
+  });
+
   test('notifications and server requests beside the response are readable', async () => {
     assert.equal(await verdict(response('text/event-stream', `id: p\ndata: \n\n${sse(progress, serverRequest, listed(1))}`)), 'readable');
   });
