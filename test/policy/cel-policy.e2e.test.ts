@@ -8,6 +8,9 @@
  *   acme-crm  2025-11-25 backend                 per-tenant: only tenant acme
  *
  * alice: groups [admins], org acme. bob: groups [ops], org globex.
+ *
+ * Each test stands alone (issue 41 §8): the servers are shared, but a test reads only the
+ * audit records its own calls wrote (`recordsSince`), so any one of them runs by itself.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -63,13 +66,26 @@ async function connect(path: string, token: string): Promise<Client> {
   return client;
 }
 
-const records = () => setup!.records();
+/** How many audit records there are now: where the records of a test's own calls begin (`recordsSince`). */
+const mark = async () => (await setup!.records()).length;
+
+/** The records written since `from`, once `until` holds for them (the file is written as calls end), within 5 s. */
+async function recordsSince(from: number, until: (records: Array<Record<string, unknown>>) => boolean): Promise<Array<Record<string, unknown>>> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const records = (await setup!.records()).slice(from);
+    if (until(records)) return records;
+    assert.ok(Date.now() < deadline, `the audit records expected did not come: ${JSON.stringify(records)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 const rejectsWith = (code: number) => (err: unknown) => err instanceof McpError && err.code === code;
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 describe('CEL rules on /mcp/{backend}', () => {
   test('delete_* is hidden and refused unless jwt.groups contains admins', async () => {
+    const from = await mark();
     const asBob = await connect('/mcp/bank', bob);
     const names = (await asBob.listTools()).tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['list_accounts', 'transfer'], 'transfer is listed: some amounts are allowed');
@@ -81,6 +97,8 @@ describe('CEL rules on /mcp/{backend}', () => {
     assert.ok((await asAlice.listTools()).tools.some((t) => t.name === 'delete_account'));
     await asAlice.callTool({ name: 'delete_account', arguments: { id: 'a1' } });
     assert.deepEqual(bank!.calls.slice(before), ['delete_account']);
+    const deletes = (records: Array<Record<string, unknown>>) => records.filter((r) => r.tool === 'delete_account').map((r) => [r.decision, r.rule]);
+    assert.deepEqual(deletes(await recordsSince(from, (records) => deletes(records).length >= 2)), [['deny', 'admins-delete'], ['allow', 'policy.default']]);
   });
 
   test('transfer is allowed only when mcp.tool.arguments.amount < 1000, judged with the arguments', async () => {
@@ -93,16 +111,22 @@ describe('CEL rules on /mcp/{backend}', () => {
   });
 
   test('a per-tenant backend: acme-crm refuses every request of a user of another tenant', async () => {
+    const from = await mark();
     const asAlice = await connect('/mcp/acme-crm', alice);
     assert.ok((await asAlice.listTools()).tools.length === 3);
     const asBob = await connect('/mcp/acme-crm', bob);
     await assert.rejects(asBob.listTools(), rejectsWith(-32015));
     await assert.rejects(asBob.callTool({ name: 'list_accounts', arguments: {} }), rejectsWith(-32602), 'no call of it could be allowed: an unknown tool');
     await assert.rejects(asBob.readResource({ uri: 'bank://rates' }), rejectsWith(-32002), 'no read of it could be allowed: not found');
+    await recordsSince(from, (records) => records.some((r) => r.backend === 'acme-crm' && r.method === 'resources/read' && r.rule === 'acme-only'));
   });
 
   test('the audit record of an allowed and of a denied call carries the rule, the argument hash and the trace id', async () => {
-    const all = await records();
+    const from = await mark();
+    const asBob = await connect('/mcp/bank', bob);
+    await asBob.callTool({ name: 'transfer', arguments: { to: 'carol', amount: 999 } });
+    await assert.rejects(asBob.callTool({ name: 'transfer', arguments: { amount: 1000, to: 'carol' } }), rejectsWith(-32015));
+    const all = await recordsSince(from, (records) => records.filter((r) => r.tool === 'transfer').length >= 2);
     const allowed = all.find((r) => r.tool === 'transfer' && r.decision === 'allow');
     assert.ok(allowed, JSON.stringify(all));
     assert.equal(allowed.schema, 'switchboard.audit/v1');
@@ -124,19 +148,18 @@ describe('CEL rules on /mcp/{backend}', () => {
     assert.equal(denied.outcome, 'error');
     assert.equal(denied.code, -32015);
     assert.equal(denied.argumentsSha256, sha256('{"amount":1000,"to":"carol"}'));
-    const deleted = all.filter((r) => r.tool === 'delete_account');
-    assert.deepEqual(deleted.map((r) => [r.decision, r.rule]), [['deny', 'admins-delete'], ['allow', 'policy.default']]);
-    assert.ok(all.some((r) => r.backend === 'acme-crm' && r.method === 'resources/read' && r.rule === 'acme-only'));
+    assert.equal(denied.traceId, TRACE_ID);
   });
 });
 
 describe('CEL rules on the other paths', () => {
   test('/mcp: members are listed and judged with the same rules', async () => {
+    const from = await mark();
     const asBob = await connect('/mcp', bob);
     const names = (await asBob.listTools()).tools.map((t) => t.name);
     assert.ok(names.includes('bank__transfer') && !names.includes('bank__delete_account'), names.join());
     await assert.rejects(asBob.callTool({ name: 'bank__transfer', arguments: { amount: 5000 } }), rejectsWith(-32015));
-    const record = (await records()).find((r) => r.endpoint === '/mcp' && r.tool === 'transfer');
+    const record = (await recordsSince(from, (records) => records.some((r) => r.endpoint === '/mcp' && r.tool === 'transfer'))).find((r) => r.endpoint === '/mcp' && r.tool === 'transfer');
     assert.equal(record?.rule, 'no-other-transfers');
     assert.equal(record?.backend, 'bank');
   });
@@ -144,6 +167,7 @@ describe('CEL rules on the other paths', () => {
   test('the 2026-07-28 stateless path and the bridge to a 2025-11-25 backend', async () => {
     const call = (backend: string, token: string, name: string, args: Record<string, unknown>, id: number) =>
       statelessCall({ endpoint: new URL(`${gateway!.url}/mcp/${backend}`), token, id, name, extra: { arguments: args } });
+    const from = await mark();
     const before = { modern: bank26!.calls.length, legacy: bank!.calls.length };
     assert.equal((await call('bank26', bob, 'transfer', { amount: 10 }, 1)).result?.content?.[0]?.text, 'transfer done');
     assert.equal((await call('bank26', bob, 'transfer', { amount: 10_000 }, 2)).error?.code, -32015);
@@ -152,13 +176,20 @@ describe('CEL rules on the other paths', () => {
     assert.equal((await call('bank', alice, 'delete_account', {}, 5)).result?.content?.[0]?.text, 'delete_account done');
     assert.deepEqual(bank26!.calls.slice(before.modern), ['transfer']);
     assert.deepEqual(bank!.calls.slice(before.legacy), ['delete_account']);
-    const stateless = (await records()).filter((r) => r.backend === 'bank26');
+    const modern = (records: Array<Record<string, unknown>>) => records.filter((r) => r.backend === 'bank26');
+    const stateless = modern(await recordsSince(from, (records) => modern(records).length >= 3));
     assert.deepEqual(stateless.map((r) => [r.decision, r.rule, r.outcome]), [['allow', 'small-transfers', 'ok'], ['deny', 'no-other-transfers', 'error'], ['deny', 'admins-delete', 'error']]);
   });
 
   test('no token, cookie or credential appears anywhere in the audit output', async () => {
+    const from = await mark();
+    // Records of both users, allowed and denied, on a session path and the stateless one.
+    const asAlice = await connect('/mcp/bank', alice);
+    await asAlice.callTool({ name: 'list_accounts', arguments: {} });
+    await assert.rejects((await connect('/mcp/bank', bob)).callTool({ name: 'transfer', arguments: { amount: 5000 } }), rejectsWith(-32015));
+    assert.equal((await statelessCall({ endpoint: new URL(`${gateway!.url}/mcp/bank26`), token: bob, id: 1, name: 'transfer', extra: { arguments: { amount: 10 } } })).result?.content?.[0]?.text, 'transfer done');
+    await recordsSince(from, (records) => records.length >= 3);
     const text = await readFile(setup!.auditPath, 'utf8');
-    assert.ok(text.length > 0);
     for (const token of [alice, bob]) {
       for (const part of token.split('.')) assert.ok(!text.includes(part), 'no part of a token');
     }
