@@ -75,7 +75,7 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
     // Without a header the session's negotiated revision decides (checked after the lookup).
     messages = parseMessages(body, version === undefined || allowsBatch(version));
   } catch (err) {
-    if (err instanceof InvalidMessageError) return sendJsonRpcError(reply, 400, err.code, err.message);
+    if (err instanceof InvalidMessageError) return sendJsonRpcError(reply, invalidStatus(err, version), err.code, err.message, err.id ?? null);
     throw err;
   }
   // Timed until the answer is complete (for SSE: the end of the stream); the outcome is
@@ -96,6 +96,16 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
     finish(request.mcpOutcome ?? 'relayed');
     scope?.end(request.mcpOutcome);
   }
+}
+
+/**
+ * The status of a refused message: 400, its error without an id. A request whose params are
+ * refused (issue 41 §5) is answered under its id: with 200 in the session era, as every error
+ * that answers an open request (http/replies.ts), with 400 in the stateless era, as its other
+ * -32602s (wire/stateless-request.ts).
+ */
+function invalidStatus(err: InvalidMessageError, version: string | undefined): number {
+  return err.id === undefined || requestEra(version) === 'stateless' ? 400 : 200;
 }
 
 async function forwardPost(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: McpBackend, messages: JsonRpcMessage[], body: string) {

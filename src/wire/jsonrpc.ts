@@ -106,15 +106,34 @@ export function errorResponse(id: JsonRpcId | null, code: number, message: strin
   return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
-/** Thrown for a body that is not a valid JSON-RPC message; becomes HTTP 400. */
+/**
+ * Thrown for a body that is not a valid JSON-RPC message; becomes HTTP 400. With `id`: a
+ * request whose params the gateway refuses (-32602), answered under that id.
+ */
 export class InvalidMessageError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly id?: JsonRpcId,
   ) {
     super(message);
   }
 }
+
+/**
+ * The member of `params` that names what a request acts on, for the methods whose target the
+ * gateway judges (tool policy, `access.tools.deny`, `policy.rules`, pinning, audit) — issue 41 §5.
+ * It must be a string: the judges read anything else as "", and a backend that looks the name
+ * up by property (`handlers[name]`) turns `["delete_x"]` back into `"delete_x"`. And the method
+ * must be sent as a request: a notification is never judged, and would reach the backend.
+ */
+const JUDGED_TARGET: ReadonlyMap<string, 'name' | 'uri'> = new Map([
+  ['tools/call', 'name'],
+  ['prompts/get', 'name'],
+  ['resources/read', 'uri'],
+  ['resources/subscribe', 'uri'],
+  ['resources/unsubscribe', 'uri'],
+]);
 
 /** Longest member name quoted back in a duplicate-key error. */
 const QUOTED_NAME_MAX = 64;
@@ -146,9 +165,19 @@ export function parseMessages(body: string, allowBatch: boolean): JsonRpcMessage
   if (Array.isArray(value)) {
     if (!allowBatch) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
     if (value.length === 0) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
-    return value.map(checkMessage);
+    return value.map(checkBatchMember);
   }
   return [checkMessage(value)];
+}
+
+/** A batch is refused whole (HTTP 400, id null) when one of its messages is, naming the request. */
+function checkBatchMember(value: unknown): JsonRpcMessage {
+  try {
+    return checkMessage(value);
+  } catch (err) {
+    if (!(err instanceof InvalidMessageError) || err.id === undefined) throw err;
+    throw new InvalidMessageError(err.code, `${err.message} (request ${JSON.stringify(err.id)} of the batch; nothing of the batch was sent on)`);
+  }
 }
 
 function checkMessage(value: unknown): JsonRpcMessage {
@@ -164,8 +193,18 @@ function checkMessage(value: unknown): JsonRpcMessage {
   if ('method' in m) {
     if (typeof m.method !== 'string') throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: "method" must be a string');
     if (hasId && m.id === null) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: a request id must not be null');
+    const target = JUDGED_TARGET.get(m.method);
+    if (target !== undefined) checkTarget(m, m.method, target, hasId);
     return m as unknown as JsonRpcMessage;
   }
   if (hasId && ('result' in m || 'error' in m)) return m as unknown as JsonRpcMessage;
   throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: neither a request, a notification nor a response');
+}
+
+/** A judged method: sent as a request, with its target a string (see {@link JUDGED_TARGET}). */
+function checkTarget(m: Record<string, unknown>, method: string, member: 'name' | 'uri', hasId: boolean): void {
+  if (!hasId) throw new InvalidMessageError(ErrorCode.InvalidRequest, `Invalid Request: ${method} must be sent as a request, with an id; a notification of it is not forwarded`);
+  const params = m.params;
+  const value = params !== null && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>)[member] : undefined;
+  if (typeof value !== 'string') throw new InvalidMessageError(ErrorCode.InvalidParams, `Invalid params: ${method} needs params.${member} as a string`, m.id as JsonRpcId);
 }
