@@ -24,8 +24,13 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   if (config.metrics.listen) {
     const { host, port } = config.metrics.listen;
     const token = config.admin.token;
-    // Approving a change of a backend's pins (issue 31 §2): only backends that are pinned have any.
-    const approve = async (backend: string, tool?: string) => (config.backends.some((b) => b.name === backend && b.pinning.mode !== 'off') ? app.pinning.approve(backend, tool) : undefined);
+    // Approving a change of a backend's pins (issue 31 §2): only backends that are pinned have any,
+    // and a lockfile's are the file's, as `switchboard pins approve` says (issue 41 §7).
+    const approve = async (backend: string, tool?: string) => {
+      const pinned = config.backends.find((b) => b.name === backend && b.pinning.mode !== 'off');
+      if (pinned?.pinning.lockfile) return { refused: `the pins of backend "${backend}" are its lockfile (${pinned.pinning.lockfile}): export the new definitions and replace the file instead` };
+      return pinned ? app.pinning.approve(backend, tool) : undefined;
+    };
     const admin = token ? { token, approve } : undefined;
     metrics = await startMetricsListener({ host, port, metrics: app.metrics, bearerToken: config.metrics.bearerToken, log: app.log, admin }).catch(async (err: unknown) => {
       await app.close();
