@@ -15,15 +15,38 @@
 import type { BackendConfig } from '../config/schema.js';
 import { filterTools, toolNameOf } from './answer-edit.js';
 
-const compiled = new WeakMap<BackendConfig, { allow: RegExp[]; deny: RegExp[] }>();
+/** A compiled pattern: whether a whole tool name matches it. */
+export interface ToolPattern {
+  test(name: string): boolean;
+}
 
-/** `*` wildcards to an anchored RegExp; everything else literal. */
-export function patternToRegExp(pattern: string): RegExp {
-  const source = pattern
-    .split('*')
-    .map((part) => part.replace(/[\\^$.|?+()[\]{}]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${source}$`, 's');
+const compiled = new WeakMap<BackendConfig, { allow: ToolPattern[]; deny: ToolPattern[] }>();
+
+/**
+ * `*` wildcards, everything else literal, matched against the whole name in time linear in it
+ * (issue 41 §4): the literal runs between the stars are found left to right with `indexOf`,
+ * which is all a `*`-only glob needs. (A backtracking RegExp `^.*_.*_.*x$` took 29 s on a name
+ * of 4,000 underscores — a name a user sends in a call, or a backend in its list.)
+ */
+export function patternToRegExp(pattern: string): ToolPattern {
+  const parts = pattern.split('*');
+  if (parts.length === 1) return { test: (name) => name === pattern };
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  const middle = parts.slice(1, -1);
+  return {
+    test(name) {
+      if (name.length < first.length + last.length || !name.startsWith(first) || !name.endsWith(last)) return false;
+      const end = name.length - last.length;
+      let at = first.length;
+      for (const part of middle) {
+        const found = name.indexOf(part, at);
+        if (found === -1 || found + part.length > end) return false;
+        at = found + part.length;
+      }
+      return true;
+    },
+  };
 }
 
 function policyOf(backend: BackendConfig) {

@@ -65,6 +65,27 @@ describe('isToolAllowed', () => {
     assert.equal(patternToRegExp('*').test('multi\nline'), true);
     assert.equal(patternToRegExp('a*b*c').test('a--b--c'), true);
   });
+
+  test('wildcards match as globs do, in time linear in the name (issue 41 §4)', () => {
+    const cases: Array<[string, string, boolean]> = [
+      ['*', '', true],
+      ['a*', 'a', true],
+      ['*a', 'ba', true],
+      ['a*a', 'a', false],
+      ['a*a', 'aa', true],
+      ['*_x_*', 'get_x_', true],
+      ['*_x_*', 'get_y_', false],
+      ['a*b*c', 'abcbc', true],
+      ['a*b*c', 'acb', false],
+      ['**', 'anything', true],
+      ['delete_*', 'delete_', true],
+      ['exact', 'exact', true],
+      ['exact', 'exactly', false],
+    ];
+    for (const [pattern, name, expected] of cases) assert.equal(patternToRegExp(pattern).test(name), expected, `${pattern} ~ ${name}`);
+    // Cubic for a backtracking RegExp (^.*_.*_.*x$): 29 s for 4,000 underscores; here one pass.
+    assert.equal(patternToRegExp('*_*_*_x').test('_'.repeat(1_000_000)), false);
+  });
 });
 
 describe('filterToolsResult', () => {
