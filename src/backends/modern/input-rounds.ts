@@ -7,7 +7,8 @@
  * - an `input_required` result becomes real server→client requests on this stream —
  *   elicitation, sampling, roots, each under an id of the gateway's (input-answers.ts) — and,
  *   once the client answered them all, the request is sent again with `inputResponses` and the
- *   backend's `requestState`, as the revision's client would;
+ *   backend's `requestState`, as a new request with a new id (SEP-2322), as the revision's
+ *   client would;
  * - the final response answers the client's request under its own id.
  *
  * A client that refuses a request or does not answer in time gets an error for its call; so
@@ -97,15 +98,25 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
   }
 }
 
-/** The request again, with the client's answers and the backend's state (MRTR §Client Requirements). */
+/**
+ * The request again, with the client's answers and the backend's state (MRTR §Client
+ * Requirements), as a new JSON-RPC request under an id of its own (SEP-2322: the earlier
+ * request has been answered, so its id is spent). The client still gets the final answer
+ * under its own id: {@link conversationEvents} writes it over whatever id the backend used.
+ */
 async function retry(c: Conversation, inputResponses: Record<string, unknown>, requestState: unknown): Promise<FirstAnswer> {
   const params = { ...(c.request.params as Record<string, unknown>), inputResponses, ...(typeof requestState === 'string' ? { requestState } : {}) };
-  const res = await c.backend.post(JSON.stringify({ ...c.request, params }), c.headers, c.signal);
+  const res = await c.backend.post(JSON.stringify({ ...c.request, id: retryId(), params }), c.headers, c.signal);
   // SSE, or JSON read message by message: one message, or progress then the result as JSON lines (issue 29).
   if ((res.contentType === 'text/event-stream' || res.contentType === 'application/json') && res.status === 200) return { res };
   const message = parseObject(await res.body.text());
   if (message && ('result' in message || 'error' in message)) return { message };
   return { message: errorResponse(c.request.id, ErrorCode.BackendUnavailable, `backend "${c.backend.name}" answered HTTP ${res.status}`) as unknown as BackendMessage };
+}
+
+/** A retry's id: never one the client or an earlier round used (the gateway's own, as its input requests' ids are). */
+function retryId(): string {
+  return `switchboard-retry-${randomUUID()}`;
 }
 
 /** The answer's messages (SSE or JSON, by its content type); `failed` is told why they ended early (a message past the bound). */
