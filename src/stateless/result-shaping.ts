@@ -16,11 +16,9 @@
  */
 import { isAggregatedEndpoint } from '../aggregate/aggregated-backend.js';
 import type { BackendConfig } from '../config/schema.js';
-import { withResultType, withResultTypeBytes, withResultTypeText } from '../wire/result-type.js';
+import { CACHEABLE_METHODS, withResultType, withResultTypeBytes, withResultTypeText } from '../wire/result-type.js';
 import { narrowDiscover } from './discover.js';
 import { parseObject } from '../backends/backend-messages.js';
-
-const CACHEABLE_METHODS = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
 
 /** True when every user of this backend sees the same answers, so the backend's own `"public"` may stand. */
 export function sharesAnswersAcrossUsers(config: BackendConfig): boolean {

@@ -3,10 +3,44 @@
  * `"complete"` for an ordinary result, `"input_required"` for a multi round-trip interim one
  * (basic/patterns/mrtr). A server of this revision MUST include it; a 2025-11-25 backend never
  * does, and some 2026 servers forget it on streamed results (issue 15), so the gateway adds
- * `"complete"` where it is missing on the way to a 2026 client.
+ * `"complete"` where it is missing on the way to a 2026 client. On the way to a client of an
+ * earlier revision it goes the other way: the member, and the cache hints, are taken out.
  */
 
 export const RESULT_TYPE = { complete: 'complete', inputRequired: 'input_required' } as const;
+
+/** The methods whose 2026-07-28 results are cacheable, carrying `ttlMs` and `cacheScope` ("Caching"). */
+export const CACHEABLE_METHODS: ReadonlySet<string> = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
+
+/** What a 2026-07-28 result may carry that no earlier revision's schema has. */
+const CACHE_HINTS = ['ttlMs', 'cacheScope'] as const;
+
+/**
+ * The message as a client of 2025-11-25 or earlier must get a 2026-07-28 backend's answer to
+ * `method` (issue 42 §10): its result without `resultType`, and without the cache hints when
+ * `method` is cacheable (the only results that have them). Anything else — errors, requests,
+ * notifications, a result with none of these members — comes back as it is, the same object.
+ * Never mutates.
+ */
+export function withoutRevisionMembers<T extends object>(message: T, method: unknown): T {
+  const result = (message as { result?: unknown }).result;
+  if (!isObject(result)) return message;
+  const members = typeof method === 'string' && CACHEABLE_METHODS.has(method) ? ['resultType', ...CACHE_HINTS] : ['resultType'];
+  if (!members.some((m) => m in result)) return message;
+  const kept = { ...result };
+  for (const member of members) delete kept[member];
+  return { ...message, result: kept };
+}
+
+/**
+ * {@link withoutRevisionMembers} on the text of one JSON-RPC message held whole: text that
+ * names none of the members passes without a parse; text that is not one JSON object passes
+ * as it is. (An answer too big to hold is read message by message, parsed there anyway.)
+ */
+export function withoutRevisionMembersText(text: string, method: unknown): string {
+  if (!text.includes('resultType') && !CACHE_HINTS.some((m) => text.includes(m))) return text;
+  return parsedAndShaped(text, (message) => withoutRevisionMembers(message, method));
+}
 
 /**
  * The message with `resultType: "complete"` added to its result when the result is an object
@@ -115,6 +149,11 @@ const ONLY_SPACE = /^\s*$/;
 
 /** The parse path: text that is not one JSON object passes as it is. */
 function parsedWithResultType(text: string): string {
+  return parsedAndShaped(text, withResultType);
+}
+
+/** The text of `shape(message)`; the text itself when it is not one JSON object or `shape` changed nothing (returned the same object). */
+function parsedAndShaped(text: string, shape: (message: Record<string, unknown>) => Record<string, unknown>): string {
   let message: unknown;
   try {
     message = JSON.parse(text);
@@ -122,7 +161,7 @@ function parsedWithResultType(text: string): string {
     return text;
   }
   if (!isObject(message)) return text;
-  const shaped = withResultType(message);
+  const shaped = shape(message);
   return shaped === message ? text : JSON.stringify(shaped);
 }
 

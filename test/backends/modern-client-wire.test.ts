@@ -96,6 +96,12 @@ after(async () => {
   await Promise.allSettled([sse?.close(), json?.close(), oauth?.stop()]);
 });
 
+const FIELDS_2026 = ['resultType', 'ttlMs', 'cacheScope'];
+
+function assertNo2026Fields(result: object, what: string): void {
+  for (const field of FIELDS_2026) assert.equal(field in result, false, `${what}: no ${field} for a 2025-11-25 client (${JSON.stringify(result)})`);
+}
+
 for (const kind of ['sse', 'json'] as const) {
   describe(`a 2025-11-25 client of a 2026-07-28 backend answering ${kind === 'sse' ? 'SSE' : 'JSON'}`, () => {
     test('an input_required round is retried under a new id; the client gets its answer under its own', async () => {
@@ -109,6 +115,22 @@ for (const kind of ['sse', 'json'] as const) {
       assert.deepEqual(calls.map((c) => c.retried), [false, true]);
       assert.notEqual(calls[0]!.id, undefined);
       assert.notDeepEqual(calls[1]!.id, calls[0]!.id, `the retry is a new request with a new id (SEP-2322): ${JSON.stringify(calls.map((c) => c.id))}`);
+      assertNo2026Fields(result, 'the retried call');
+    });
+
+    test('results carry no field of 2026-07-28: resultType, ttlMs, cacheScope', async () => {
+      const client = await connect(kind);
+      raw.length = 0;
+      const listed = await client.listTools();
+      assert.deepEqual(listed.tools.map((t) => t.name).sort(), ['confirm', 'plain']);
+      assertNo2026Fields(listed, 'tools/list');
+      const called = await client.callTool({ name: 'plain', arguments: {} });
+      assert.deepEqual(called.content, [{ type: 'text', text: 'plain answer' }]);
+      assertNo2026Fields(called, 'tools/call');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const bodies = raw.join('\n');
+      assert.match(bodies, /plain answer/);
+      for (const field of FIELDS_2026) assert.doesNotMatch(bodies, new RegExp(`"${field}"`), `no ${field} on the wire`);
     });
   });
 }

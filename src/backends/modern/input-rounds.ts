@@ -9,7 +9,8 @@
  *   once the client answered them all, the request is sent again with `inputResponses` and the
  *   backend's `requestState`, as a new request with a new id (SEP-2322), as the revision's
  *   client would;
- * - the final response answers the client's request under its own id.
+ * - the final response answers the client's request under its own id, without the members
+ *   the client's revision does not have (`resultType`, the cache hints).
  *
  * A client that refuses a request or does not answer in time gets an error for its call; so
  * does a backend that keeps asking past {@link MAX_ROUNDS}. The client leaving (its stream
@@ -20,6 +21,7 @@ import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backend
 import { BackendMessages, parseObject, type BackendMessage } from '../backend-messages.js';
 import { syntheticBody } from '../body.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../../wire/jsonrpc.js';
+import { withoutRevisionMembers } from '../../wire/result-type.js';
 import { formatSseEvent } from '../../wire/sse.js';
 import type { Asked, InputAnswers } from './input-answers.js';
 
@@ -79,7 +81,8 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
     }
     const result = final?.result as Record<string, unknown> | undefined;
     if (!final) return yield (round === 0 ? answerFailure : failure)(id, broken?.message ?? 'the backend ended its answer without a result');
-    if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify({ ...final, id }));
+    // The client's own id, and only the members its revision has (issue 42 §10).
+    if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify(withoutRevisionMembers({ ...final, id }, c.request.method)));
     if (round >= MAX_ROUNDS) return yield failure(id, `the backend asked for input more than ${MAX_ROUNDS} times`);
     const inputRequests = (result.inputRequests ?? {}) as Record<string, { method?: unknown; params?: unknown }>;
     const asked = c.answers.open(Object.keys(inputRequests), c.asked);

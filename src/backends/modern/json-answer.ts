@@ -4,8 +4,9 @@
  * JSON lines").
  *
  * - One message, small and ended soon (the usual answer): read whole and passed on as it is
- *   (held-answer.ts decides), or, when it is an `input_required` result, answered through
- *   input-rounds.ts.
+ *   (held-answer.ts decides) without the members a 2025-11-25 result does not have
+ *   (`resultType`, the cache hints: issue 42 §10), or, when it is an `input_required` result,
+ *   answered through input-rounds.ts.
  * - Several messages one after another (JSON lines: a 2026 server may send a call's progress,
  *   then its result, in an `application/json` body), or a body that does not end soon: read
  *   message by message as they come (BackendMessages reads JSON so), through input-rounds.ts,
@@ -20,6 +21,7 @@ import { parseObject } from '../backend-messages.js';
 import { syntheticBody, type BackendBody } from '../body.js';
 import { holdAnswer, type HeldStream } from '../held-answer.js';
 import { createJsonMessageSplitter, maySpanLines } from '../../wire/json-lines.js';
+import { withoutRevisionMembersText } from '../../wire/result-type.js';
 import { converse, type Conversation } from './input-rounds.js';
 
 /** The client's answer to the backend's 200 `application/json` answer `res`. */
@@ -28,7 +30,8 @@ export async function answerJson(res: BackendResponse, conversation: Conversatio
   if (held.stream) return converse(conversation, { res: { ...res, body: streamedBody(held.stream) } });
   const text = held.whole.toString('utf8');
   if (maySpanLines(held.whole) && countMessages(held.whole) > 1) return converse(conversation, { res: { ...res, body: syntheticBody(text) } });
-  if (!text.includes('"input_required"')) return { ...res, body: syntheticBody(text) };
+  const method = conversation.request.method;
+  if (!text.includes('"input_required"')) return { ...res, body: syntheticBody(withoutRevisionMembersText(text, method)) };
   const answer = parseObject(text);
   return answer ? converse(conversation, { message: answer }) : { ...res, body: syntheticBody(text) };
 }
