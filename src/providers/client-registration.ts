@@ -4,7 +4,8 @@
  * 2025-11-25 "Authorization", §Dynamic Client Registration): a public client for the
  * authorization code grant with the provider's own redirect URI
  * `<publicUrl>/oauth/callback/{provider}` (redirect-uri.ts), cached per provider in the
- * shared store so that every replica uses the same one. The registration request goes
+ * shared store so that every replica uses the same one; it says its `application_type`
+ * (SEP-837). The registration request goes
  * through the SSRF guard like every discovery fetch (discovery-fetch.ts).
  */
 import type { StateStore } from '../state/store.js';
@@ -20,8 +21,26 @@ export interface RegisteredClient {
 }
 
 /**
+ * The OpenID Connect `application_type` (Dynamic Client Registration 1.0 §2) of a client
+ * redirected to `redirectUri`, which MCP 2026-07-28 clients MUST send (SEP-837): `web` for the
+ * gateway as deployed (an https `publicUrl`); `native` for one running on a loopback address
+ * in development, whose `http://127.0.0.1` or `http://localhost` redirect URI an authorization
+ * server accepts only from a native client (RFC 8252 §7.3) — as the v2 SDK's client derives it.
+ */
+export function applicationType(redirectUri: string): 'web' | 'native' {
+  let url: URL;
+  try {
+    url = new URL(redirectUri);
+  } catch {
+    return 'web';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'native';
+  return /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i.test(url.hostname) ? 'native' : 'web';
+}
+
+/**
  * Dynamic Client Registration (RFC 7591 §3.1): a client for the authorization code grant
- * with refresh tokens and this redirect URI. It asks to be a public client
+ * with refresh tokens and this redirect URI, of the `application_type` it names. It asks to be a public client
  * (`token_endpoint_auth_method: none`, PKCE protects the code); if the server issues a
  * secret anyway it is returned, with the method the server assigned (many do: a
  * confidential client with `client_secret_post` or `_basic`), for the token requests to use.
@@ -37,6 +56,7 @@ export async function registerClient(
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
+    application_type: applicationType(o.redirectUri),
   };
   const init = { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) };
   const res = await discoveryFetch(registrationUrl, options, init, 'client registration');

@@ -306,9 +306,24 @@ describe('dynamic client registration (RFC 7591)', () => {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
+      application_type: 'web',
     });
     routes['/register'] = () => ({ status: 400, body: { error: 'invalid_redirect_uri', error_description: 'nope' } });
     await assert.rejects(registerClient(`${origin()}/register`, { redirectUri: 'x', clientName: 'y' }, { allowLoopback: true }), /invalid_redirect_uri/);
+  });
+
+  test('application_type (SEP-837): web for an https gateway, native for one on a loopback address or a custom scheme', async () => {
+    routes['/register'] = () => ({ status: 201, body: { client_id: 'dyn-client-2' } });
+    const sent = async (redirectUri: string) => {
+      await registerClient(`${origin()}/register`, { redirectUri, clientName: 'Switchboard' }, { allowLoopback: true });
+      return (JSON.parse(fx.hits('/register').at(-1)!.body) as Record<string, unknown>).application_type;
+    };
+    assert.equal(await sent('https://sb.example/oauth/callback/acme'), 'web');
+    assert.equal(await sent('http://sb.internal:8080/oauth/callback/acme'), 'web');
+    assert.equal(await sent('http://127.0.0.1:8080/oauth/callback/acme'), 'native');
+    assert.equal(await sent('http://localhost:8080/oauth/callback/acme'), 'native');
+    assert.equal(await sent('http://[::1]:8080/oauth/callback/acme'), 'native');
+    assert.equal(await sent('com.example.app:/oauth/callback'), 'native');
   });
 
   test('registeredClient caches per provider in the store and reuses it; a new redirect URI (the per-provider one) registers again', async () => {
