@@ -5,7 +5,8 @@
  * ("Authorization"): the challenge of its 401 to a token-less request (backend-challenge.ts),
  * its RFC 9728 metadata and its authorization server's RFC 8414 metadata, or the 2025-03-26
  * fallbacks (upstream-discovery.ts); a client identity — configured, a Client ID Metadata
- * Document, or registered (client-identity.ts) — and the scopes to ask for. Discovery runs
+ * Document, or registered (client-identity.ts) — and the scopes to ask for (`offline_access`
+ * among them where the authorization server offers it). Discovery runs
  * once per backend and its `url` and `upstreamAuth` settings and is reused; a failure is not.
  * A reload that changes either (issue 32 §1) therefore discovers afresh on the next link
  * instead of keeping the old provider's endpoints.
@@ -23,7 +24,7 @@ import { configuredEndpoints } from './provider-presets.js';
 import { guardedFetch } from './safe-fetch.js';
 import { backendChallenge } from './backend-challenge.js';
 import { upstreamClient } from './client-identity.js';
-import { discoverUpstreamAuth, type UpstreamAuthMetadata } from './upstream-discovery.js';
+import { discoverUpstreamAuth, OFFLINE_ACCESS, type UpstreamAuthMetadata } from './upstream-discovery.js';
 
 /**
  * Endpoints plus how to call them: discovered endpoints come from a backend's say-so, so
@@ -60,7 +61,7 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
           clientId: client.clientId,
           clientSecret: client.clientSecret,
           tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
-          scopes: upstream.scopes.length ? upstream.scopes : requestedScopes(found),
+          scopes: withOfflineAccess(upstream.scopes.length ? upstream.scopes : requestedScopes(found), found),
           ...(resource ? { resource } : {}),
           // RFC 9207: what the callback compares the authorization response's `iss` with.
           issuer: found.authorizationServer,
@@ -92,4 +93,16 @@ function discoveryKey(backend: BackendConfig): string {
  */
 export function requestedScopes(found: Pick<UpstreamAuthMetadata, 'challengeScopes' | 'scopesSupported'>): string[] {
   return found.challengeScopes ?? found.scopesSupported ?? [];
+}
+
+/**
+ * `scopes` with `offline_access` added where the authorization server lists it in its own
+ * `scopes_supported`, so the link gets a refresh token and outlives the access token (MCP
+ * SEP-2207); never where it does not (such a server may refuse the unknown scope). As the v2
+ * SDK's client does, only to a request that names scopes: added to none, it would replace the
+ * server's default scope with `offline_access` alone.
+ */
+export function withOfflineAccess(scopes: string[], found: Pick<UpstreamAuthMetadata, 'offlineAccess'>): string[] {
+  if (!found.offlineAccess || !scopes.some((s) => s !== '') || scopes.includes(OFFLINE_ACCESS)) return scopes;
+  return [...scopes, OFFLINE_ACCESS];
 }

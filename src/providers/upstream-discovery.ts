@@ -46,6 +46,8 @@ export interface UpstreamAuthMetadata {
    * its authorization responses, so a response without one is not from it (mix-up defence).
    */
   issParameterSupported?: boolean;
+  /** The authorization server's own `scopes_supported` (RFC 8414) lists `offline_access`: it issues refresh tokens for it (SEP-2207). */
+  offlineAccess?: boolean;
   /** RFC 8414 `token_endpoint_auth_methods_supported`, when the metadata lists them. */
   tokenEndpointAuthMethods?: string[];
   /** `client_id_metadata_document_supported: true` (MCP 2025-11-25, Client ID Metadata Documents). */
@@ -126,7 +128,10 @@ async function legacyServer(backend: URL, options: DiscoveryOptions): Promise<Up
   };
 }
 
-/** What RFC 8414 metadata says: endpoints (checked by the SSRF rules), PKCE, auth methods, CIMD, RFC 9207. */
+/** The scope that asks for a refresh token (OpenID Connect Core §11; MCP SEP-2207). */
+export const OFFLINE_ACCESS = 'offline_access';
+
+/** What RFC 8414 metadata says: endpoints (checked by the SSRF rules), PKCE, auth methods, CIMD, `offline_access`, RFC 9207. */
 function fromServerMetadata(as: FoundDocument, issuerUrl: URL, options: DiscoveryOptions, foundBy: UpstreamAuthMetadata['foundBy']): UpstreamAuthMetadata {
   const meta = as.doc;
   const methods = meta.code_challenge_methods_supported;
@@ -154,6 +159,7 @@ function fromServerMetadata(as: FoundDocument, issuerUrl: URL, options: Discover
   const authMethods = stringArray(meta.token_endpoint_auth_methods_supported);
   if (authMethods) result.tokenEndpointAuthMethods = authMethods;
   if (meta.client_id_metadata_document_supported === true) result.clientIdMetadataDocuments = true;
+  if (stringArray(meta.scopes_supported)?.includes(OFFLINE_ACCESS)) result.offlineAccess = true;
   if (meta.authorization_response_iss_parameter_supported === true) result.issParameterSupported = true;
   return result;
 }

@@ -1,6 +1,6 @@
 /**
  * The gateway linking an account at a discovered authorization server, as a 2026-07-28 client
- * must (issue 42 §5), end to end: a real gateway on Redis, the MCP authorization server
+ * must (issue 42 §5 and §7), end to end: a real gateway on Redis, the MCP authorization server
  * for its own users (oauth2-mock-server), two discovered authorization servers on a small HTTP
  * fixture (test/fixtures/discovered-provider.ts: RFC 9728, RFC 8414, RFC 7591, the code grant
  * with PKCE) and Chromium pressing Connect on /connections.
@@ -8,6 +8,8 @@
  * - §5: the registration says its `application_type` (SEP-837); the gateway here runs on
  *   `http://127.0.0.1`, a loopback redirect URI, so `native` (an https gateway is `web`: the
  *   unit test in upstream-discovery.test.ts).
+ * - §7: `offline_access` is asked for where the authorization server lists it in its own
+ *   `scopes_supported` (SEP-2207) — the backend's PRM never does —, and not where it does not.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -93,4 +95,11 @@ test('registration says application_type (SEP-837): native for a gateway on a lo
   assert.deepEqual(registration!.redirect_uris, [`${gateway.url}/oauth/callback/offline`]);
   assert.equal(registration!.application_type, 'native', `the body the authorization server received: ${JSON.stringify(registration)}`);
   assert.deepEqual(registration!.grant_types, ['authorization_code', 'refresh_token']);
+});
+
+test('offline_access is asked for where the authorization server lists it, and only there (SEP-2207)', { timeout: TIMEOUT_MS }, async () => {
+  await link('bea', 'offline');
+  await link('bea', 'online');
+  assert.equal(discovered.authorizationScopes('offline').at(-1), 'files:read offline_access', 'the PRM scope, and offline_access from the AS metadata');
+  assert.equal(discovered.authorizationScopes('online').at(-1), 'files:read files:write', 'no offline_access where the AS does not list it');
 });

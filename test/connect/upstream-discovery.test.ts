@@ -11,6 +11,7 @@ import { createTokenCipher } from '../../src/state/secrets.js';
 import { registerClient, registeredClient } from '../../src/providers/client-registration.js';
 import { DiscoveryError } from '../../src/providers/discovery-fetch.js';
 import { discoverUpstreamAuth } from '../../src/providers/upstream-discovery.js';
+import { requestedScopes, withOfflineAccess } from '../../src/providers/provider-endpoints.js';
 import { parseWwwAuthenticate } from '../../src/providers/www-authenticate.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { hold, sendJson, startHttpFixture, type HttpFixture, type RecordedRequest } from '../fixtures/provider-http-fixture.js';
@@ -146,6 +147,21 @@ describe('discovery', () => {
         '/tenant/.well-known/openid-configuration',
       ],
     );
+  });
+
+  test('offline_access (SEP-2207): reported where the AS metadata lists it, added to the scopes asked for then, and only then', async () => {
+    const backend = `${origin()}/mcp`;
+    routes['/meta/prm'] = () => ({ status: 200, body: { resource: backend, authorization_servers: [`${origin()}/as`], scopes_supported: ['mcp:tools'] } });
+    routes['/.well-known/oauth-authorization-server/as'] = () => ({ status: 200, body: asMetadata(`${origin()}/as`, { scopes_supported: ['mcp:tools', 'offline_access'] }) });
+    const found = await discoverUpstreamAuth(backend, `Bearer resource_metadata="${origin()}/meta/prm"`, { allowLoopback: true });
+    assert.equal(found.offlineAccess, true);
+    assert.deepEqual(withOfflineAccess(requestedScopes(found), found), ['mcp:tools', 'offline_access']);
+    assert.deepEqual(withOfflineAccess(['offline_access', 'mcp:tools'], found), ['offline_access', 'mcp:tools'], 'not twice');
+    assert.deepEqual(withOfflineAccess([], found), [], 'not alone: it would replace the default scope');
+    routes['/.well-known/oauth-authorization-server/as'] = () => ({ status: 200, body: asMetadata(`${origin()}/as`) });
+    const without = await discoverUpstreamAuth(backend, `Bearer resource_metadata="${origin()}/meta/prm"`, { allowLoopback: true });
+    assert.equal(without.offlineAccess, undefined);
+    assert.deepEqual(withOfflineAccess(requestedScopes(without), without), ['mcp:tools']);
   });
 
   test('RFC 9207: authorization_response_iss_parameter_supported is reported when true, and only then', async () => {
