@@ -91,7 +91,7 @@ export class AggregatedBackend implements McpBackend {
       protocol: '2025-11-25',
       timeout: Math.max(...[...ctx.backends.values()].map((b) => b.config.timeout), 0),
       access: { scopes: [], tenants: [], claims: {}, tools: { allow: [], deny: [] } },
-      pinning: { mode: 'off' }, // its members are pinned, each by its own config (src/pinning/)
+      pinning: { mode: 'off', scope: 'user' }, // its members are pinned, each by its own config (src/pinning/)
     } as BackendConfig;
     AGGREGATED_CONFIGS.add(this.config);
   }

@@ -66,6 +66,8 @@ export class Metrics {
   readonly policyDenials = new Counter({ name: 'switchboard_policy_denials_total', help: 'Requests refused by a backend access policy or tool policy, by backend and reason', labelNames: ['backend', 'reason'], registers: [this.registry] });
   /** Tool definitions seen changed from their pin (issue 31 §2), once per new fingerprint, by backend and pinning mode. */
   readonly toolDefinitionChanges = new Counter({ name: 'switchboard_tool_definition_changes_total', help: 'Tool definitions a backend changed from their pin, by backend and pinning mode (log, hold, block)', labelNames: ['backend', 'mode'], registers: [this.registry] });
+  /** With `pinning.scope: user`: a user's first sight of a tool whose definition differs from the first user's, once per definition across replicas (docs/pinning.md, issue 41 §2). */
+  readonly toolDefinitionUserVariants = new Counter({ name: 'switchboard_tool_definition_user_variants_total', help: 'Tool definitions that differ between users of a backend (each user keeps their own pins), once per distinct definition, by backend', labelNames: ['backend'], registers: [this.registry] });
 
   /** Every config reload attempt (SIGHUP or a change of the file): applied, unchanged, invalid, needs_restart, or failed (an unexpected error while applying) (docs/operations-reload.md). */
   readonly configReloads = new Counter({ name: 'switchboard_config_reloads_total', help: 'Config file reloads by outcome (applied, unchanged, invalid, needs_restart, failed)', labelNames: ['outcome'], registers: [this.registry] });

@@ -1,13 +1,19 @@
 /**
- * The pins of one backend, as this replica knows them (issue 31 §2): the pinned definition of
- * each tool and the changed definitions waiting for approval, read from the shared store
- * (`pins:{backend}`, `pins-pending:{backend}`, a field per tool; state/value-keys.ts) or, with
- * `pinning.lockfile`, the pins from the file (read-only: first sight records nothing).
+ * One book of pins, as this replica knows it (issue 31 §2, issue 41 §2): the pinned definition
+ * of each tool and the changed definitions waiting for approval. Whose book it is follows
+ * `pinning.scope` (docs/pinning.md):
+ *
+ * - `user` (the default): one user's pins of one backend (`{userKey}:pins:{backend}`,
+ *   `{userKey}:pins-pending:{backend}`; the user key is the opaque digest of iss+sub,
+ *   auth/principal.ts). What one user's list held is never in another user's book;
+ * - `backend`: the backend's pins, shared by every user (`pins:{backend}`, `pins-pending:{backend}`).
+ *
+ * With `pinning.lockfile` the pins are the file's, whatever the scope (operator data,
+ * read-only: first sight records nothing); pending changes are still the book's own.
  *
  * Kept in memory once read, so a `tools/call` costs a map lookup; read again after any replica
- * reports a change or an approval (a `pins-changed` broadcast, pinning.ts calls
- * {@link PinBook.invalidate}). `version` grows with every change, so answers judged before it
- * are judged again.
+ * reports a change or an approval (a `pins-changed` broadcast, pinning.ts). `version` grows with
+ * every change, so answers judged before it are judged again.
  */
 import type { StateStore } from '../state/store.js';
 import { ValueKeys } from '../state/value-keys.js';
@@ -18,6 +24,10 @@ export interface Pin {
   tool: ToolDefinition;
   /** ISO time it was recorded. */
   at: string;
+  /** Whose list held it when it was recorded on first sight (or seen as a change): an opaque user key. */
+  by?: string;
+  /** When an operator approved it (`switchboard pins approve`, the admin route): then it is the operator's pin. */
+  approvedAt?: string;
 }
 
 /** The pins of every backend, as `switchboard pins export` writes them. */
@@ -26,10 +36,20 @@ export interface PinsFile {
   backends: Record<string, Record<string, Pin>>;
 }
 
+/** The user of a call that names none (no verified caller): a book of its own, nobody's list. */
+export const NO_USER = '-';
+
+/** The store keys of a book: the backend's (`user` undefined) or one user's. */
+export function bookKeys(backend: string, user?: string): { pins: string; pending: string } {
+  return user === undefined ? { pins: ValueKeys.pins(backend), pending: ValueKeys.pinsPending(backend) } : { pins: ValueKeys.userPins(user, backend), pending: ValueKeys.userPinsPending(user, backend) };
+}
+
 export class PinBook {
   #pins = new Map<string, Pin>();
   #pending = new Map<string, Pin>();
   #loaded: Promise<void> | undefined;
+  #listed = false;
+  readonly #keys: { pins: string; pending: string };
   version = 0;
 
   constructor(
@@ -37,7 +57,11 @@ export class PinBook {
     private readonly store: StateStore,
     /** The lockfile's pins of this backend; undefined: the store's. */
     private readonly locked?: ReadonlyMap<string, Pin>,
-  ) {}
+    /** The user whose book this is (`pinning.scope: user`); undefined: the backend's, every user's. */
+    readonly user?: string,
+  ) {
+    this.#keys = bookKeys(backend, user);
+  }
 
   get readOnly(): boolean {
     return this.locked !== undefined;
@@ -66,12 +90,27 @@ export class PinBook {
     return this.#pending.get(tool);
   }
 
+  /**
+   * Whether hold mode may serve `user` this pin in place of a changed definition: a definition
+   * the operator gave (lockfile) or approved, or one recorded from this same user's list —
+   * never one that only another user's list held.
+   */
+  servable(pin: Pin, user: string): boolean {
+    return this.readOnly || pin.approvedAt !== undefined || (pin.by !== undefined && pin.by === user);
+  }
+
   /** Records a first sight; false when another replica recorded the tool first (its pin is then read). */
   async recordFirstSight(name: string, pin: Pin): Promise<boolean> {
     if (this.locked) return false;
-    const won = await this.store.putFieldIfAbsent(ValueKeys.pins(this.backend), name, JSON.stringify(pin));
-    if (won) this.#pins.set(name, pin);
-    else await this.#read();
+    const won = await this.store.putFieldIfAbsent(this.#keys.pins, name, JSON.stringify(pin));
+    if (won) {
+      this.#pins.set(name, pin);
+      // The user's book is listed once per replica and book, for `pins export`.
+      if (this.user !== undefined && !this.#listed) {
+        this.#listed = true;
+        await this.store.putFieldIfAbsent(ValueKeys.pinUsers(this.backend), this.user, pin.at);
+      }
+    } else await this.#read();
     return won;
   }
 
@@ -79,7 +118,9 @@ export class PinBook {
   async recordChange(name: string, pin: Pin): Promise<boolean> {
     this.#pending.set(name, pin);
     this.version++;
-    await this.store.putField(ValueKeys.pinsPending(this.backend), name, JSON.stringify(pin));
+    await this.store.putField(this.#keys.pending, name, JSON.stringify(pin));
+    // After the change itself: an approval that races it finds the user again (stored-pins.ts).
+    if (this.user !== undefined) await this.store.putField(ValueKeys.pinPendingUsers(this.backend), this.user, pin.at);
     return this.store.putValueIfAbsent(ValueKeys.pinChangeReported(this.backend, name, pin.fingerprint), '1', REPORT_MEMORY_MS);
   }
 
@@ -87,11 +128,11 @@ export class PinBook {
   async clearChange(name: string): Promise<void> {
     this.#pending.delete(name);
     this.version++;
-    await this.store.deleteField(ValueKeys.pinsPending(this.backend), name);
+    await this.store.deleteField(this.#keys.pending, name);
   }
 
   async #read(): Promise<void> {
-    const [pins, pending] = await Promise.all([this.locked ? undefined : this.store.getFields(ValueKeys.pins(this.backend)), this.store.getFields(ValueKeys.pinsPending(this.backend))]);
+    const [pins, pending] = await Promise.all([this.locked ? undefined : this.store.getFields(this.#keys.pins), this.store.getFields(this.#keys.pending)]);
     this.#pins = this.locked ? new Map(this.locked) : parsePins(pins!);
     this.#pending = parsePins(pending);
     this.version++;
@@ -99,7 +140,7 @@ export class PinBook {
 }
 
 /** A change to one fingerprint is reported once in this long, whichever replica sees it. */
-const REPORT_MEMORY_MS = 30 * 24 * 3600_000;
+export const REPORT_MEMORY_MS = 30 * 24 * 3600_000;
 
 export function parsePins(fields: Record<string, string>): Map<string, Pin> {
   const out = new Map<string, Pin>();
@@ -112,32 +153,4 @@ export function parsePins(fields: Record<string, string>): Map<string, Pin> {
     }
   }
   return out;
-}
-
-/**
- * Approves the pending changes of a backend (one tool, or all): each becomes the pin and
- * leaves the pending list. Returns the tools approved. Used by the CLI and the admin route;
- * the caller broadcasts `pins-changed` so every replica reads the pins again.
- */
-export async function approvePending(store: StateStore, backend: string, tool?: string): Promise<string[]> {
-  const pending = parsePins(await store.getFields(ValueKeys.pinsPending(backend)));
-  const approved: string[] = [];
-  for (const [name, pin] of pending) {
-    if (tool !== undefined && name !== tool) continue;
-    await store.putField(ValueKeys.pins(backend), name, JSON.stringify(pin));
-    await store.deleteField(ValueKeys.pinsPending(backend), name);
-    approved.push(name);
-  }
-  return approved;
-}
-
-/** Every pin and pending change of the backends named, from the store. */
-export async function readPins(store: StateStore, backends: readonly string[]): Promise<{ pins: PinsFile; pending: Record<string, Record<string, Pin>> }> {
-  const pins: PinsFile = { schema: 'switchboard.pins/v1', backends: {} };
-  const pending: Record<string, Record<string, Pin>> = {};
-  for (const backend of backends) {
-    pins.backends[backend] = Object.fromEntries(parsePins(await store.getFields(ValueKeys.pins(backend))));
-    pending[backend] = Object.fromEntries(parsePins(await store.getFields(ValueKeys.pinsPending(backend))));
-  }
-  return { pins, pending };
 }

@@ -17,9 +17,9 @@ import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import { messagesOf } from '../policy/tool-policy-backend.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
-import { ListJudge, type ChangeReport, type PinMode } from './judge.js';
+import { ListJudge, type JudgeReports, type PinMode } from './judge.js';
 import { editListAnswer } from './list-answer.js';
-import type { PinBook } from './pin-book.js';
+import { NO_USER, type PinBook } from './pin-book.js';
 import { schemaChecks } from './schema-check.js';
 
 /** The schema a pinned tool without an object `inputSchema` is checked against. */
@@ -30,21 +30,24 @@ export class PinningBackend extends DecoratedBackend {
 
   constructor(
     inner: McpBackend,
-    private readonly book: PinBook,
+    /** The book of the calling user (an opaque user key): their own (`pinning.scope: user`) or the backend's. */
+    private readonly bookOf: (user: string) => PinBook,
     private readonly mode: PinMode,
-    report: ChangeReport,
+    reports: JudgeReports,
   ) {
     super(inner);
-    this.#judge = new ListJudge(book, mode, report);
+    this.#judge = new ListJudge(mode, reports);
   }
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const messages = messagesOf(body);
     if (!messages) return this.inner.post(body, headers, signal);
     const calls = messages.filter((m): m is JsonRpcMessage & { id: JsonRpcId; method: string } => isRequest(m) && m.method === 'tools/call');
+    const user = headers.caller?.principal.userKey ?? NO_USER;
+    const book = this.bookOf(user);
     if (calls.length) {
-      await this.book.load();
-      const judged = await Promise.all(calls.map((m) => this.#refusal(m)));
+      await book.load();
+      const judged = await Promise.all(calls.map((m) => this.#refusal(m, book, user)));
       const refusals = judged.filter((r) => r !== undefined);
       if (refusals.length) {
         headers.caller?.log.warn({ backend: this.name, tools: calls.map(toolName) }, 'tool call refused by tool-definition pinning');
@@ -55,15 +58,16 @@ export class PinningBackend extends DecoratedBackend {
       }
     }
     const res = await this.inner.post(body, headers, signal);
-    return editListAnswer(res, { backend: this.name, messages, batch: isBatchText(body), log: headers.caller?.log }, (tools) => this.#judge.judge(tools));
+    return editListAnswer(res, { backend: this.name, messages, batch: isBatchText(body), log: headers.caller?.log }, (tools) => this.#judge.judge(book, user, tools));
   }
 
   /** The error for a call the pins refuse; undefined when it may go to the backend. */
-  async #refusal(m: JsonRpcMessage & { id: JsonRpcId }): Promise<JsonRpcMessage | undefined> {
+  async #refusal(m: JsonRpcMessage & { id: JsonRpcId }, book: PinBook, user: string): Promise<JsonRpcMessage | undefined> {
     const tool = toolName(m);
-    if (!this.book.pending(tool)) return undefined;
-    const pinned = this.book.pin(tool);
-    if (this.mode === 'block' || (this.mode === 'hold' && !pinned)) {
+    if (!book.pending(tool)) return undefined;
+    const pinned = book.pin(tool);
+    // Hold checks a call against the pinned definition only where it may serve this user that definition (judge.ts).
+    if (this.mode === 'block' || (this.mode === 'hold' && !(pinned && book.servable(pinned, user)))) {
       return errorResponse(m.id, ErrorCode.InvalidParams, `Tool "${tool}" of backend "${this.name}" is blocked: its definition changed since it was pinned, and waits for an operator's approval (switchboard pins approve --backend ${this.name} --tool ${tool})`);
     }
     if (this.mode !== 'hold') return undefined;

@@ -79,6 +79,8 @@ export interface PinsMessage {
   type: 'pins-changed';
   backend: string;
   approved?: boolean;
+  /** Whose pins changed (`pinning.scope: user`, an opaque user key): replicas read that user's pins again, not every user's. */
+  user?: string;
 }
 
 export type ReplicaMessage = SessionMessage | BridgeMessage | PinsMessage;

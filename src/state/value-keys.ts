@@ -71,12 +71,24 @@ export const ValueKeys = {
   bridgeSessionSlot: (userKey: string, slot: number) => `${userKey}:bridge-slot:${slot}`,
   /** A session the gateway keeps for a 2025-11-25 client of a 2026-07-28 backend, which has none (backends/modern/adapted-sessions.ts). */
   adaptedSession: (userKey: string, sessionId: string) => `${userKey}:adapted-session:${sessionId}`,
-  /** The pinned tool definitions of a backend, a field per tool (`StateStore.putField`; pinning/pin-state.ts). */
+  /** The pinned tool definitions of a backend with `pinning.scope: backend`, a field per tool (`StateStore.putField`; pinning/pin-book.ts). */
   pins: (backend: string) => `pins:${backend}`,
-  /** The changed definitions of a backend's tools waiting for approval, a field per tool. */
+  /** The changed definitions of that backend's tools waiting for approval, a field per tool. */
   pinsPending: (backend: string) => `pins-pending:${backend}`,
+  /** One user's pins of a backend with `pinning.scope: user` (issue 41 §2), a field per tool. */
+  userPins: (userKey: string, backend: string) => `${userKey}:pins:${backend}`,
+  /** One user's changed definitions waiting for approval, a field per tool. */
+  userPinsPending: (userKey: string, backend: string) => `${userKey}:pins-pending:${backend}`,
+  /** The users with pins of a backend, a field per user key (`pins export` reads their pins). */
+  pinUsers: (backend: string) => `pins-users:${backend}`,
+  /** The users who may have changes waiting for approval, a field per user key (`pins approve`, `pins list`). */
+  pinPendingUsers: (backend: string) => `pins-pending-users:${backend}`,
+  /** The fingerprint of each tool as the first user saw it, a field per tool: compared only, never served (users' variants, pinning/variants.ts). */
+  pinVariants: (backend: string) => `pins-variants:${backend}`,
   /** A change of one tool to one fingerprint, claimed by the replica that reports it (once for all replicas). */
   pinChangeReported: (backend: string, tool: string, fingerprint: string) => `pin-change:${backend}:${createHash('sha256').update(tool).digest('base64url')}:${fingerprint}`,
+  /** A user's definition of one tool that differs from the first user's, claimed by the replica that reports it. */
+  pinVariantReported: (backend: string, tool: string, fingerprint: string) => `pin-variant:${backend}:${createHash('sha256').update(tool).digest('base64url')}:${fingerprint}`,
   /** Broker mode (broker/store-adapter.ts): an oidc-provider record of `model`. */
   brokerRecord: (model: string, id: string) => `${BROKER}${model}:${safeId(id)}`,
   /** A single-use record's "consumed" marker, across replicas. */

@@ -109,10 +109,11 @@ const search = async (client: Client) => (await client.listTools()).tools.find((
 
 describe('a pin approval reaches 2026-07-28 listens on the other replica', () => {
   test('the backends change search; the change waits for approval', async () => {
-    for (const backend of ['legacy', 'modern']) assert.ok(await search(await v2Client(0, backend, 'first-sight')), backend);
+    // One user throughout: pins are each user's own (pinning.scope user), and it is this user's change that waits.
+    for (const backend of ['legacy', 'modern']) assert.ok(await search(await v2Client(0, backend, 'listener')), backend);
     legacy.revision = 2;
     modern.revision = 2;
-    for (const backend of ['legacy', 'modern']) assert.notEqual((await search(await v2Client(0, backend, 'sees-change')))?.description, SEARCH_V2, `${backend} holds the pinned definition`);
+    for (const backend of ['legacy', 'modern']) assert.notEqual((await search(await v2Client(0, backend, 'listener')))?.description, SEARCH_V2, `${backend} holds the pinned definition`);
   });
 
   test('a 2025 backend through the bridge: the v2 client\'s listen hears tools/list_changed, /mcp\'s too; a listen without toolsListChanged, and another endpoint\'s, hear nothing', async () => {

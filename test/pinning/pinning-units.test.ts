@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseConfig } from '../../src/config/load.js';
 import { fingerprint } from '../../src/pinning/fingerprint.js';
-import { ListJudge, type PinMode } from '../../src/pinning/judge.js';
-import { PinBook, approvePending } from '../../src/pinning/pin-book.js';
+import { ListJudge, type JudgeReports, type PinMode } from '../../src/pinning/judge.js';
+import { PinBook } from '../../src/pinning/pin-book.js';
+import { approvePending } from '../../src/pinning/stored-pins.js';
 import type { BackendResponse, McpBackend } from '../../src/backends/backend.js';
 import { syntheticBody } from '../../src/backends/body.js';
 import { PinningBackend } from '../../src/pinning/pinning-backend.js';
@@ -53,23 +54,30 @@ describe('config', () => {
     parseConfig({ publicUrl: 'https://mcp.example.com', auth: { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp' }, backends: [{ name: 'crm', url: 'http://127.0.0.1:9999/mcp', ...backend }], ...extra });
 
   test('pinning is off by default; a mode and a lockfile are read', () => {
-    assert.deepEqual(config({}).backends[0]!.pinning, { mode: 'off' });
-    assert.deepEqual(config({ pinning: { mode: 'block', lockfile: 'pins.json' } }).backends[0]!.pinning, { mode: 'block', lockfile: 'pins.json' });
+    assert.deepEqual(config({}).backends[0]!.pinning, { mode: 'off', scope: 'user' });
+    assert.deepEqual(config({ pinning: { mode: 'block', lockfile: 'pins.json' } }).backends[0]!.pinning, { mode: 'block', scope: 'user', lockfile: 'pins.json' });
+    assert.deepEqual(config({ pinning: { mode: 'hold', scope: 'backend' } }).backends[0]!.pinning, { mode: 'hold', scope: 'backend' });
   });
 
   test('errors name the key', () => {
     assert.throws(() => config({ pinning: { mode: 'strict' } }), /backends\[0\]\.pinning\.mode: must be one of off, log, hold, block/);
     assert.throws(() => config({ pinning: { mode: 'log', lockfiles: 'x' } }), /backends\[0\]\.pinning/);
+    assert.throws(() => config({ pinning: { mode: 'log', scope: 'tenant' } }), /backends\[0\]\.pinning\.scope: must be one of user, backend/);
     assert.throws(() => config({}, { admin: { token: 'x'.repeat(40) } }), /admin\.token: needs metrics\.listen/);
     assert.throws(() => config({}, { admin: { token: 'short' }, metrics: { listen: { port: 9464 } } }), /admin\.token: must be at least 32 characters/);
   });
 });
 
-describe('two replicas judging lists against one store', () => {
+/** Reports a change as `tool:mode` the first time any replica sees its fingerprint. */
+const reporting = (reports: string[]): JudgeReports => ({ changed: (_b, tool, m, _p, _s, first) => void (first && reports.push(`${tool}:${m}`)) });
+const USER = 'u-alice';
+
+describe('two replicas judging lists against one store (scope backend)', () => {
   const judges = (store: MemoryStore, mode: PinMode, reports: string[]) =>
     [0, 1].map(() => {
       const book = new PinBook('crm', store);
-      return { book, judge: new ListJudge(book, mode, (_b, tool, m) => reports.push(`${tool}:${m}`)) };
+      const judge = new ListJudge(mode, reporting(reports));
+      return { book, judge: { judge: (tools: unknown[]) => judge.judge(book, USER, tools) } };
     });
 
   test('first sight: replicas seeing two definitions at once agree on one pin, and the other is a change', async () => {
@@ -94,8 +102,8 @@ describe('two replicas judging lists against one store', () => {
     a!.book.invalidate();
     assert.deepEqual(await a!.judge.judge([changed]), [SEARCH]);
     assert.deepEqual(reports, ['search:hold'], 'reported once for both replicas');
-    const blocking = new ListJudge(new PinBook('crm', store), 'block', () => reports.push('again'));
-    assert.deepEqual(await blocking.judge([changed, { name: 'stable' }]), [{ name: 'stable' }]);
+    const blocking = new ListJudge('block', { changed: () => reports.push('again') });
+    assert.deepEqual(await blocking.judge(new PinBook('crm', store), USER, [changed, { name: 'stable' }]), [{ name: 'stable' }]);
     assert.deepEqual(await approvePending(store, 'crm'), ['search']);
     b!.book.invalidate();
     assert.deepEqual(await b!.judge.judge([changed]), [changed]);
@@ -108,16 +116,17 @@ describe('a batch with a blocked call (2025-03-26 sessions)', () => {
   test('every request of it is answered — the blocked call refused, the others "not run" — and nothing reaches the backend', async () => {
     const store = new MemoryStore();
     const reports: string[] = [];
-    const judge = new ListJudge(new PinBook('crm', store), 'block', (_b, tool, m) => reports.push(`${tool}:${m}`));
-    await judge.judge([SEARCH]);
-    await judge.judge([{ ...SEARCH, description: 'changed' }]);
+    const judge = new ListJudge('block', reporting(reports));
+    const book = new PinBook('crm', store);
+    await judge.judge(book, USER, [SEARCH]);
+    await judge.judge(book, USER, [{ ...SEARCH, description: 'changed' }]);
     assert.deepEqual(reports, ['search:block']);
     const sent: string[] = [];
     const inner = {
       name: 'crm',
       post: async (body: string): Promise<BackendResponse> => (sent.push(body), { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('[]') }),
     } as unknown as McpBackend;
-    const backend = new PinningBackend(inner, new PinBook('crm', store), 'block', () => {});
+    const backend = new PinningBackend(inner, () => new PinBook('crm', store), 'block', { changed: () => {} });
     const batch = [
       { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'x' } } },
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
