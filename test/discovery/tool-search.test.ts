@@ -5,7 +5,9 @@
  * Google Cloud), open to users with the scope `catalog` (303 tools with `issues`), and `issues` (3 tools) open to all.
  * `discovery.threshold` is 50 on `/mcp`; two virtual servers have their own threshold.
  *
- * A CEL rule denies rebooting the instance `i-prod`; the audit trail goes to a file.
+ * A CEL rule denies rebooting the instance `i-prod`; another hides every `cloud` tool from the
+ * user `dave` (he sees 203 tools, above the threshold too, where `alice` sees 303). The audit
+ * trail goes to a file.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -58,7 +60,12 @@ before(async () => {
     extra: {
       discovery: { threshold: 50 },
       servers: SERVERS,
-      policy: { rules: [{ name: 'not-prod', effect: 'deny', when: 'mcp.backend == "cloud" && mcp.tool.name == "rebootEc2Instance" && mcp.tool.arguments.instanceId == "i-prod"' }] },
+      policy: {
+        rules: [
+          { name: 'not-prod', effect: 'deny', when: 'mcp.backend == "cloud" && mcp.tool.name == "rebootEc2Instance" && mcp.tool.arguments.instanceId == "i-prod"' },
+          { name: 'no-cloud-for-dave', effect: 'deny', when: 'jwt.sub == "dave" && mcp.backend == "cloud"' },
+        ],
+      },
       audit: { sink: 'file', path: join(dir, 'audit.jsonl') },
     },
   });
@@ -185,6 +192,31 @@ describe('/mcp with 300 tools and discovery.threshold 50 (2025-11-25 sessions, t
     assert.equal(lists(), before + 1, 'one search read the list again');
     for (let i = 0; i < 4; i++) await search(client, 'restart a virtual machine');
     assert.equal(lists(), before + 1, 'the same tools: the list each replica keeps is current again');
+  });
+});
+
+describe('two users above the threshold with different access (issue 41 §2)', () => {
+  test("each user's search_tools finds only their own tools: a list or index built from one user's tools never reaches the other", async () => {
+    // Both on replica 0, interleaved: the one process keeps both users' lists and the indexes built from them.
+    const onReplica0 = async (sub: string) => {
+      const client = new Client({ name: 'search-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', set.replicas[0]!.url), { requestInit: { headers: { Authorization: `Bearer ${await token(sub)}` } } }));
+      closers.push(() => client.close());
+      return client;
+    };
+    const alice = await onReplica0('alice-2');
+    const dave = await onReplica0('dave');
+    const described = async (client: Client) => (await client.listTools()).tools[0]!.description!;
+    assert.match(await described(alice), /among the 303 tools/);
+    assert.match(await described(dave), /among the 203 tools/);
+    for (let round = 0; round < 2; round++) {
+      for (const query of ['restart a virtual machine', 'list s3 buckets', 'tail cloudwatch logs']) {
+        assert.ok((await search(alice, query, 5)).some((t) => t.name.startsWith('cloud__')), `alice finds cloud tools for "${query}"`);
+        const found = await search(dave, query, 50);
+        assert.ok(!found.some((t) => t.name.startsWith('cloud__')), `dave found ${found.map((t) => t.name).join(', ')}`);
+      }
+    }
+    await assert.rejects(dave.callTool({ name: 'call_tool', arguments: { name: 'cloud__listS3Buckets', arguments: {} } }), rejectsWith(-32602));
   });
 });
 
