@@ -11,7 +11,8 @@
  *   emptied (any tenant); a claim no longer required, or a value it accepts added; a tool
  *   pattern dropped from `tools.deny`; one added to `tools.allow`, or that list emptied (every tool).
  * - `pinning` (per backend kept): `mode` weaker (block → hold → log → off); `lockfile` removed or
- *   pointed at another file.
+ *   pointed at another file; `scope` user → backend (one user's first sight then judges every
+ *   user's list: docs/pinning.md).
  *
  * A backend added or removed is named in the `config reloaded` line already, and is not a
  * loosening of a rule; a `when` that changed is named without judging whether it is wider.
@@ -100,6 +101,7 @@ function pinningLoosenings(was: BackendConfig, is: BackendConfig): string[] {
   const [a, b] = [was.pinning, is.pinning];
   const at = `backends.${is.name}.pinning`;
   if (PINNING_STRENGTH[b.mode] < PINNING_STRENGTH[a.mode]) out.push(`${at}.mode ${a.mode} → ${b.mode}`);
+  if (a.scope === 'user' && b.scope === 'backend') out.push(`${at}.scope user → backend`);
   if (a.lockfile && !b.lockfile) out.push(`${at}.lockfile removed`);
   else if (a.lockfile && b.lockfile !== a.lockfile) out.push(`${at}.lockfile ${a.lockfile} → ${b.lockfile}`);
   return out;

@@ -63,6 +63,8 @@ describe('what a reload loosens', () => {
     assert.deepEqual(loosened(pinned, config({}, { pinning: { mode: 'log' } })), ['pinning: backends.files.pinning.mode block → log', 'pinning: backends.files.pinning.lockfile removed']);
     assert.deepEqual(loosened(pinned, config({}, { pinning: { mode: 'hold', lockfile: 'other.json' } })), ['pinning: backends.files.pinning.mode block → hold', 'pinning: backends.files.pinning.lockfile pins.json → other.json']);
     assert.deepEqual(loosened(config({}, { pinning: { mode: 'log' } }), pinned), []);
+    assert.deepEqual(loosened(config({}, { pinning: { mode: 'block', scope: 'user' } }), config({}, { pinning: { mode: 'block', scope: 'backend' } })), ['pinning: backends.files.pinning.scope user → backend']);
+    assert.deepEqual(loosened(config({}, { pinning: { mode: 'block', scope: 'backend' } }), config({}, { pinning: { mode: 'block', scope: 'user' } })), []);
   });
 });
 
