@@ -50,6 +50,8 @@ export interface Conversation {
   headers: BackendCallHeaders;
   /** The client's request's signal: aborted when the client leaves or the gateway stops. */
   signal?: AbortSignal;
+  /** The final answer edited for the client before it goes (a `tools/list` without the tools it must not see: tool-headers.ts). */
+  shape?: (message: BackendMessage) => BackendMessage;
 }
 
 /** The first answer: a JSON message already read, or an answer (SSE, or JSON messages as they come) still to read. */
@@ -82,7 +84,7 @@ async function* conversationEvents(c: Conversation, first: FirstAnswer, ended: A
     const result = final?.result as Record<string, unknown> | undefined;
     if (!final) return yield (round === 0 ? answerFailure : failure)(id, broken?.message ?? 'the backend ended its answer without a result');
     // The client's own id, and only the members its revision has (issue 42 §10).
-    if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify(withoutRevisionMembers({ ...final, id }, c.request.method)));
+    if (result?.resultType !== 'input_required') return yield formatSseEvent(JSON.stringify(withoutRevisionMembers(shaped(c, { ...final, id }), c.request.method)));
     if (round >= MAX_ROUNDS) return yield failure(id, `the backend asked for input more than ${MAX_ROUNDS} times`);
     const inputRequests = (result.inputRequests ?? {}) as Record<string, { method?: unknown; params?: unknown }>;
     const asked = c.answers.open(Object.keys(inputRequests), c.asked);
@@ -139,6 +141,10 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', () => reject(new Error('the client left')), { once: true });
     promise.then(resolve, reject);
   });
+}
+
+function shaped(c: Conversation, message: BackendMessage): BackendMessage {
+  return c.shape ? c.shape(message) : message;
 }
 
 /** The first answer failed before any input was asked: an error of the backend's answer, not of the input rounds. */

@@ -21,7 +21,7 @@ import { parseObject } from '../backend-messages.js';
 import { syntheticBody, type BackendBody } from '../body.js';
 import { holdAnswer, type HeldStream } from '../held-answer.js';
 import { createJsonMessageSplitter, maySpanLines } from '../../wire/json-lines.js';
-import { withoutRevisionMembersText } from '../../wire/result-type.js';
+import { isInputRequired, withoutRevisionMembers, withoutRevisionMembersText } from '../../wire/result-type.js';
 import { converse, type Conversation } from './input-rounds.js';
 
 /** The client's answer to the backend's 200 `application/json` answer `res`. */
@@ -31,9 +31,10 @@ export async function answerJson(res: BackendResponse, conversation: Conversatio
   const text = held.whole.toString('utf8');
   if (maySpanLines(held.whole) && countMessages(held.whole) > 1) return converse(conversation, { res: { ...res, body: syntheticBody(text) } });
   const method = conversation.request.method;
-  if (!text.includes('"input_required"')) return { ...res, body: syntheticBody(withoutRevisionMembersText(text, method)) };
-  const answer = parseObject(text);
-  return answer ? converse(conversation, { message: answer }) : { ...res, body: syntheticBody(text) };
+  const answer = conversation.shape || text.includes('"input_required"') ? parseObject(text) : undefined;
+  if (!answer) return { ...res, body: syntheticBody(withoutRevisionMembersText(text, method)) };
+  if (conversation.shape && !isInputRequired(answer.result)) return { ...res, body: syntheticBody(JSON.stringify(withoutRevisionMembers(conversation.shape(answer), method))) };
+  return converse(conversation, { message: answer });
 }
 
 function countMessages(whole: Buffer): number {

@@ -37,6 +37,7 @@ import { initializeFromDiscover } from './initialize-from-discover.js';
 import { answerJson } from './json-answer.js';
 import { converse } from './input-rounds.js';
 import { SessionListens } from './session-listens.js';
+import { ToolHeaders, type SessionCall } from './tool-headers.js';
 
 export interface ModernEraParts {
   eras: BackendEras;
@@ -46,6 +47,9 @@ export interface ModernEraParts {
 }
 
 export class ModernEraBackend implements McpBackend {
+  /** The session's tools as the backend listed them, for the calls' `Mcp-Param-*` headers. */
+  readonly #tools = new ToolHeaders();
+
   constructor(
     private readonly inner: McpBackend,
     private readonly parts: ModernEraParts,
@@ -179,9 +183,12 @@ export class ModernEraBackend implements McpBackend {
 
   async #call(message: BackendMessage & { id: JsonRpcId }, sessionId: string, session: AdaptedSession, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const modern = this.#modern(message, session, headers);
-    const res = await this.inner.post(JSON.stringify(modern.message), modern.headers, signal);
+    // A tools/call with its Mcp-Param-* headers, a tools/list without the tools a 2026 client would leave out (issue 42 §2, §3).
+    const tools: SessionCall = { backend: this.name, sessionId, userKey: session.userKey, modern: (m) => this.#modern(m, session, headers), post: (b, h, s) => this.inner.post(b, h, s), log: headers.caller?.log, signal };
+    const { res, headers: sent } = await this.#tools.send(tools, modern.message, modern.headers);
     const asked = { sessionId, userKey: session.userKey };
-    const conversation = { backend: this.inner, answers: this.parts.answers, asked, request: modern.message, headers: modern.headers, signal };
+    const shape = message.method === 'tools/list' ? (m: BackendMessage) => this.#tools.listed(tools, m) : undefined;
+    const conversation = { backend: this.inner, answers: this.parts.answers, asked, request: modern.message, headers: sent, signal, shape };
     if (res.status === 200 && res.contentType === 'text/event-stream') return converse(conversation, { res });
     if (res.status !== 200 || res.contentType !== 'application/json') return res;
     return answerJson(res, conversation);
