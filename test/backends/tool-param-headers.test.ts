@@ -68,8 +68,19 @@ function geoServer(): McpServer {
     },
     ({ amount }) => text(`paid ${amount}`),
   );
+  mcp.registerTool(
+    'moved',
+    {
+      description: 'Its mark changes while the session lasts',
+      inputSchema: fromJsonSchema<{ place: string }>({ type: 'object', properties: { place: { type: 'string', ...mark(movedMark) } }, required: ['place'] } as never),
+    },
+    ({ place }) => text(`moved to ${place}`),
+  );
   return mcp;
 }
+
+/** The mark of `moved` now (the server is made per request, so a change shows at once). */
+let movedMark = 'Zone';
 
 let oauth: OAuthHandle;
 let gateway: GatewayHandle;
@@ -196,6 +207,18 @@ describe('a 2025-11-25 client calls a tool whose argument the backend mirrors in
     const calls = await callsDuring(async () => (result = await client.callTool({ name: 'call_tool', arguments: { name: 'find_eu', arguments: { query: 'Oslo' } } })));
     assert.equal(textOf(result), 'Oslo in eu-north');
     assert.deepEqual(calls.map((c) => c.params), [{ 'mcp-param-region': 'eu-north' }]);
+  });
+});
+
+describe('a tool whose mark changed since the session listed it', () => {
+  test('the backend refuses the old header (-32020); the gateway reads the tools again and the call goes through', async () => {
+    const client = await client2025('geo');
+    await client.listTools();
+    movedMark = 'Area';
+    let result: unknown;
+    const calls = await callsDuring(async () => (result = await client.callTool({ name: 'moved', arguments: { place: 'Rome' } })));
+    assert.equal(textOf(result), 'moved to Rome');
+    assert.deepEqual(calls.map((c) => c.params), [{ 'mcp-param-zone': 'Rome' }, { 'mcp-param-area': 'Rome' }], 'the call with the header of the list, then again with the new one');
   });
 });
 
