@@ -36,7 +36,7 @@ export interface PinningParts {
 }
 
 /** Users' books kept on one replica, all backends together. */
-export const USER_BOOKS_MAX = 4096;
+export const USER_BOOKS_MAX = 2048;
 
 /** What a pinned backend's books share: its scope, its lockfile's pins, and with `scope: backend` its one book. */
 interface Shelf {
