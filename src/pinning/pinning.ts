@@ -21,6 +21,7 @@ import type { StateStore } from '../state/store.js';
 import type { JudgeReports } from './judge.js';
 import { PinBook, parsePins, type Pin, type PinsFile } from './pin-book.js';
 import { PinningBackend } from './pinning-backend.js';
+import { schemaChecks } from './schema-check.js';
 import { approvePending } from './stored-pins.js';
 import { checkVariants } from './variants.js';
 
@@ -58,6 +59,11 @@ export class Pinning {
     if (mode === 'off') return backend;
     const shelf = this.#shelfFor(backend.config);
     return new PinningBackend(backend, (user) => this.#book(shelf, user), mode, this.#reports);
+  }
+
+  /** Ends hold mode's schema-check worker (schema-check.ts), which would keep the process alive after the gateway closed. */
+  close(): Promise<void> {
+    return schemaChecks.close();
   }
 
   /** Another replica (or this one) said the pins of a backend changed: of one user, or of all. */

@@ -14,7 +14,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { schemaChecks } from '../../src/pinning/schema-check.js';
 import { RUG_PULLED_SEARCH, startHostileBackend, type HostileBackend, type ListShape } from '../fixtures/hostile-backend.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
@@ -48,8 +47,6 @@ after(async () => {
   await Promise.allSettled(clients.map((c) => c.close()));
   await gateway?.close();
   await Promise.allSettled([...[...backends.values()].map((b) => b.close()), redis?.stop(), idp?.stop()]);
-  // Hold mode's argument check runs on a worker shared by the process (schema-check.ts), which the gateway's close leaves running.
-  await schemaChecks.close();
 });
 
 async function connect(backend: string): Promise<Client> {
