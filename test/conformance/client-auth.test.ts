@@ -15,10 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { BrowserServer } from 'playwright-core';
-import { CLIENT_SCENARIOS, launchSharedBrowser, runClientScenario } from '../helpers/conformance-client.js';
-import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
-import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { CLIENT_SCENARIOS, runClientScenario, startSharedParts } from '../helpers/conformance-client.js';
 
 /** Scenarios that cannot pass before another part of issue 33 lands (then remove them here). */
 const WAITING: Readonly<Record<string, string>> = {};
@@ -26,23 +23,16 @@ const WAITING: Readonly<Record<string, string>> = {};
 const only = process.env.CONFORMANCE_CLIENT_SCENARIOS?.split(',').filter((s) => s !== '');
 const scenarios = only?.length ? CLIENT_SCENARIOS.filter((s) => only.includes(s)) : CLIENT_SCENARIOS;
 
-let redis: RedisHandle;
-let idp: OAuthHandle;
-let browser: BrowserServer;
+let shared: { stop: () => Promise<void> } | undefined;
 const passed: string[] = [];
 
 before(async () => {
-  [redis, idp, browser] = await Promise.all([startRedis(), startOAuthServer(), launchSharedBrowser()]);
-  // The fixture reads these from the environment the conformance CLI passes on.
-  process.env.CONFORMANCE_REDIS_URL = redis.url;
-  process.env.CONFORMANCE_IDP_ISSUER = idp.issuer;
-  process.env.CONFORMANCE_BROWSER_WS = browser.wsEndpoint();
+  shared = await startSharedParts();
 });
 
 after(async () => {
   process.stderr.write(`# client scenarios through the gateway: ${passed.length} of ${scenarios.length} passed (${passed.join(', ')})\n`);
-  await browser?.close();
-  await Promise.allSettled([idp?.stop(), redis?.stop()]);
+  await shared?.stop();
 });
 
 for (const scenario of scenarios) {

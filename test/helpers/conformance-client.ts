@@ -1,9 +1,10 @@
 /**
  * The official conformance suite's CLIENT scenarios (@modelcontextprotocol/conformance
- * 0.1.16) run through a Switchboard gateway (issue 33): `conformance client --scenario X
+ * 0.1.16, and 0.2.0-alpha.11's new 2026-07-28 ones) run through a Switchboard gateway (issue 33): `conformance client --scenario X
  * --command "<node> --import tsx test/fixtures/conformance-client.ts"`, the scenario's
  * servers as the gateway's backend, one gateway per scenario.
  *
+ * - CLIENT_SCENARIOS_2026: the 2026-07-28 ones (issue 42), each with either era's user.
  * - CLIENT_SCENARIOS: what the issue counts (draft and extension scenarios left out).
  * - launchSharedBrowser(): Chromium started once with playwright-core's `launchServer`; the
  *   fixture of each scenario connects to its WebSocket endpoint.
@@ -16,7 +17,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserServer } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from './browser.js';
-import { CONFORMANCE_CLI, PROJECT_ROOT, runCli, type ConformanceCheck } from './conformance.js';
+import { startOAuthServer } from './oauth.js';
+import { startRedis } from './redis.js';
+import { CONFORMANCE_2026_CLI, CONFORMANCE_CLI, PROJECT_ROOT, runCli, type ConformanceCheck } from './conformance.js';
 
 /** The 20 client scenarios of 0.1.16 for 2025-11-25, 2025-06-18 and 2025-03-26 (`conformance list`). */
 export const CLIENT_SCENARIOS: readonly string[] = [
@@ -42,7 +45,51 @@ export const CLIENT_SCENARIOS: readonly string[] = [
   'auth/2025-03-26-oauth-endpoint-fallback',
 ];
 
+/**
+ * The 18 client scenarios new at 2026-07-28 in @modelcontextprotocol/conformance 0.2.0-alpha.11
+ * (`conformance list --client --requirements 2026-07-28`: the 17 required and not in 0.1.16,
+ * and `json-schema-2020-12-preservation`, added after the release), run with `--explore`.
+ */
+export const CLIENT_SCENARIOS_2026: readonly string[] = [
+  'request-metadata',
+  'auth/resource-mismatch',
+  'auth/offline-access-scope',
+  'auth/offline-access-not-supported',
+  'auth/authorization-server-migration',
+  'auth/iss-supported',
+  'auth/iss-not-advertised',
+  'auth/iss-supported-missing',
+  'auth/iss-wrong-issuer',
+  'auth/iss-unexpected',
+  'auth/iss-normalized',
+  'auth/metadata-issuer-mismatch',
+  'sep-2322-client-request-state',
+  'http-standard-headers',
+  'http-custom-headers',
+  'http-invalid-tool-headers',
+  'json-schema-ref-no-deref',
+  'json-schema-2020-12-preservation',
+];
+
 const FIXTURE = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-client.ts');
+
+/**
+ * What every scenario's fixture shares (issue 43: the suite's time): one Redis, the gateway's
+ * own MCP authorization server and one Chromium, handed to the fixture through the environment
+ * the conformance CLI passes on. `stop` ends them.
+ */
+export async function startSharedParts(): Promise<{ stop: () => Promise<void> }> {
+  const [redis, idp, browser] = await Promise.all([startRedis(), startOAuthServer(), launchSharedBrowser()]);
+  process.env.CONFORMANCE_REDIS_URL = redis.url;
+  process.env.CONFORMANCE_IDP_ISSUER = idp.issuer;
+  process.env.CONFORMANCE_BROWSER_WS = browser.wsEndpoint();
+  return {
+    stop: async () => {
+      await browser.close();
+      await Promise.allSettled([idp.stop(), redis.stop()]);
+    },
+  };
+}
 
 export async function launchSharedBrowser(): Promise<BrowserServer> {
   ensureChromium();
@@ -56,15 +103,25 @@ export interface ClientScenarioResult {
   output: string;
 }
 
+export interface ClientScenarioOptions {
+  timeoutMs?: number;
+  /** The 0.2.0-alpha suite (`conformance-2026`) and the fixture's `--explore` journey; else 0.1.16's. */
+  suite2026?: boolean;
+  /** The user's SDK client: the 2025-11-25 one (default) or the 2026-07-28 one. */
+  user?: '2025-11-25' | '2026-07-28';
+}
+
 /**
  * Runs one scenario. The fixture reads CONFORMANCE_REDIS_URL, CONFORMANCE_IDP_ISSUER and
  * CONFORMANCE_BROWSER_WS from the environment the CLI passes on (process.env here).
  */
-export async function runClientScenario(scenario: string, timeoutMs = 90_000): Promise<ClientScenarioResult> {
+export async function runClientScenario(scenario: string, options: ClientScenarioOptions = {}): Promise<ClientScenarioResult> {
+  const timeoutMs = options.timeoutMs ?? 90_000;
   const outDir = await mkdtemp(path.join(tmpdir(), 'sb-conformance-client-'));
   try {
-    const command = `${process.execPath} --import tsx ${FIXTURE}`;
-    const run = await runCli(CONFORMANCE_CLI, ['client', '--scenario', scenario, '--command', command, '--timeout', String(timeoutMs), '-o', outDir], timeoutMs + 60_000);
+    const flags = [...(options.suite2026 ? ['--explore'] : []), ...(options.user === '2026-07-28' ? ['--user=2026-07-28'] : [])];
+    const command = [process.execPath, '--import', 'tsx', FIXTURE, ...flags].join(' ');
+    const run = await runCli(options.suite2026 ? CONFORMANCE_2026_CLI : CONFORMANCE_CLI, ['client', '--scenario', scenario, '--command', command, '--timeout', String(timeoutMs), '-o', outDir], timeoutMs + 60_000);
     const checks = await readChecks(outDir);
     return { passed: run.exitCode === 0 && checks.length > 0, checks, output: `${run.stdout}\n${run.stderr}` };
   } finally {
