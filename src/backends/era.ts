@@ -12,8 +12,12 @@
  * known when a call shows it wrong (a stateless call answered -32022, or a 400 as a legacy
  * server answers it: the backend was downgraded), so the next call probes again.
  *
- * A probe that decides nothing (401/403, an outage) is not remembered: the caller treats the
- * backend as unreachable for this call and asks again on the next one.
+ * A probe that decides nothing (401/403, an outage) decides no era: the caller asks again on
+ * the next call. What a token-less 401/403 says is kept, though ({@link BackendEras.challenges}):
+ * the backend wants its users' tokens before it says anything, so a user's `initialize` without
+ * one is answered 401 at once instead of being sent plain to a server that may be of 2026-07-28
+ * (issue 42 cause 1). And the era then found with a user's token depended on that token: it is
+ * remembered for that user only, in memory and in the store, until the same TTL.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from '../config/schema.js';
@@ -77,7 +81,10 @@ export class BackendEras {
   readonly #probeTimeoutMs: number;
   readonly #clientInfo: { name: string; version: string };
   readonly #now: () => number;
+  /** By backend name, or `name:user:<userKey>` for an era found with that user's token. */
   readonly #known = new Map<string, Known>();
+  /** Backends whose token-less probe was refused (401/403), until when. */
+  readonly #challenged = new Map<string, number>();
   readonly #probes = new Map<string, Probe>();
   /** Bumped by forget(): a probe started before it must not bring back what it dropped. */
   readonly #generations = new Map<string, number>();
@@ -101,10 +108,8 @@ export class BackendEras {
    * caller's token for the backend's).
    */
   async eraOf(backend: McpBackend, authorization?: string, caller?: BackendCaller): Promise<EraAnswer> {
-    const pinned = pinnedEra(backend.config);
-    if (pinned) return { era: pinned };
-    const known = this.#known.get(backend.name);
-    if (known && known.expiresAt > this.#now()) return known.info;
+    const known = this.knownEra(backend, authorization === undefined ? undefined : caller?.principal.userKey);
+    if (known) return known;
     const running = this.#probes.get(backend.name);
     if (running) {
       const info = await running.promise;
@@ -115,16 +120,23 @@ export class BackendEras {
   }
 
   /** The era when it is pinned or known on this replica, without asking anyone (undefined: not known here). */
-  knownEra(backend: McpBackend): BackendEraInfo | undefined {
+  knownEra(backend: McpBackend, userKey?: string): BackendEraInfo | undefined {
     const pinned = pinnedEra(backend.config);
     if (pinned) return { era: pinned };
-    const known = this.#known.get(backend.name);
+    const known = this.#known.get(backend.name) ?? (userKey === undefined ? undefined : this.#known.get(userScope(backend.name, userKey)));
     return known && known.expiresAt > this.#now() ? known.info : undefined;
   }
 
-  /** Drops what is known of the backend's era, here and in the shared store: the next call probes. */
-  forget(name: string): void {
-    this.#known.delete(name);
+  /** True when the backend refused a token-less probe (401/403) within the TTL: it speaks only to its users' tokens. */
+  challenges(backend: McpBackend): boolean {
+    return (this.#challenged.get(backend.name) ?? 0) > this.#now();
+  }
+
+  /** Drops what is known of the backend's era, here and in the shared store (the user's own record too, given `userKey`): the next call probes. */
+  forget(name: string, userKey?: string): void {
+    if (userKey !== undefined) this.#store.deleteValue(ValueKeys.backendEra(userScope(name, userKey))).catch(() => false);
+    for (const key of [...this.#known.keys()]) if (key === name || key.startsWith(userScope(name, ''))) this.#known.delete(key);
+    this.#challenged.delete(name);
     this.#probes.delete(name);
     this.#generations.set(name, (this.#generations.get(name) ?? 0) + 1);
     this.#store.deleteValue(ValueKeys.backendEra(name)).catch((err: Error) => {
@@ -144,9 +156,11 @@ export class BackendEras {
 
   async #find(backend: McpBackend, authorization: string | undefined, caller: BackendCaller | undefined, generation: number): Promise<EraAnswer> {
     const { name } = backend;
-    const shared = await this.#readShared(name);
-    if (shared) {
-      this.#remember(name, shared, generation);
+    const userKey = authorization === undefined ? undefined : caller?.principal.userKey;
+    for (const key of userKey === undefined ? [name] : [name, userScope(name, userKey)]) {
+      const shared = await this.#readShared(key);
+      if (!shared) continue;
+      this.#remember(name, key, shared, generation);
       return infoOf(shared);
     }
     const outcome = await probeEra(backend, {
@@ -157,18 +171,21 @@ export class BackendEras {
     });
     if (!outcome.decided) {
       this.#log.debug({ backend: name, why: outcome.why }, 'backend era not known yet; asking again on the next call');
+      if (outcome.refused && authorization === undefined && (this.#generations.get(name) ?? 0) === generation) this.#challenged.set(name, this.#now() + this.#ttlMs);
       return outcome.refused && authorization !== undefined ? REFUSED : undefined;
     }
-    this.#log.info({ backend: name, era: outcome.decided.era, why: outcome.why }, 'backend era found');
+    // Found with a token the backend wants before it answers: that user's answer, not everyone's.
+    const key = userKey !== undefined && this.challenges(backend) ? userScope(name, userKey) : name;
+    this.#log.info({ backend: name, era: outcome.decided.era, why: outcome.why, perUser: key !== name }, 'backend era found');
     const stored: Stored = { ...outcome.decided, probedAt: this.#now() };
-    if (this.#remember(name, stored, generation)) await this.#writeShared(name, stored);
+    if (this.#remember(name, key, stored, generation)) await this.#writeShared(key, stored);
     return outcome.decided;
   }
 
-  /** Keeps what was found unless forget() ran since the probe started; true when kept. */
-  #remember(name: string, stored: Stored, generation: number): boolean {
+  /** Keeps what was found (under `key`) unless forget() ran since the probe started; true when kept. */
+  #remember(name: string, key: string, stored: Stored, generation: number): boolean {
     if ((this.#generations.get(name) ?? 0) !== generation) return false;
-    this.#known.set(name, { info: infoOf(stored), expiresAt: stored.probedAt + this.#ttlMs });
+    this.#known.set(key, { info: infoOf(stored), expiresAt: stored.probedAt + this.#ttlMs });
     return true;
   }
 
@@ -200,6 +217,11 @@ function pinnedEra(config: BackendConfig): BackendEra | undefined {
   if (config.protocol && config.protocol !== 'auto') return config.protocol;
   if (config.transport !== 'streamable-http' || !config.url) return '2025-11-25';
   return undefined;
+}
+
+/** Where an era found with a user's token is kept (memory and the store's `era:` key). */
+function userScope(name: string, userKey: string): string {
+  return `${name}:user:${userKey}`;
 }
 
 function infoOf(stored: Stored): BackendEraInfo {

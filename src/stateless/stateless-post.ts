@@ -87,7 +87,7 @@ export async function handleStatelessPost(post: StatelessPost, afterDowngrade = 
       if (!afterDowngrade && refusedAsLegacy(text)) {
         // The era known for it is wrong: the backend was downgraded (basic/versioning: re-probe when the cached assumption fails).
         request.log.info({ backend: backend.name }, 'backend refused a 2026-07-28 request as an older server does; probing its era again');
-        ctx.eras.forget(backend.name);
+        ctx.eras.forget(backend.name, authorization === undefined ? undefined : caller.principal.userKey);
         return await handleStatelessPost(post, true);
       }
       res = { ...res, body: syntheticBody(text) };

@@ -74,23 +74,25 @@ export class ModernEraBackend implements McpBackend {
   }
 
   /**
-   * `initialize` for a backend of either era, costing a 2025 backend nothing: sent as it is
-   * unless the backend is known to be of 2026-07-28 (pinned, or found on this replica); only
-   * a refusal the way a 2026-only server refuses it (basic/versioning §Backward Compatibility:
-   * -32022 or a removed method, HTTP 4xx) makes the gateway ask which era the backend speaks.
+   * `initialize` for a backend of either era, found the way basic/versioning §Backward
+   * Compatibility tells a client (issue 42 cause 1): `server/discover` first, with the 2026
+   * headers and `_meta` (era-probe.ts), unless the era is pinned or known (for everyone, or for
+   * this user when the backend answered only to the user's token). A 2026-07-28 backend is
+   * answered from its DiscoverResult and never gets the `initialize` it must refuse; a 2025
+   * backend gets the user's `initialize` as it is. A backend that refuses a token-less probe
+   * (401/403) is answered 401 here for a user without a token: its challenge, as the
+   * `initialize` would have got it. Anything else that decides nothing (an outage) sends the
+   * `initialize` as it is, whose answer then tells.
    */
   async #initializeEither(body: string, message: BackendMessage, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    const known = this.parts.eras.knownEra(this.inner);
-    if (known?.era === STATELESS_REVISION) return this.#initialize(message, headers, known.discover);
-    const res = await this.inner.post(body, headers, signal);
-    if (known || res.status < 400 || res.status >= 500 || res.contentType !== 'application/json') return res;
-    const text = await res.body.text();
-    const code = (parseObject(text)?.error as { code?: unknown } | undefined)?.code;
-    if (code === ErrorCode.UnsupportedProtocolVersion || code === ErrorCode.MethodNotFound) {
-      const era = await this.parts.eras.eraOf(this.inner, headers.authorization, headers.caller);
-      if (era?.era === STATELESS_REVISION) return this.#initialize(message, headers, era.discover);
+    const eras = this.parts.eras;
+    const userKey = headers.authorization === undefined ? undefined : headers.caller?.principal.userKey;
+    const era = eras.knownEra(this.inner, userKey) ?? (await eras.eraOf(this.inner, headers.authorization, headers.caller));
+    if (era?.era === STATELESS_REVISION) return this.#initialize(message, headers, era.discover);
+    if (!era?.era && (era?.refused || (headers.authorization === undefined && eras.challenges(this.inner)))) {
+      return json(401, errorResponse(message.id as JsonRpcId, ErrorCode.InvalidRequest, `backend "${this.name}" wants authorization`));
     }
-    return { ...res, body: syntheticBody(text) };
+    return this.inner.post(body, headers, signal);
   }
 
   async get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
