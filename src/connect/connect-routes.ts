@@ -20,6 +20,7 @@ import type { CallbackDeps } from './oauth-callback.js';
 import { consentPage, declinedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from '../browser/pages.js';
 import { beginAuthorization } from './pending-authorization.js';
 import type { ResolvedProvider } from '../providers/provider-endpoints.js';
+import { OFFLINE_ACCESS } from '../providers/upstream-discovery.js';
 
 /** The connect pages need what the callback needs: both ends of one flow. */
 export type ConnectDeps = CallbackDeps;
@@ -34,7 +35,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
       const checked = await signedInOwner(deps, request, reply, id);
       if (!checked) return reply;
       const { user, elicitation, backend } = checked;
-      const endpoints = asked(await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`), elicitation);
+      const endpoints = asked(await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`, elicitation.issuer), elicitation);
       if (!endpoints) return reply;
       return sendPage(
         reply,
@@ -68,7 +69,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
         return sendPage(reply, declinedPage({ provider: elicitation.provider }));
       }
       if (form.action !== 'continue') return sendPage(reply, errorPage({ status: 400, title: 'Unknown action', detail: 'Choose Continue or Cancel.' }));
-      const endpoints = asked(await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`), elicitation);
+      const endpoints = asked(await providerOrPage(deps, request, reply, backend, `/connect?elicitationId=${elicitation.id}`, elicitation.issuer), elicitation);
       if (!endpoints) return reply;
       const location = await beginAuthorization(deps.store, { publicUrl: deps.config.publicUrl, endpoints, user, provider: elicitation.provider, backend: backend.name, elicitationId: elicitation.id });
       return reply.headers(REDIRECT_HEADERS).redirect(location, 303);
@@ -78,7 +79,9 @@ export function registerConnectRoutes(app: FastifyInstance, deps: ConnectDeps): 
 
 /**
  * The provider's endpoints, or undefined after answering with an error page (discovery
- * failed); `retryUrl` is where the page's "Try again" leads.
+ * failed); `retryUrl` is where the page's "Try again" leads. `issuer`: the authorization
+ * server the link was made for (an elicitation's), which a replica holding another discovers
+ * again (issue 42 §6).
  */
 export async function providerOrPage(
   deps: Pick<ConnectDeps, 'endpoints'>,
@@ -86,10 +89,11 @@ export async function providerOrPage(
   reply: FastifyReply,
   backend: BackendConfig,
   retryUrl: string,
+  issuer?: string,
 ): Promise<ResolvedProvider | undefined> {
   const provider = backend.upstreamAuth!.provider;
   try {
-    return await deps.endpoints(backend);
+    return await (issuer ? deps.endpoints.current(backend, issuer) : deps.endpoints(backend));
   } catch (err) {
     request.log.warn({ err: (err as Error).message, provider }, 'provider endpoints unavailable');
     await sendPage(reply, errorPage({ status: 502, title: `Cannot reach ${provider}`, detail: 'The account provider could not be reached. Try again in a moment.', retryUrl }));
@@ -99,10 +103,13 @@ export async function providerOrPage(
 
 /**
  * The endpoints with the scopes this elicitation's authorization request asks for: a step-up
- * link's own (the scopes granted so far and those the backend's 403 wants), else the backend's.
+ * link's own (the scopes granted so far and those the backend's 401 or 403 wants), else the
+ * backend's — with `offline_access` where the backend's own include it (the server offers it).
  */
 function asked(endpoints: ResolvedProvider | undefined, elicitation: Elicitation): ResolvedProvider | undefined {
-  return endpoints && elicitation.scopes ? { ...endpoints, scopes: elicitation.scopes } : endpoints;
+  if (!endpoints || !elicitation.scopes) return endpoints;
+  const offline = endpoints.scopes.includes(OFFLINE_ACCESS) && !elicitation.scopes.includes(OFFLINE_ACCESS);
+  return { ...endpoints, scopes: offline ? [...elicitation.scopes, OFFLINE_ACCESS] : elicitation.scopes };
 }
 
 /**

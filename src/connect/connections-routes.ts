@@ -17,7 +17,7 @@ import { providerOrPage } from './connect-routes.js';
 import { connectionsPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type ConnectionEntry } from '../browser/pages.js';
 import { beginAuthorization } from './pending-authorization.js';
 import { revokeToken } from '../providers/provider-client.js';
-import type { ResolvedProvider } from '../providers/provider-endpoints.js';
+import type { EndpointResolver } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
 export interface ConnectionsDeps {
@@ -25,7 +25,7 @@ export interface ConnectionsDeps {
   store: StateStore;
   sessions: BrowserSessions;
   vault: TokenVault;
-  endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
+  endpoints: EndpointResolver;
 }
 
 /** How long the page waits for a provider's endpoints (discovery) to name Connect's target. */

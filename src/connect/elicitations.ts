@@ -30,6 +30,12 @@ export interface Elicitation {
    * the connect page and the authorization request are made later, on any replica.
    */
   scopes?: string[];
+  /**
+   * The issuer of the authorization server the link is to be made at, as the replica that
+   * made the record knew it: a replica holding an older discovery (the backend moved, issue 42
+   * §6) discovers again before sending the browser anywhere.
+   */
+  issuer?: string;
   status: ElicitationStatus;
   createdAt: number;
   expiresAt: number;
@@ -43,7 +49,7 @@ export class ElicitationStore {
     private readonly ttlMs = DEFAULT_ELICITATION_TTL_MS,
   ) {}
 
-  async create(principal: Principal, origin: { mcpSessionId?: string; backend: string; provider: string; scopes?: string[] }): Promise<Elicitation> {
+  async create(principal: Principal, origin: { mcpSessionId?: string; backend: string; provider: string; scopes?: string[]; issuer?: string }): Promise<Elicitation> {
     const now = Date.now();
     const elicitation: Elicitation = {
       id: randomBytes(24).toString('base64url'),
@@ -54,6 +60,7 @@ export class ElicitationStore {
       backend: origin.backend,
       provider: origin.provider,
       ...(origin.scopes ? { scopes: origin.scopes } : {}),
+      ...(origin.issuer ? { issuer: origin.issuer } : {}),
       status: 'pending',
       createdAt: now,
       expiresAt: now + this.ttlMs,

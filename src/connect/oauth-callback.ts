@@ -23,7 +23,7 @@ import type { Elicitation, ElicitationStore } from './elicitations.js';
 import { connectedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type Page } from '../browser/pages.js';
 import { callbackMismatch, parsePending, readPending, takePending, type CallbackMismatch, type PendingAuthorization } from './pending-authorization.js';
 import { exchangeCode, ProviderError } from '../providers/provider-client.js';
-import type { ResolvedProvider } from '../providers/provider-endpoints.js';
+import { sameIssuer, type EndpointResolver } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
 /**
@@ -44,7 +44,7 @@ export interface CallbackDeps {
   sessions: BrowserSessions;
   elicitations: ElicitationStore;
   vault: TokenVault;
-  endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
+  endpoints: EndpointResolver;
   hooks: LinkHooks;
 }
 
@@ -110,11 +110,19 @@ async function exchangeAndStore(
   retryUrl: string,
 ): Promise<boolean> {
   try {
-    const discovered = await deps.endpoints(backend);
+    // The server the request went to: this replica discovers again when it holds another (issue 42 §6).
+    const discovered = pending.issuer ? await deps.endpoints.current(backend, pending.issuer) : await deps.endpoints(backend);
+    if (backend.upstreamAuth!.discover && !sameIssuer(discovered.issuer, pending.issuer)) {
+      // The backend moved meanwhile: the code is for a server it no longer names, and goes nowhere else.
+      request.log.warn({ provider: pending.provider }, 'the authorization server of this sign-in is no longer the backend\'s; code not exchanged');
+      await sendPage(reply, errorPage({ status: 409, title: `${pending.provider} moved`, detail: 'The server now uses another authorization server. Nothing was stored; start again.', retryUrl }));
+      return false;
+    }
     // The scopes this request asked for (a step-up link's own): the granted ones when the answer does not name them.
     const endpoints = pending.scopes ? { ...discovered, scopes: pending.scopes } : discovered;
     const tokens = await exchangeCode(endpoints, { code, redirectUri: pending.redirectUri, codeVerifier: pending.codeVerifier }, endpoints.request);
-    await deps.vault.put(user.userKey, pending.provider, tokens);
+    // The link records where it was made: once its backend names another server it is not used there (upstream-auth.ts).
+    await deps.vault.put(user.userKey, pending.provider, { ...tokens, ...(discovered.issuer ? { issuer: discovered.issuer } : {}) });
     return true;
   } catch (err) {
     const detail = err instanceof ProviderError && err.kind === 'oauth' ? `The provider refused the exchange (${err.oauthError ?? 'error'}).` : 'The provider could not be reached.';

@@ -1,6 +1,7 @@
 /**
  * Third-party tokens at rest (SPEC §4 step 4): one sealed value per user and provider,
- * key `vault:<userKey>:<provider>`. The whole JSON is sealed with AES-256-GCM
+ * key `vault:<userKey>:<provider>`, with the issuer of the authorization server that issued
+ * them where it was discovered (a link stops being used when its backend moves to another). The whole JSON is sealed with AES-256-GCM
  * (secrets.ts) and the associated data is that same key, so a value copied under another
  * user's (or provider's) key does not open: it is then treated as absent and deleted.
  *
@@ -75,6 +76,7 @@ export class TokenVault {
     if (tokens.refreshToken) record.refreshToken = tokens.refreshToken;
     if (tokens.expiresAt !== undefined) record.expiresAt = tokens.expiresAt;
     if (tokens.scope !== undefined) record.scope = tokens.scope;
+    if (tokens.issuer !== undefined) record.issuer = tokens.issuer;
     const sealed = this.#cipher.seal(JSON.stringify({ v: 1, ...record }), key);
     await this.#store.putValue(key, sealed, this.#retentionMs > 0 ? this.#retentionMs : undefined);
   }
@@ -101,5 +103,6 @@ function parse(plain: string | undefined): ProviderTokens | undefined {
   if (typeof v.refreshToken === 'string' && v.refreshToken !== '') tokens.refreshToken = v.refreshToken;
   if (typeof v.expiresAt === 'number' && Number.isFinite(v.expiresAt)) tokens.expiresAt = v.expiresAt;
   if (typeof v.scope === 'string') tokens.scope = v.scope;
+  if (typeof v.issuer === 'string') tokens.issuer = v.issuer;
   return tokens;
 }

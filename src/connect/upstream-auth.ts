@@ -13,12 +13,13 @@ import type { BackendConfig } from '../config/schema.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { StateStore } from '../state/store.js';
 import type { Elicitation, ElicitationStore } from './elicitations.js';
-import type { ResolvedProvider } from '../providers/provider-endpoints.js';
+import { sameIssuer, type EndpointResolver } from '../providers/provider-endpoints.js';
+import type { ProviderTokens } from '../providers/provider-client.js';
 import type { TokenVault } from './token-vault.js';
 import { usableToken } from './usable-token.js';
 import { ProviderError } from '../providers/provider-client.js';
 import { BackendError } from '../backends/errors.js';
-import { insufficientScope, splitScopes } from '../providers/www-authenticate.js';
+import { challengeScopes, insufficientScope, splitScopes } from '../providers/www-authenticate.js';
 
 export type UpstreamDecision = { authorization: string } | { elicitation: Elicitation };
 
@@ -34,8 +35,8 @@ export interface UpstreamAuthDeps {
   vault: TokenVault;
   elicitations: ElicitationStore;
   metrics: Metrics;
-  /** Provider endpoints for a backend (configured, or discovered from the backend). */
-  endpoints(backend: BackendConfig): Promise<ResolvedProvider>;
+  /** Provider endpoints for a backend (configured, or discovered from the backend, following its moves). */
+  endpoints: EndpointResolver;
   log: { warn(obj: object, msg: string): void };
 }
 
@@ -53,12 +54,15 @@ export class UpstreamAuth {
     const upstream = backend.upstreamAuth!;
     // Asked only when a stored token must be refreshed: a user with no token needs no
     // provider to connect or list ("connecting needs no account"), so discovery waits for the link.
-    const endpoints = () =>
-      this.deps.endpoints(backend).catch((err: Error) => {
-        // Discovery failed (the backend or its authorization server is away): the provider
-        // side is unavailable, which is a backend failure, not the gateway's state.
-        throw new ProviderError('network', `the ${upstream.provider} authorization server could not be discovered (${err.message})`);
-      });
+    // A refresh token goes only to the server that issued it (issue 42 §6): one the backend
+    // no longer names answers as a refused grant would, and the link is made anew.
+    const endpoints = async (stored: ProviderTokens) => {
+      const found = await this.#endpoints(backend, stored.issuer);
+      if (stored.issuer && upstream.discover && !sameIssuer(found.issuer, stored.issuer)) {
+        throw new ProviderError('oauth', `the ${upstream.provider} link was made at an authorization server the backend no longer names`, 'invalid_grant');
+      }
+      return found;
+    };
     const tokens = await usableToken(
       {
         vault: this.deps.vault,
@@ -70,7 +74,35 @@ export class UpstreamAuth {
       upstream.provider,
       endpoints,
     );
-    return tokens ? `Bearer ${tokens.accessToken}` : undefined;
+    if (!tokens || !(await this.#madeAtCurrentServer(principal, backend, tokens))) return undefined;
+    return `Bearer ${tokens.accessToken}`;
+  }
+
+  /** The endpoints, `issuer`'s when this replica holds an older discovery; a failed discovery is the provider's failure. */
+  #endpoints(backend: BackendConfig, issuer: string | undefined) {
+    return (issuer ? this.deps.endpoints.current(backend, issuer) : this.deps.endpoints(backend)).catch((err: Error) => {
+      // Discovery failed (the backend or its authorization server is away): the provider
+      // side is unavailable, which is a backend failure, not the gateway's state.
+      throw new ProviderError('network', `the ${backend.upstreamAuth!.provider} authorization server could not be discovered (${err.message})`);
+    });
+  }
+
+  /**
+   * Whether a link may go to its backend (issue 42 §6, SEP-2352): yes unless the link records
+   * an issuer and the backend's authorization server, as this replica knows it, is another —
+   * then known once more (this replica may be the stale one) before the link is dropped and
+   * the user asked to link again. Nothing is fetched while this replica has not discovered
+   * the backend: a user with a token needs no discovery, and the backend's 401 says the rest.
+   */
+  async #madeAtCurrentServer(principal: Pick<Principal, 'userKey'>, backend: BackendConfig, tokens: ProviderTokens): Promise<boolean> {
+    const known = backend.upstreamAuth!.discover && tokens.issuer ? this.deps.endpoints.knownIssuer(backend) : undefined;
+    if (known === undefined || sameIssuer(known, tokens.issuer)) return true;
+    if (sameIssuer((await this.#endpoints(backend, tokens.issuer)).issuer, tokens.issuer)) return true;
+    const provider = backend.upstreamAuth!.provider;
+    this.deps.log.warn({ provider }, 'the linked account was made at an authorization server the backend no longer names; asking the user to link again');
+    const now = await this.deps.vault.get(principal.userKey, provider);
+    if (now?.accessToken === tokens.accessToken) await this.deps.vault.delete(principal.userKey, provider);
+    return false;
   }
 
   /** The Authorization header for this user at this backend, or the elicitation that must happen first. */
@@ -83,11 +115,16 @@ export class UpstreamAuth {
   /** Told of every link requirement (the audit trail, issue 30 §2); set by the wiring when the audit is on. */
   onElicit?: (principal: Principal, backend: string, mcpSessionId: string | undefined, stepUp: boolean) => void;
 
-  /** Starts the elicitation a client is about to be shown (SPEC §4 step 2); `scopes` for a step-up link. */
+  /**
+   * Starts the elicitation a client is about to be shown (SPEC §4 step 2); `scopes` for a
+   * step-up link. It names the authorization server this replica knows for the backend, so
+   * that the replica the browser reaches links there (issue 42 §6).
+   */
   async elicit(principal: Principal, backend: BackendConfig, mcpSessionId: string | undefined, scopes?: string[]): Promise<Elicitation> {
     const provider = backend.upstreamAuth!.provider;
     this.onElicit?.(principal, backend.name, mcpSessionId, scopes !== undefined);
-    const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider, ...(scopes ? { scopes } : {}) });
+    const issuer = backend.upstreamAuth!.discover ? this.deps.endpoints.knownIssuer(backend) : undefined;
+    const elicitation = await this.deps.elicitations.create(principal, { mcpSessionId, backend: backend.name, provider, ...(scopes ? { scopes } : {}), ...(issuer ? { issuer } : {}) });
     this.deps.metrics.elicitations.inc({ provider, event: 'started' });
     return elicitation;
   }
@@ -111,9 +148,42 @@ export class UpstreamAuth {
     return { elicitation: await this.elicit(principal, backend, mcpSessionId, scopes) };
   }
 
-  /** The backend refused our token (401): forget it, so that the next message asks again. */
-  async forget(principal: Pick<Principal, 'userKey'>, backend: BackendConfig): Promise<void> {
-    await this.deps.vault.delete(principal.userKey, backend.upstreamAuth!.provider);
+  /**
+   * The backend refused our token (401): forget it, so that the next message asks again. With
+   * `discover`, the backend may have moved to another authorization server (SEP-2352, issue 42
+   * §6): its metadata is read again (the challenge's `resource_metadata` when given) and, if
+   * it names another, the backend is discovered anew — the next link is made there, with a
+   * client registered there. True when it moved.
+   */
+  async forget(principal: Pick<Principal, 'userKey'>, backend: BackendConfig, wwwAuthenticate?: string | string[]): Promise<boolean> {
+    const { provider, discover } = backend.upstreamAuth!;
+    const linked = discover ? await this.deps.vault.get(principal.userKey, provider) : undefined;
+    await this.deps.vault.delete(principal.userKey, provider);
+    if (!discover) return false;
+    const challenge = Array.isArray(wwwAuthenticate) ? wwwAuthenticate.join(', ') : wwwAuthenticate;
+    const moved = await this.deps.endpoints.moved(backend, challenge, linked?.issuer).catch((err: Error) => {
+      this.deps.log.warn({ provider, err: err.message }, 'could not discover the authorization server the backend now names');
+      return undefined;
+    });
+    return moved !== undefined;
+  }
+
+  /**
+   * The backend answered 401 to what was sent (`sentToken`: with the user's token), with
+   * `wwwAuthenticate`: a refused token is forgotten (and a move followed, {@link forget}).
+   * The scopes the next link asks for when the refused token lacked some the challenge names
+   * (MCP 2025-11-25 "Authorization", §Scope Selection Strategy; issue 42 §8): those and the
+   * ones it was granted (SEP-2350), as for a 403 ({@link stepUp}). Undefined otherwise — the
+   * backend's usual scopes, which discovery read from the challenge of its first refused
+   * request (providers/backend-challenge.ts) and reads again after a move.
+   */
+  async refused(principal: Pick<Principal, 'userKey'>, backend: BackendConfig, wwwAuthenticate: string | string[] | undefined, sentToken: boolean): Promise<string[] | undefined> {
+    if (!sentToken) return undefined;
+    const wanted = challengeScopes(wwwAuthenticate);
+    const granted = splitScopes((await this.deps.vault.get(principal.userKey, backend.upstreamAuth!.provider))?.scope);
+    const moved = await this.forget(principal, backend, wwwAuthenticate);
+    if (moved || !wanted?.length || wanted.every((s) => granted.includes(s))) return undefined;
+    return [...new Set([...granted, ...wanted])];
   }
 
   /** The backend refused our token (401): forget it, and ask the user to link the account again. */

@@ -28,9 +28,10 @@ export type RefreshOutcome = 'ok' | 'invalid_grant' | 'error';
 /**
  * The provider's endpoints, or how to find them when a refresh needs them: discovery
  * (providers/provider-endpoints.ts) is then asked only when a stored token is due, never
- * for a user who has none.
+ * for a user who has none. The function is given the tokens about to be refreshed (their
+ * `issuer`: a refresh token goes to no other server than the one that issued it).
  */
-export type EndpointsSource = ProviderEndpoints | (() => Promise<ProviderEndpoints & { request?: ProviderRequestOptions }>);
+export type EndpointsSource = ProviderEndpoints | ((stored: ProviderTokens) => Promise<ProviderEndpoints & { request?: ProviderRequestOptions }>);
 
 export interface UsableTokenDeps {
   vault: TokenVault;
@@ -126,7 +127,7 @@ async function refreshHolding(
   }
   let fresh: ProviderTokens;
   try {
-    const resolved = typeof endpoints === 'function' ? await endpoints() : endpoints;
+    const resolved = typeof endpoints === 'function' ? await endpoints(stored) : endpoints;
     fresh = await refreshTokens(resolved, stored.refreshToken, request ?? ('request' in resolved ? (resolved.request as ProviderRequestOptions | undefined) : undefined));
   } catch (err) {
     if (err instanceof ProviderError && err.kind === 'oauth' && err.oauthError === 'invalid_grant') {
@@ -144,8 +145,9 @@ async function refreshHolding(
     );
     throw err;
   }
-  const merged: ProviderTokens = { ...fresh, scope: fresh.scope ?? stored.scope };
+  const merged: ProviderTokens = { ...fresh, scope: fresh.scope ?? stored.scope, issuer: stored.issuer };
   if (merged.scope === undefined) delete merged.scope;
+  if (merged.issuer === undefined) delete merged.issuer;
   await deps.vault.put(userKey, provider, merged);
   deps.onRefresh?.('ok');
   return merged;

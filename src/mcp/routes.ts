@@ -154,7 +154,7 @@ async function forwardToSession(target: StreamTarget, messages: JsonRpcMessage[]
   }
   if (res.status === 401 && linkable) {
     await res.body.dump();
-    return backendRefused(t, messages, batch, authorization !== undefined);
+    return backendRefused(t, messages, batch, authorization !== undefined, res.headers['www-authenticate']);
   }
   if (res.status === 403 && linkable && authorization !== undefined) {
     const answered = await stepUp(t, res, messages, batch);

@@ -53,13 +53,15 @@ export async function passUpstreamGate(t: StreamTarget, messages: JsonRpcMessage
   return undefined;
 }
 
-/** The backend refused (401) what was sent: a rejected token is forgotten, and the client answered as unlinked. */
-export async function backendRefused(t: StreamTarget, messages: JsonRpcMessage[], batch: boolean, sentToken: boolean): Promise<FastifyReply> {
-  if (sentToken) {
-    t.request.log.info({ provider: t.backend.config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
-    await t.ctx.upstream.forget(principalOf(t.request), t.backend.config);
-  }
-  return answerForUnlinked(t, messages.filter(isRequest) as OpenRequest[], batch);
+/**
+ * The backend refused (401) what was sent: a rejected token is forgotten (a moved
+ * authorization server followed), and the client answered as unlinked — the link asking for
+ * the scope the challenge names where the token lacked it (issue 42 §6, §8).
+ */
+export async function backendRefused(t: StreamTarget, messages: JsonRpcMessage[], batch: boolean, sentToken: boolean, wwwAuthenticate?: string | string[]): Promise<FastifyReply> {
+  if (sentToken) t.request.log.info({ provider: t.backend.config.upstreamAuth!.provider }, 'backend refused the third-party token; asking the user to link the account again');
+  const scopes = await t.ctx.upstream.refused(principalOf(t.request), t.backend.config, wwwAuthenticate, sentToken);
+  return answerForUnlinked(t, messages.filter(isRequest) as OpenRequest[], batch, scopes);
 }
 
 /**
@@ -87,15 +89,15 @@ export async function stepUp(t: StreamTarget, res: BackendResponse, messages: Js
   return reply.code(200).type('application/json').header(HEADER.sessionId, t.sessionId).send(batch ? answers : answers[0]);
 }
 
-/** Answers requests for a backend whose account is not linked (notifications and responses: 202). */
-export async function answerForUnlinked(t: StreamTarget, requests: OpenRequest[], batch: boolean): Promise<FastifyReply> {
+/** Answers requests for a backend whose account is not linked (notifications and responses: 202); `scopes`: what its link asks for. */
+export async function answerForUnlinked(t: StreamTarget, requests: OpenRequest[], batch: boolean, scopes?: string[]): Promise<FastifyReply> {
   const { ctx, request, reply, backend } = t;
   if (!requests.length) return reply.code(202).send();
   const answers = await answerUnlinked({
     backend: backend.config,
     catalog: ctx.linking.catalog,
     requests,
-    elicit: () => ctx.upstream.elicit(principalOf(request), backend.config, t.sessionId),
+    elicit: () => ctx.upstream.elicit(principalOf(request), backend.config, t.sessionId, scopes),
     publicUrl: ctx.config.publicUrl,
     urlMode: supportsUrlElicitation(t.session.clientCapabilities),
   });

@@ -29,6 +29,11 @@ export interface ProviderTokens {
   expiresAt?: number;
   scope?: string;
   tokenType: string;
+  /**
+   * The issuer of the authorization server that issued them (RFC 8414 `issuer`), when it was
+   * discovered: a backend that moved to another server no longer takes them (SEP-2352).
+   */
+  issuer?: string;
 }
 
 export interface ProviderEndpoints {

@@ -9,7 +9,10 @@
  * among them where the authorization server offers it). Discovery runs
  * once per backend and its `url` and `upstreamAuth` settings and is reused; a failure is not.
  * A reload that changes either (issue 32 §1) therefore discovers afresh on the next link
- * instead of keeping the old provider's endpoints.
+ * instead of keeping the old provider's endpoints. So does a backend whose protected
+ * resource metadata names another authorization server when it refuses a token (SEP-2352,
+ * issue 42 §6: {@link EndpointResolver.moved}); links made at the old one are then no
+ * longer used for it (connect/upstream-auth.ts compares the issuer each link records).
  *
  * Only linking needs it: connecting to a backend and listing what it shows without a token
  * never waits for discovery (connect/upstream-auth.ts resolves it lazily).
@@ -23,8 +26,8 @@ import { callbackUri } from './redirect-uri.js';
 import { configuredEndpoints } from './provider-presets.js';
 import { guardedFetch } from './safe-fetch.js';
 import { backendChallenge } from './backend-challenge.js';
-import { upstreamClient } from './client-identity.js';
-import { discoverUpstreamAuth, OFFLINE_ACCESS, type UpstreamAuthMetadata } from './upstream-discovery.js';
+import { upstreamClient, type ClientIdentityDeps } from './client-identity.js';
+import { currentAuthorizationServer, discoverUpstreamAuth, OFFLINE_ACCESS, trimSlash, type UpstreamAuthMetadata } from './upstream-discovery.js';
 
 /**
  * Endpoints plus how to call them: discovered endpoints come from a backend's say-so, so
@@ -32,49 +35,121 @@ import { discoverUpstreamAuth, OFFLINE_ACCESS, type UpstreamAuthMetadata } from 
  * ranges, no redirects).
  */
 export type ResolvedProvider = ProviderEndpoints & { request?: ProviderRequestOptions };
-export type EndpointResolver = (backend: BackendConfig) => Promise<ResolvedProvider>;
+
+/**
+ * A backend's provider endpoints (the call), and — for `discover` — what following an
+ * authorization-server migration needs (MCP 2026-07-28, SEP-2352: when the backend's
+ * protected resource metadata names a new authorization server, discover again and register
+ * there). Each replica holds its own discovery; what links record (the vault's `issuer`,
+ * an elicitation's and a pending authorization's) lets a replica notice that its own is older.
+ */
+export interface EndpointResolver {
+  (backend: BackendConfig): Promise<ResolvedProvider>;
+  /** The issuer this replica's finished discovery found for the backend; undefined when none has finished (nothing is fetched). */
+  knownIssuer(backend: BackendConfig): string | undefined;
+  /**
+   * The endpoints, discovered once more when the ones held name an issuer other than `issuer`
+   * (another replica followed a migration first, or `issuer` is the old server's). The caller
+   * compares the answer's `issuer` with its own.
+   */
+  current(backend: BackendConfig, issuer: string): Promise<ResolvedProvider>;
+  /**
+   * The backend refused a token issued by `linkedIssuer` (when the link recorded it), with
+   * `wwwAuthenticate`: its protected resource metadata is read again and, when it names
+   * another authorization server than this replica's discovery found — or, where it has none,
+   * than the one that issued the token —, the backend is discovered anew (and a client
+   * registered there). The new issuer, else undefined.
+   */
+  moved(backend: BackendConfig, wwwAuthenticate: string | undefined, linkedIssuer?: string): Promise<string | undefined>;
+}
+
+/** A discovery of this replica: in flight, or finished at `at`. */
+interface Discovery {
+  pending: Promise<ResolvedProvider>;
+  settled?: { provider: ResolvedProvider; at: number };
+}
+
+/** A discovery this recent is not repeated for {@link EndpointResolver.current}: a burst of requests with stale links makes one. */
+const REDISCOVER_AFTER_MS = 1_000;
 
 /** `cipher` seals client secrets a registration returns (the app's token cipher, state/secrets.ts). */
 export function createEndpointResolver(config: Config, store: StateStore, cipher: TokenCipher, log?: { info(obj: object, msg: string): void }): EndpointResolver {
-  const discovered = new Map<string, Promise<ResolvedProvider>>();
+  const discoveries = new Map<string, Discovery>();
   // Loopback backends are allowed in discovery only when the gateway itself is local.
   const allowLoopback = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(config.publicUrl);
   const deps = { store, cipher, publicUrl: config.publicUrl, allowLoopback };
 
-  return (backend) => {
+  const discover = (backend: BackendConfig): Discovery => {
+    const key = discoveryKey(backend);
+    const entry: Discovery = { pending: discoverProvider(deps, config.publicUrl, backend, log) };
+    for (const old of discoveries.keys()) if (old.startsWith(`${backend.name}\n`)) discoveries.delete(old);
+    discoveries.set(key, entry);
+    entry.pending.then(
+      (provider) => void (entry.settled = { provider, at: Date.now() }),
+      () => discoveries.get(key) === entry && discoveries.delete(key),
+    );
+    return entry;
+  };
+  const held = (backend: BackendConfig) => (backend.upstreamAuth?.discover ? discoveries.get(discoveryKey(backend)) : undefined);
+  const resolve = (backend: BackendConfig): Promise<ResolvedProvider> => {
     const upstream = backend.upstreamAuth!;
     // Configured endpoints, or a preset's with its quirks (a rejection, never a throw).
     if (!upstream.discover) return Promise.resolve(upstream).then(configuredEndpoints);
-    const key = discoveryKey(backend);
-    let pending = discovered.get(key);
-    if (!pending) {
-      pending = (async () => {
-        const challenge = await backendChallenge(backend.url!, { allowLoopback });
-        const found = await discoverUpstreamAuth(backend.url!, challenge, { allowLoopback });
-        const client = await upstreamClient(deps, upstream, found, callbackUri(config.publicUrl, upstream.provider), backend.name);
-        log?.info({ provider: upstream.provider, foundBy: found.foundBy, client: client.source, tokenEndpointAuthMethod: client.tokenEndpointAuthMethod }, 'authorization server discovered');
-        const resource = upstream.resource ?? found.resource;
-        return {
-          authorizationUrl: found.authorizationUrl,
-          tokenUrl: found.tokenUrl,
-          revocationUrl: found.revocationUrl,
-          clientId: client.clientId,
-          clientSecret: client.clientSecret,
-          tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
-          scopes: withOfflineAccess(upstream.scopes.length ? upstream.scopes : requestedScopes(found), found),
-          ...(resource ? { resource } : {}),
-          // RFC 9207: what the callback compares the authorization response's `iss` with.
-          issuer: found.authorizationServer,
-          ...(found.issParameterSupported ? { requireIssParameter: true } : {}),
-          request: { fetch: guardedFetch({ allowLoopback }) },
-        };
-      })();
-      for (const old of discovered.keys()) if (old.startsWith(`${backend.name}\n`)) discovered.delete(old);
-      discovered.set(key, pending);
-      pending.catch(() => discovered.delete(key));
-    }
-    return pending;
+    return (held(backend) ?? discover(backend)).pending;
   };
+  /** Discovery again, unless one is in flight or (`force` aside) has just finished. */
+  const again = (backend: BackendConfig, force: boolean): Promise<ResolvedProvider> => {
+    const entry = held(backend);
+    if (entry && (!entry.settled || (!force && Date.now() - entry.settled.at < REDISCOVER_AFTER_MS))) return entry.pending;
+    return discover(backend).pending;
+  };
+
+  return Object.assign(resolve, {
+    knownIssuer: (backend: BackendConfig) => held(backend)?.settled?.provider.issuer,
+    async current(backend: BackendConfig, issuer: string): Promise<ResolvedProvider> {
+      const provider = await resolve(backend);
+      if (!backend.upstreamAuth!.discover || sameIssuer(provider.issuer, issuer)) return provider;
+      return again(backend, false);
+    },
+    async moved(backend: BackendConfig, wwwAuthenticate: string | undefined, linkedIssuer?: string): Promise<string | undefined> {
+      const known = held(backend)?.settled?.provider.issuer ?? linkedIssuer;
+      if (known === undefined) return undefined; // nothing to compare with: the next discovery finds what is current
+      const now = await currentAuthorizationServer(backend.url!, wwwAuthenticate, { allowLoopback }).catch(() => undefined);
+      if (now === undefined || sameIssuer(now, known)) return undefined;
+      log?.info({ provider: backend.upstreamAuth!.provider, from: known, to: now }, 'the backend names another authorization server; discovering it');
+      return (await again(backend, true)).issuer;
+    },
+  });
+}
+
+/** Discovery proper: the challenge, the metadata, a client at the server found, the scopes to ask for. */
+async function discoverProvider(deps: ClientIdentityDeps, publicUrl: string, backend: BackendConfig, log?: { info(obj: object, msg: string): void }): Promise<ResolvedProvider> {
+  const upstream = backend.upstreamAuth!;
+  const allowLoopback = deps.allowLoopback;
+  const challenge = await backendChallenge(backend.url!, { allowLoopback });
+  const found = await discoverUpstreamAuth(backend.url!, challenge, { allowLoopback });
+  const client = await upstreamClient(deps, upstream, found, callbackUri(publicUrl, upstream.provider), backend.name);
+  log?.info({ provider: upstream.provider, foundBy: found.foundBy, issuer: found.authorizationServer, client: client.source, tokenEndpointAuthMethod: client.tokenEndpointAuthMethod }, 'authorization server discovered');
+  const resource = upstream.resource ?? found.resource;
+  return {
+    authorizationUrl: found.authorizationUrl,
+    tokenUrl: found.tokenUrl,
+    revocationUrl: found.revocationUrl,
+    clientId: client.clientId,
+    clientSecret: client.clientSecret,
+    tokenEndpointAuthMethod: client.tokenEndpointAuthMethod,
+    scopes: withOfflineAccess(upstream.scopes.length ? upstream.scopes : requestedScopes(found), found),
+    ...(resource ? { resource } : {}),
+    // RFC 9207: what the callback compares the authorization response's `iss` with.
+    issuer: found.authorizationServer,
+    ...(found.issParameterSupported ? { requireIssParameter: true } : {}),
+    request: { fetch: guardedFetch({ allowLoopback }) },
+  };
+}
+
+/** Issuer identifiers compared as RFC 8414 §3.3 allows for a trailing slash; an unknown one matches nothing. */
+export function sameIssuer(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && trimSlash(a) === trimSlash(b);
 }
 
 /**

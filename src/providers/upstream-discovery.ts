@@ -64,11 +64,41 @@ export async function discoverUpstreamAuth(backendUrl: string, wwwAuthenticate?:
   const allowLoopback = options.allowLoopback === true;
   const backend = guard(() => checkUrl(backendUrl, allowLoopback), 'backend URL');
   const challenge = readChallenge(wwwAuthenticate);
-  const prmUrls = [...(challenge.resourceMetadata ? [challenge.resourceMetadata] : []), ...wellKnownUrls(backend, 'oauth-protected-resource', false)];
-  const prm = await firstDocument([...new Set(prmUrls)], options, 'protected resource metadata');
+  const prm = await firstDocument(prmUrls(backend, challenge), options, 'protected resource metadata');
   const found = prm ? await fromProtectedResource(backend, prm, options) : await legacyServer(backend, options);
   if (challenge.scopes?.length) found.challengeScopes = challenge.scopes;
   return found;
+}
+
+/**
+ * The authorization server the backend's protected resource metadata names now
+ * (`authorization_servers[0]`), read afresh from the `resource_metadata` of `wwwAuthenticate`
+ * or the well-known URLs; undefined for a backend without such metadata (2025-03-26). What
+ * a client compares with the issuer it linked at to notice that the backend moved to another
+ * authorization server (SEP-2352; provider-endpoints.ts).
+ */
+export async function currentAuthorizationServer(backendUrl: string, wwwAuthenticate: string | undefined, options: DiscoveryOptions = {}): Promise<string | undefined> {
+  const backend = guard(() => checkUrl(backendUrl, options.allowLoopback === true), 'backend URL');
+  const prm = await firstDocument(prmUrls(backend, readChallenge(wwwAuthenticate)), options, 'protected resource metadata');
+  return prm ? authorizationServerOf(backend, prm) : undefined;
+}
+
+/** Where the PRM is looked for: the challenge's `resource_metadata` first (RFC 9728 §5.1), then the well-known URLs. */
+function prmUrls(backend: URL, challenge: { resourceMetadata?: string }): string[] {
+  return [...new Set([...(challenge.resourceMetadata ? [challenge.resourceMetadata] : []), ...wellKnownUrls(backend, 'oauth-protected-resource', false)])];
+}
+
+/** The PRM's `authorization_servers[0]`, once its `resource` is found to identify the backend. */
+function authorizationServerOf(backend: URL, prm: FoundDocument): string {
+  const resource = prm.doc.resource;
+  if (typeof resource !== 'string' || !resourceCovers(resource, backend)) {
+    throw new DiscoveryError(`protected resource metadata at ${describeUrl(prm.url)} names a resource that does not match ${describeUrl(backend)}`);
+  }
+  const servers = prm.doc.authorization_servers;
+  if (!Array.isArray(servers) || typeof servers[0] !== 'string' || servers[0] === '') {
+    throw new DiscoveryError(`protected resource metadata at ${describeUrl(prm.url)} lists no authorization_servers`);
+  }
+  return servers[0];
 }
 
 /** The `resource_metadata` and `scope` of the Bearer challenge (RFC 9728 §5.1; MCP 2025-11-25 scope selection). */
@@ -82,15 +112,7 @@ function readChallenge(header: string | undefined): { resourceMetadata?: string;
 
 /** MCP 2025-06-18 and later: the PRM names the resource and its authorization server, whose metadata names the endpoints. */
 async function fromProtectedResource(backend: URL, prm: FoundDocument, options: DiscoveryOptions): Promise<UpstreamAuthMetadata> {
-  const resource = prm.doc.resource;
-  if (typeof resource !== 'string' || !resourceCovers(resource, backend)) {
-    throw new DiscoveryError(`protected resource metadata at ${describeUrl(prm.url)} names a resource that does not match ${describeUrl(backend)}`);
-  }
-  const servers = prm.doc.authorization_servers;
-  if (!Array.isArray(servers) || typeof servers[0] !== 'string' || servers[0] === '') {
-    throw new DiscoveryError(`protected resource metadata at ${describeUrl(prm.url)} lists no authorization_servers`);
-  }
-  const issuer = servers[0];
+  const issuer = authorizationServerOf(backend, prm);
   const issuerUrl = guard(() => checkUrl(issuer, options.allowLoopback === true), 'authorization server');
   const asUrls = [...wellKnownUrls(issuerUrl, 'oauth-authorization-server', false), ...wellKnownUrls(issuerUrl, 'openid-configuration', true)];
   const as = await firstDocument(asUrls, options, 'authorization server metadata');
@@ -99,7 +121,7 @@ async function fromProtectedResource(backend: URL, prm: FoundDocument, options: 
     throw new DiscoveryError(`authorization server metadata at ${describeUrl(as.url)} has an issuer that differs from ${describeUrl(issuerUrl)}`);
   }
   const result = fromServerMetadata(as, issuerUrl, options, 'prm');
-  result.resource = resource;
+  result.resource = prm.doc.resource as string;
   const scopes = stringArray(prm.doc.scopes_supported);
   if (scopes) result.scopesSupported = scopes;
   return result;
@@ -230,6 +252,6 @@ function stringArray(value: unknown): string[] | undefined {
   return Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
 }
 
-function trimSlash(url: string): string {
+export function trimSlash(url: string): string {
   return url.endsWith('/') ? url.slice(0, -1) : url;
 }

@@ -86,6 +86,17 @@ export function insufficientScope(header: string | string[] | undefined): string
   return challenge && splitScopes(challenge.params.scope);
 }
 
+/**
+ * The `scope` of a backend's Bearer challenge, whatever its status and `error` (a 401 to a
+ * token-less request, or to a refused token; MCP 2025-11-25 "Authorization", §Scope
+ * Selection Strategy): undefined when the field holds no Bearer challenge naming one.
+ */
+export function challengeScopes(header: string | string[] | undefined): string[] | undefined {
+  const text = Array.isArray(header) ? header.join(', ') : header;
+  const scope = text ? parseWwwAuthenticate(text).find((c) => c.scheme === 'bearer' && c.params.scope !== undefined)?.params.scope : undefined;
+  return scope === undefined ? undefined : splitScopes(scope);
+}
+
 /** A scope string as a list: space-separated (RFC 6749 §3.3), commas tolerated (Slack). */
 export function splitScopes(scope: string | undefined): string[] {
   return (scope ?? '').split(/[\s,]+/).filter((s) => s !== '');

@@ -56,6 +56,13 @@ function vaultContract(name: string, makeStore: () => Promise<StateStore>, extra
       assert.deepEqual(await vault.get(ALICE, 'gitlab'), minimal);
     });
 
+    test('a link keeps the issuer of the authorization server that issued it (issue 42 §6)', async () => {
+      const vault = new TokenVault(store, cipher);
+      const linked: ProviderTokens = { ...TOKENS, issuer: 'https://as2.example.com' };
+      await vault.put(ALICE, 'moving', linked);
+      assert.deepEqual(await vault.get(ALICE, 'moving'), linked);
+    });
+
     test('the stored value is sealed: no plaintext token in it', async () => {
       const vault = new TokenVault(store, cipher);
       await vault.put(ALICE, 'github', TOKENS);

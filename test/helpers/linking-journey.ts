@@ -4,8 +4,9 @@
  * consent, the provider, the callback), and waiting for what the client then hears.
  */
 import assert from 'node:assert/strict';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitationCompleteNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { BrowserHandle } from './browser.js';
 import { withDeadline } from './deadline.js';
 import type { BrowserCookie } from './oauth.js';
@@ -70,4 +71,16 @@ export async function eventually(what: string, check: () => boolean): Promise<vo
     15_000,
     `waiting for ${what}`,
   );
+}
+
+/**
+ * An SDK v1 client connected to `endpoint` with `bearer`, declaring URL-mode elicitation;
+ * `completed` collects the ids of the links the gateway says are done.
+ */
+export async function watchedClient(endpoint: URL, bearer: string, name: string): Promise<{ client: Client; completed: string[] }> {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+  const completed: string[] = [];
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void completed.push(n.params.elicitationId));
+  await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } }));
+  return { client, completed };
 }
