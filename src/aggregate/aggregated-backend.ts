@@ -19,7 +19,6 @@
  */
 import { insufficientScopeError } from '../connect/upstream-auth.js';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
-import { syntheticBody } from '../backends/body.js';
 import { BackendError } from '../backends/errors.js';
 import type { BackendConfig } from '../config/schema.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
@@ -34,6 +33,7 @@ import { type AggregateCall, Members } from './members.js';
 import { mergeStreams } from './merged-stream.js';
 import { routeOf, type Request, type Route } from './request-routes.js';
 import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
+import { jsonAnswer, type MemberAnswer, sseAnswer } from './member-answer.js';
 import { messageToClient, responseToBackend } from './rewrite.js';
 import { Rejoiner } from './rejoin.js';
 import { MemberLinker } from './member-link.js';
@@ -207,28 +207,23 @@ export class AggregatedBackend implements McpBackend {
     return this.#toClient(call, backend.name, res, request);
   }
 
-  /** A member's answer on its way to the client: names, URIs and request ids rewritten, the stream kept a stream. */
+  /**
+   * A member's answer on its way to the client: names, URIs and request ids rewritten, the stream
+   * kept a stream; an answer the gateway cannot read strictly is refused (member-answer.ts).
+   */
   async #toClient(call: AggregateCall, backend: string, res: BackendResponse, request: Request): Promise<BackendResponse> {
-    const methodOf = (id: unknown) => (id === request.id ? request.method : undefined);
-    const rewrite = (text: string) => rewriteText(backend, text, methodOf, this.#keeps);
     if (res.status === 202) {
       await res.body.dump();
       return emptyResponse(202);
     }
-    if (res.status === 200 && res.contentType === 'text/event-stream') {
-      return sseResponse(
-        transformSse(res.body, (data, id) => {
-          // Event ids name the member stream, so a client resuming it reaches the same backend.
-          const qualifiedId = id === undefined ? undefined : `${backend}:${id}`;
-          const rewritten = data.trim() ? rewrite(data) : '';
-          return rewritten ? { data: rewritten, id: qualifiedId } : qualifiedId ? { data: '', id: qualifiedId } : undefined;
-        }),
-      );
-    }
-    if (res.status === 200 && res.contentType === 'application/json') {
-      // Rewritten as text: a body that is not JSON passes as it came, as on /mcp/{backend}.
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: syntheticBody(rewrite(await res.body.text())), contentType: 'application/json' };
-    }
+    const answer: MemberAnswer = {
+      backend,
+      request,
+      keeps: this.#keeps,
+      refused: (error) => call.caller.log.warn({ backend, method: request.method, unreadable: error.rpcData.unreadable }, 'a backend\'s answer refused: the aggregated endpoint cannot read it'),
+    };
+    if (res.status === 200 && res.contentType === 'text/event-stream') return sseAnswer(res, answer);
+    if (res.status === 200 && res.contentType === 'application/json') return jsonAnswer(res, answer);
     await res.body.dump().catch(() => {});
     if (res.status === 404) return this.#memberLost(call, backend);
     return backendFailureReply(request.id, new BackendError(backend, 'bad_status', `backend "${backend}" answered HTTP ${res.status}`, res.status));
@@ -314,7 +309,7 @@ export class AggregatedBackend implements McpBackend {
         return 'none';
       }
       const source = transformSse(res.body, (data, id) => {
-        const rewritten = data.trim() ? rewriteText(name, data, () => undefined, this.#keeps) : '';
+        const rewritten = data.trim() ? rewriteText(name, data, this.#keeps) : '';
         if (!rewritten) return undefined;
         return lastEventId === undefined ? { data: rewritten } : { data: rewritten, id: id === undefined ? undefined : `${name}:${id}` };
       });
@@ -353,15 +348,18 @@ function followedBy(signal: AbortSignal | undefined, count: number): AbortContro
   return controllers;
 }
 
-/** Rewrites one SSE data payload or JSON body (a message or a batch) from `backend`; '' for a notification `keeps` drops. */
-function rewriteText(backend: string, text: string, methodOf: (id: unknown) => string | undefined, keeps?: AggregateEndpoint['keeps']): string {
+/**
+ * Rewrites one event of a member's GET stream; '' for a notification `keeps` drops, and for data
+ * that is not JSON: the gateway relays only what it could rewrite (issue 41 §1).
+ */
+function rewriteText(backend: string, text: string, keeps?: AggregateEndpoint['keeps']): string {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return text;
+    return '';
   }
-  const one = (m: unknown) => (m && typeof m === 'object' ? messageToClient(backend, m as JsonRpcMessage, methodOf) : m);
+  const one = (m: unknown) => (m && typeof m === 'object' ? messageToClient(backend, m as JsonRpcMessage, () => undefined) : m);
   if (Array.isArray(value)) return JSON.stringify(value.map(one));
   const message = one(value) as JsonRpcMessage;
   if (keeps && message && typeof message === 'object' && isNotification(message) && !keeps(backend, message)) return '';

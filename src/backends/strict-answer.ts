@@ -1,6 +1,7 @@
 /**
  * A backend's answer that the gateway judges or edits (pinning's `tools/list`, the tool policy
- * and the CEL rules' lists, the aggregated lists), read strictly — issue 41 §1. Whatever the
+ * and the CEL rules' lists, the aggregated lists, the catalog's lists, a member's answer to a call
+ * the aggregated endpoint rewrites), read strictly — issue 41 §1. Whatever the
  * gateway judges must be exactly what the client will take, so an answer the gateway cannot
  * read the way every client reads it is refused, never relayed as it came:
  *
@@ -64,7 +65,11 @@ export type Unreadable = { unreadable: string; candidates: readonly JsonRpcMessa
 
 const BOM = [0xef, 0xbb, 0xbf];
 
-function parse(data: string): unknown {
+/** Whether `bytes` open with a UTF-8 byte-order mark (refused before a body: parsers differ on it). */
+export const startsWithBom = (bytes: Uint8Array) => BOM.every((b, i) => bytes[i] === b);
+
+/** One JSON value as the strict reader takes it; throws why it is unreadable (two members of one name, too deep, not JSON). */
+export function parseStrictly(data: string): unknown {
   const problem = jsonShapeProblem(data);
   if (problem) throw new Error(problem.kind === 'depth' ? 'JSON nested too deep' : `an object with two members "${problem.name}"`);
   try {
@@ -74,14 +79,18 @@ function parse(data: string): unknown {
   }
 }
 
-/** Checks every message of the answer; throws why it is unreadable. */
-function checkMessages(parts: readonly Part[], expect: StrictExpectation): Map<string, JsonRpcMessage> {
+/**
+ * The rules for the messages of one answer, applied value by value in the order they came (a
+ * stream may be judged event by event, as the aggregated endpoint does with a call's answer):
+ * each call checks one JSON value (a body, or one event's data), throws why it is unreadable,
+ * and returns the responses in it to judged requests.
+ */
+export function answerChecker(expect: StrictExpectation): (value: unknown) => JsonRpcMessage[] {
   const sent = new Map(expect.sent.map((id) => [idKey(id), id]));
   const judged = new Set(expect.judged.map(idKey));
   const seen = new Set<string>();
-  const responses = new Map<string, JsonRpcMessage>();
-  for (const { value } of parts) {
-    if (value === undefined) continue;
+  return (value) => {
+    const found: JsonRpcMessage[] = [];
     if (Array.isArray(value) && !expect.batch) throw new Error('a batch answering a single request');
     for (const m of Array.isArray(value) ? value : [value]) {
       if (!m || typeof m !== 'object' || Array.isArray(m)) throw new Error('a message that is not a JSON object');
@@ -93,9 +102,17 @@ function checkMessages(parts: readonly Part[], expect: StrictExpectation): Map<s
       if (seen.has(key)) throw new Error(`two responses to id ${JSON.stringify(msg.id)}`);
       if (!('result' in msg) === !('error' in msg)) throw new Error(`a response to id ${JSON.stringify(msg.id)} with ${'result' in msg ? 'both a result and an error' : 'neither a result nor an error'}`);
       seen.add(key);
-      if (judged.has(key)) responses.set(key, msg);
+      if (judged.has(key)) found.push(msg);
     }
-  }
+    return found;
+  };
+}
+
+/** Checks every message of the answer; throws why it is unreadable. */
+function checkMessages(parts: readonly Part[], expect: StrictExpectation): Map<string, JsonRpcMessage> {
+  const check = answerChecker(expect);
+  const responses = new Map<string, JsonRpcMessage>();
+  for (const { value } of parts) if (value !== undefined) for (const msg of check(value)) responses.set(idKey(msg.id as JsonRpcId), msg);
   return responses;
 }
 
@@ -114,7 +131,7 @@ export async function readStrictAnswer(res: BackendResponse, expect: StrictExpec
   }
   const bytes = await bytesWithin(res.body, MAX_MESSAGE_BYTES);
   if (!bytes) return { unreadable: `an answer over ${MAX_MESSAGE_BYTES} bytes`, candidates: [] };
-  const bom = BOM.every((b, i) => bytes[i] === b);
+  const bom = startsWithBom(bytes);
   const text = bytes.toString('utf8', bom ? BOM.length : 0);
   const parts: Part[] = [];
   if (sse) createSseReader({ onEvent: (data, id) => parts.push({ data, id }) }).feed(text);
@@ -122,7 +139,7 @@ export async function readStrictAnswer(res: BackendResponse, expect: StrictExpec
   const refused = (why: string): Unreadable => ({ unreadable: why, candidates: candidatesOf(parts, expect.judged) });
   if (bom) return refused('a byte-order mark before the body');
   try {
-    for (const part of parts) if (!sse || part.data.trim()) part.value = parse(part.data);
+    for (const part of parts) if (!sse || part.data.trim()) part.value = parseStrictly(part.data);
     return { sse, parts, responses: checkMessages(parts, expect) };
   } catch (err) {
     return refused((err as Error).message);
