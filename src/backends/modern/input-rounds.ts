@@ -24,6 +24,7 @@ import { ErrorCode, errorResponse, type JsonRpcId } from '../../wire/jsonrpc.js'
 import { withoutRevisionMembers } from '../../wire/result-type.js';
 import { formatSseEvent } from '../../wire/sse.js';
 import type { Asked, InputAnswers } from './input-answers.js';
+import { untilAborted } from '../abortable.js';
 
 /**
  * An input request's params as a 2025-11-25 client must find them: a URL-mode elicitation
@@ -133,14 +134,6 @@ async function* messagesOf(res: BackendResponse, failed: (why: Error) => void): 
   } finally {
     messages.close();
   }
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new Error('the client left'));
-  return new Promise<T>((resolve, reject) => {
-    signal.addEventListener('abort', () => reject(new Error('the client left')), { once: true });
-    promise.then(resolve, reject);
-  });
 }
 
 function shaped(c: Conversation, message: BackendMessage): BackendMessage {

@@ -38,6 +38,7 @@ import { answerJson } from './json-answer.js';
 import { converse } from './input-rounds.js';
 import { SessionListens } from './session-listens.js';
 import { ToolHeaders, type SessionCall } from './tool-headers.js';
+import { untilAborted } from '../abortable.js';
 
 export interface ModernEraParts {
   eras: BackendEras;
@@ -87,7 +88,9 @@ export class ModernEraBackend implements McpBackend {
   async #initializeEither(body: string, message: BackendMessage, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const eras = this.parts.eras;
     const userKey = headers.authorization === undefined ? undefined : headers.caller?.principal.userKey;
-    const era = eras.knownEra(this.inner, userKey) ?? (await eras.eraOf(this.inner, headers.authorization, headers.caller));
+    // The probe may be shared with other callers; this one stops waiting when its own signal ends
+    // (the fan-out timeout of /mcp counts the probe and the initialize together).
+    const era = eras.knownEra(this.inner, userKey) ?? (await untilAborted(eras.eraOf(this.inner, headers.authorization, headers.caller), signal));
     if (era?.era === STATELESS_REVISION) return this.#initialize(message, headers, era.discover);
     if (!era?.era && (era?.refused || (headers.authorization === undefined && eras.challenges(this.inner)))) {
       return json(401, errorResponse(message.id as JsonRpcId, ErrorCode.InvalidRequest, `backend "${this.name}" wants authorization`));
