@@ -73,7 +73,7 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   let messages: JsonRpcMessage[];
   try {
     // Without a header the session's negotiated revision decides (checked after the lookup).
-    messages = parseMessages(body, version === undefined || allowsBatch(version));
+    messages = parseMessages(body, version === undefined || allowsBatch(version), requestEra(version) === 'stateless');
   } catch (err) {
     if (err instanceof InvalidMessageError) return sendJsonRpcError(reply, invalidStatus(err, version), err.code, err.message, err.id ?? null);
     throw err;

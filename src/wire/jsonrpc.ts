@@ -135,6 +135,13 @@ const JUDGED_TARGET: ReadonlyMap<string, 'name' | 'uri'> = new Map([
   ['resources/unsubscribe', 'uri'],
 ]);
 
+/**
+ * Methods the 2026-07-28 revision removed (SEP-2575: `subscriptions/listen` replaced them): a
+ * request of that era gets 404 -32601 for them from the stateless path, whatever its params,
+ * so their target is not judged there.
+ */
+const REMOVED_IN_2026: ReadonlySet<string> = new Set(['resources/subscribe', 'resources/unsubscribe']);
+
 /** Longest member name quoted back in a duplicate-key error. */
 const QUOTED_NAME_MAX = 64;
 
@@ -145,9 +152,10 @@ const QUOTED_NAME_MAX = 64;
  * Refused as well (json-guard.ts): nesting deeper than {@link MAX_JSON_DEPTH} (-32700, before
  * the text is parsed) and an object with two members of the same name anywhere in the
  * message (-32600): the gateway decides on the parsed message but forwards the text, and
- * parsers differ on which of two equal names wins.
+ * parsers differ on which of two equal names wins. `stateless`: the body is a 2026-07-28 request,
+ * whose removed methods are not judged here (see {@link REMOVED_IN_2026}).
  */
-export function parseMessages(body: string, allowBatch: boolean): JsonRpcMessage[] {
+export function parseMessages(body: string, allowBatch: boolean, stateless = false): JsonRpcMessage[] {
   const problem = jsonShapeProblem(body);
   if (problem?.kind === 'depth') {
     throw new InvalidMessageError(ErrorCode.ParseError, `Parse error: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
@@ -165,9 +173,9 @@ export function parseMessages(body: string, allowBatch: boolean): JsonRpcMessage
   if (Array.isArray(value)) {
     if (!allowBatch) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported by this protocol revision');
     if (value.length === 0) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: empty batch');
-    return value.map(checkBatchMember);
+    return value.map((member) => checkBatchMember(member));
   }
-  return [checkMessage(value)];
+  return [checkMessage(value, stateless)];
 }
 
 /** A batch is refused whole (HTTP 400, id null) when one of its messages is, naming the request. */
@@ -180,7 +188,7 @@ function checkBatchMember(value: unknown): JsonRpcMessage {
   }
 }
 
-function checkMessage(value: unknown): JsonRpcMessage {
+function checkMessage(value: unknown, stateless = false): JsonRpcMessage {
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
     throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: a JSON-RPC message must be an object');
   }
@@ -194,7 +202,7 @@ function checkMessage(value: unknown): JsonRpcMessage {
     if (typeof m.method !== 'string') throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: "method" must be a string');
     if (hasId && m.id === null) throw new InvalidMessageError(ErrorCode.InvalidRequest, 'Invalid Request: a request id must not be null');
     const target = JUDGED_TARGET.get(m.method);
-    if (target !== undefined) checkTarget(m, m.method, target, hasId);
+    if (target !== undefined && !(stateless && REMOVED_IN_2026.has(m.method))) checkTarget(m, m.method, target, hasId);
     return m as unknown as JsonRpcMessage;
   }
   if (hasId && ('result' in m || 'error' in m)) return m as unknown as JsonRpcMessage;

@@ -120,10 +120,17 @@ describe('a judged target that is not a string, or a judged method sent as a not
     });
   }
 
-  test("2026-07-28 stateless POST: 400 -32602 under the request's id; a notification 400 -32600", async () => {
+  test("2026-07-28 stateless POST: 400 -32602 under the request's id (a removed method 404 -32601); a notification 400 -32600", async () => {
     let id = 300;
     for (const bad of BAD_REQUESTS) {
       const res = await fetch(gateway.endpoint('raw'), { method: 'POST', headers: statelessHeaders(token, bad.method), body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method: bad.method, params: { ...bad.params, _meta: statelessMeta({}) } }) });
+      if (bad.method === 'resources/subscribe') {
+        // Removed in 2026-07-28 (SEP-2575): 404 -32601 whatever its params, and never forwarded.
+        assert.equal(res.status, 404);
+        const answer = (await res.json()) as { id: unknown; error: { code: number } };
+        assert.deepEqual([answer.id, answer.error.code], [id, -32601]);
+        continue;
+      }
       await expectRefused(res, id, bad.member, bad.method, 400);
     }
     const res = await fetch(gateway.endpoint('raw'), { method: 'POST', headers: statelessHeaders(token, 'tools/call', 'hello'), body: JSON.stringify({ jsonrpc: '2.0', method: 'tools/call', params: { name: 'hello', _meta: statelessMeta({}) } }) });
