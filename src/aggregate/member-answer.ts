@@ -85,7 +85,9 @@ async function* judgedEvents(res: BackendResponse, a: MemberAnswer): AsyncGenera
   });
   let head: Buffer | undefined = Buffer.alloc(0);
   try {
-    for await (const chunk of res.body) {
+    for await (const piece of res.body) {
+      // A gateway-made body (a 2026-07-28 member's conversation, backends/modern/) may yield text.
+      const chunk: Buffer = typeof piece === 'string' ? Buffer.from(piece) : piece;
       if (head) {
         // The first bytes decide on a byte-order mark; a chunk may hold fewer than its three.
         head = Buffer.concat([head, chunk]);
