@@ -391,8 +391,9 @@ describe('no token passthrough', () => {
     const seen = recorder.requests;
     assert.deepEqual(
       seen.map((r) => `${r.method} ${(JSON.parse(r.body || '{}') as { method?: string }).method ?? ''}`.trim()),
-      // The GET is the standalone stream the gateway opens once the session is initialized (issue 13).
-      ['POST initialize', 'POST notifications/initialized', 'GET', 'POST tools/list', 'POST ping', 'DELETE'],
+      // First the era probe (a backend of unknown era is asked server/discover, issue 42 cause 1);
+      // the GET is the standalone stream the gateway opens once the session is initialized (issue 13).
+      ['POST server/discover', 'POST initialize', 'POST notifications/initialized', 'GET', 'POST tools/list', 'POST ping', 'DELETE'],
     );
     for (const r of seen) {
       const what = `${r.method} ${r.body.slice(0, 60)}`;
@@ -402,8 +403,9 @@ describe('no token passthrough', () => {
       assert.ok(!r.body.includes(token) && !r.url.includes(token), `${what}: the token appears nowhere in the request`);
       assert.notEqual(r.headers['mcp-session-id'], sessionId, `${what}: the gateway's own session id is not sent upstream`);
     }
-    assert.equal(seen[0]!.headers['mcp-session-id'], undefined, 'initialize carries no session id');
-    for (const r of seen.slice(1)) {
+    assert.equal(seen[0]!.headers['mcp-session-id'], undefined, 'the probe carries no session id');
+    assert.equal(seen[1]!.headers['mcp-session-id'], undefined, 'initialize carries no session id');
+    for (const r of seen.slice(2)) {
       const what = `${r.method} ${r.body.slice(0, 60)}`;
       assert.equal(r.headers['mcp-protocol-version'], PROTOCOL, `${what}: carries the negotiated MCP-Protocol-Version`);
       assert.equal(r.headers['mcp-session-id'], 'rec-backend-session', `${what}: carries the backend's own session id`);
