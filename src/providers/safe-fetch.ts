@@ -22,6 +22,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions, type Lo
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { errorCauseCode } from '../wire/error-cause.js';
+import { untilAborted } from '../backends/abortable.js';
 
 export type SafeFetchRefusal = 'url' | 'address' | 'dns' | 'redirect' | 'timeout' | 'too_large' | 'network';
 
@@ -96,7 +97,7 @@ async function checkedAddresses(target: URL, where: string, init: SafeFetchInit,
     addresses = [{ address: host, family: isIP(host) }];
   } else {
     try {
-      addresses = await withSignal((init.resolve ?? resolveAll)(host), signal);
+      addresses = await untilAborted((init.resolve ?? resolveAll)(host), signal);
     } catch (err) {
       if (isTimeout(err)) throw new SafeFetchError('timeout', `${where}: name resolution did not finish in time`);
       throw new SafeFetchError('dns', `${where}: the host name does not resolve`);
@@ -329,24 +330,6 @@ function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
 function resolveAll(hostname: string): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) => {
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)));
-  });
-}
-
-function withSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
   });
 }
 
