@@ -8,6 +8,10 @@
  * account in the browser, and the client retries; the retry's state is verified, the vault
  * consulted, and the original request forwarded — or answered with another round.
  *
+ * `server/discover` is answered from what the gateway knows without the user's token (the
+ * catalog's tokenless `initialize`, or a minimal result offering tools), as a 2025 client's
+ * `initialize` is: a client discovers before it calls, and must learn of the link by calling.
+ *
  * Only `tools/call`, `prompts/get` and `resources/read` may answer `input_required` (MRTR
  * §Supported Requests). A client that did not declare `elicitation.url` gets the link as text,
  * as in the 2025 era (connect/elicitation-replies.ts), since a server must not send input
@@ -19,7 +23,8 @@ import type { McpBackend } from '../backends/backend.js';
 import { elicitationRequiredMessages, supportsUrlElicitation } from '../connect/elicitation-replies.js';
 import { connectUrl } from '../connect/elicitations.js';
 import { CATALOG_LISTS } from '../linking/catalog.js';
-import { provisionalList } from '../linking/provisional.js';
+import { provisionalInitializeResult, provisionalList } from '../linking/provisional.js';
+import { discoverFromInitialize } from './discover.js';
 import { ErrorCode, errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import type { StatelessContext } from './context.js';
 import { shapeMessage } from './result-shaping.js';
@@ -48,6 +53,11 @@ export async function answerUnlinkedStateless(call: UnlinkedCall): Promise<Fasti
   if (method in CATALOG_LISTS) {
     const result = await provisionalList(backend.config, ctx.linking.catalog, method);
     return reply.code(200).type('application/json').send(shapeMessage({ jsonrpc: '2.0', id, result }, method, false));
+  }
+  if (method === 'server/discover') {
+    // Discovery never needs the account (issue 42 cause 11): what the catalog knows without the user's token, as initialize answers a 2025 client.
+    const result = discoverFromInitialize(provisionalInitializeResult(backend.config, await ctx.linking.catalog.initialize(backend.config), undefined));
+    return reply.code(200).type('application/json').send({ jsonrpc: '2.0', id, result });
   }
   const provider = backend.config.upstreamAuth!.provider;
   const elicitation = await ctx.upstream.elicit(principalOf(request), backend.config, undefined);

@@ -22,17 +22,6 @@ type User = '2025-11-25' | '2026-07-28';
 
 /** Runs that fail until a cause of issue 42 is fixed, by `<scenario> <user>` (remove the entry when it passes). */
 const WAITING: Readonly<Record<string, string>> = {
-  // The v2 client asks server/discover before anything else; unlinked, the gateway answers -32014 (the link as text).
-  'auth/offline-access-scope 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/offline-access-not-supported 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/authorization-server-migration 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/iss-supported 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/iss-not-advertised 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/iss-supported-missing 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/iss-wrong-issuer 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/iss-unexpected 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/iss-normalized 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
-  'auth/metadata-issuer-mismatch 2026-07-28': 'issue 42 cause 11 (server/discover before linking)',
   // The fixture's journey does not yet echo a tool's inputSchema back, which the scenario asks of a client.
   'json-schema-2020-12-preservation 2025-11-25': 'the fixture echoing the inputSchema (harness; then judge the gateway)',
   'json-schema-2020-12-preservation 2026-07-28': 'the fixture echoing the inputSchema (harness; then judge the gateway)',

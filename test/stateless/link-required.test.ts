@@ -146,4 +146,21 @@ describe('linking an account in the 2026-07-28 era', () => {
     assert.equal(list.body.result?.cacheScope, 'private');
     assert.ok(Array.isArray(list.body.result?.tools));
   });
+
+  test('server/discover before the link answers what is known without the token, the link left to a call (issue 42 cause 11)', async () => {
+    const zoe = await userToken('zoe');
+    const discover = await call(zoe, 11, { _meta: META(URL_MODE) }, 'server/discover');
+    assert.equal(discover.status, 200);
+    assert.equal(discover.body.id, 11);
+    assert.equal(discover.body.error, undefined, `discovery must not need the account: ${JSON.stringify(discover.body)}`);
+    const result = discover.body.result!;
+    assert.equal(result.resultType, 'complete');
+    assert.deepEqual(result.supportedVersions, ['2026-07-28']);
+    assert.ok((result.capabilities as Record<string, unknown>).tools, 'tools are offered: the connect tool, until the link');
+    assert.equal(result.cacheScope, 'private');
+    assert.match(String(result.instructions), /acme/, 'the instructions say the account is needed');
+    const list = await call(zoe, 12, { _meta: META(URL_MODE) }, 'tools/list');
+    const names = (list.body.result?.tools as { name: string }[]).map((t) => t.name);
+    assert.ok(names.length > 0, JSON.stringify(list.body));
+  });
 });
