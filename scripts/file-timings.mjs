@@ -1,0 +1,18 @@
+/**
+ * A node:test reporter that keeps each test file's wall time (issue 43: "a creeping suite shows
+ * up when it creeps"). The runner reports a file's end as `test:complete` whose name is the
+ * file's path, with the time from its process's start; this writes one line per file, slowest
+ * first, as `<seconds>\t<file>`, when the run ends. scripts/run-tests.sh prints the first ten.
+ */
+import { relative } from 'node:path';
+
+export default async function* fileTimings(source) {
+  const files = [];
+  for await (const event of source) {
+    const data = event.data;
+    if (event.type !== 'test:complete' || !data?.file || data.name !== data.file) continue;
+    files.push({ file: relative(process.cwd(), data.file), seconds: (data.details?.duration_ms ?? 0) / 1000, ok: data.details?.passed !== false });
+  }
+  files.sort((a, b) => b.seconds - a.seconds);
+  for (const { file, seconds, ok } of files) yield `${seconds.toFixed(1)}\t${file}${ok ? '' : '\t(failed)'}\n`;
+}
