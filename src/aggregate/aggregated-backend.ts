@@ -33,7 +33,8 @@ import { type AggregateCall, Members } from './members.js';
 import { mergeStreams } from './merged-stream.js';
 import { routeOf, type Request, type Route } from './request-routes.js';
 import { backendFailureReply, emptyResponse, errorReply, jsonResponse, sseResponse } from './responses.js';
-import { jsonAnswer, type MemberAnswer, sseAnswer } from './member-answer.js';
+import { jsonAnswer, type MemberAnswer, refusedAnswer, sseAnswer } from './member-answer.js';
+import { mayCarryRequestError } from '../backends/refused-request.js';
 import { messageToClient, responseToBackend } from './rewrite.js';
 import { Rejoiner } from './rejoin.js';
 import { MemberLinker } from './member-link.js';
@@ -224,6 +225,7 @@ export class AggregatedBackend implements McpBackend {
     };
     if (res.status === 200 && res.contentType === 'text/event-stream') return sseAnswer(res, answer);
     if (res.status === 200 && res.contentType === 'application/json') return jsonAnswer(res, answer);
+    if (mayCarryRequestError(res)) return refusedAnswer(res, answer);
     await res.body.dump().catch(() => {});
     if (res.status === 404) return this.#memberLost(call, backend);
     return backendFailureReply(request.id, new BackendError(backend, 'bad_status', `backend "${backend}" answered HTTP ${res.status}`, res.status));

@@ -15,12 +15,13 @@
  */
 import type { BackendResponse } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
-import type { BackendError } from '../backends/errors.js';
+import { BackendError } from '../backends/errors.js';
+import { namingBackend, requestErrorOf } from '../backends/refused-request.js';
 import { answerChecker, idKey, parseStrictly, readStrictAnswer, startsWithBom, unreadableError, writeStrictAnswer, type StrictExpectation } from '../backends/strict-answer.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { createSseReader, formatSseEvent } from '../wire/sse.js';
 import type { Request } from './request-routes.js';
-import { backendFailureReply, sseResponse } from './responses.js';
+import { backendFailureReply, jsonResponse, sseResponse } from './responses.js';
 import { messageToClient } from './rewrite.js';
 
 /** Whose answer it is, to what, and who hears of a refusal. */
@@ -36,8 +37,13 @@ export interface MemberAnswer {
 
 const expectation = (a: MemberAnswer): StrictExpectation => ({ judged: [a.request.id], sent: [a.request.id], batch: false });
 
-/** The message as the client gets it; undefined for a notification `keeps` drops. */
+/**
+ * The message as the client gets it; undefined for a notification `keeps` drops. The member's
+ * error for the request names the member in `data.backend`: on `/mcp` the client cannot
+ * otherwise tell whose it is (issue 42 cause 9).
+ */
 function toClient(a: MemberAnswer, message: JsonRpcMessage): JsonRpcMessage | undefined {
+  if (message.error !== undefined && message.method === undefined && message.id === a.request.id) return namingBackend(message, a.backend);
   const rewritten = messageToClient(a.backend, message, (id) => (id === a.request.id ? a.request.method : undefined));
   const notification = typeof rewritten.method === 'string' && rewritten.id === undefined;
   return notification && a.keeps && !a.keeps(a.backend, rewritten) ? undefined : rewritten;
@@ -50,6 +56,18 @@ export async function jsonAnswer(res: BackendResponse, a: MemberAnswer): Promise
   if (!read.responses.has(idKey(a.request.id))) return refusal(a, `no response to id ${JSON.stringify(a.request.id)}`);
   const body = writeStrictAnswer(read, (m) => toClient(a, m) ?? m);
   return { status: 200, headers: { 'content-type': 'application/json' }, body: syntheticBody(body), contentType: 'application/json' };
+}
+
+/**
+ * A member's HTTP 4xx (backends/refused-request.ts `mayCarryRequestError`): its JSON-RPC error
+ * for the request reaches the client as the member wrote it, in HTTP 200, with the member named
+ * in `data.backend` (issue 42 cause 9); any other body is reported as the status, as before.
+ */
+export async function refusedAnswer(res: BackendResponse, a: MemberAnswer): Promise<BackendResponse> {
+  const read = await requestErrorOf(res, a.request.id);
+  if ('error' in read) return jsonResponse(toClient(a, read.error)!);
+  await read.res.body.dump().catch(() => {});
+  return backendFailureReply(a.request.id, new BackendError(a.backend, 'bad_status', `backend "${a.backend}" answered HTTP ${res.status}`, res.status));
 }
 
 /** An SSE answer, judged and rewritten event by event; event ids qualified `{backend}:{id}` so a resumption reaches the member. */

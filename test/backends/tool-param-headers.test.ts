@@ -72,7 +72,7 @@ function geoServer(): McpServer {
     'moved',
     {
       description: 'Its mark changes while the session lasts',
-      inputSchema: fromJsonSchema<{ place: string }>({ type: 'object', properties: { place: { type: 'string', ...mark(movedMark) } }, required: ['place'] } as never),
+      inputSchema: fromJsonSchema<{ place: string }>({ type: 'object', properties: { place: { type: 'string', ...mark(flapping ? `Flap${++flaps}` : movedMark) } }, required: ['place'] } as never),
     },
     ({ place }) => text(`moved to ${place}`),
   );
@@ -81,6 +81,9 @@ function geoServer(): McpServer {
 
 /** The mark of `moved` now (the server is made per request, so a change shows at once). */
 let movedMark = 'Zone';
+/** While set, the mark of `moved` changes on every request (the factory runs per request): each call is refused with -32020. */
+let flapping = false;
+let flaps = 0;
 
 let oauth: OAuthHandle;
 let gateway: GatewayHandle;
@@ -286,3 +289,30 @@ describe('a tool with an invalid x-mcp-header annotation', () => {
     assert.deepEqual(calls.map((c) => c.params), [{ 'mcp-param-region': 'eu-west' }], 'its own headers pass');
   });
 });
+
+describe('a backend\'s own JSON-RPC error reaches a 2025-11-25 client as the backend wrote it (issue 42 cause 9)', () => {
+  /** The tool's mark changes between every list and call, so the backend refuses each call with 400 -32020, even the gateway's retry. */
+  async function refusedCall(endpoint: string, name: string): Promise<{ code?: number; message?: string; data?: Json }> {
+    const client = await client2025(endpoint);
+    await client.listTools();
+    flapping = true;
+    try {
+      return await client.callTool({ name, arguments: { place: 'Oslo' } }).then(
+        (r) => assert.fail(`refused, not ${JSON.stringify(r)}`),
+        (err: { code?: number; message?: string; data?: Json }) => err,
+      );
+    } finally {
+      flapping = false;
+    }
+  }
+
+  for (const [endpoint, name] of [['geo', 'moved'], ['', 'geo__moved']] as const) {
+    test(`on /mcp${endpoint ? `/${endpoint}` : ''}: the backend's -32020 under the client's id, the backend named in data`, async () => {
+      const error = await refusedCall(endpoint, name);
+      assert.equal(error.code, -32020, `the backend's code, not the gateway's: ${JSON.stringify(error)}`);
+      assert.match(String(error.message), /Mcp-Param-Flap/i, 'the backend\'s message');
+      if (!endpoint) assert.equal(error.data?.backend, 'geo', `the backend named in data: ${JSON.stringify(error.data)}`);
+    });
+  }
+});
+

@@ -39,6 +39,7 @@ import { converse } from './input-rounds.js';
 import { SessionListens } from './session-listens.js';
 import { ToolHeaders, type SessionCall } from './tool-headers.js';
 import { untilAborted } from '../abortable.js';
+import { mayCarryRequestError, requestErrorOf } from '../refused-request.js';
 
 export interface ModernEraParts {
   eras: BackendEras;
@@ -195,6 +196,11 @@ export class ModernEraBackend implements McpBackend {
     const shape = message.method === 'tools/list' ? (m: BackendMessage) => this.#tools.listed(tools, m) : undefined;
     const conversation = { backend: this.inner, answers: this.parts.answers, asked, request: modern.message, headers: sent, signal, shape };
     if (res.status === 200 && res.contentType === 'text/event-stream') return converse(conversation, { res });
+    if (mayCarryRequestError(res)) {
+      // The backend's error about this request, in HTTP 400 as 2026-07-28 sends it: the 2025 session's response to it (issue 42 cause 9).
+      const read = await requestErrorOf(res, message.id);
+      return 'error' in read ? json(200, read.error) : read.res;
+    }
     if (res.status !== 200 || res.contentType !== 'application/json') return res;
     return answerJson(res, conversation);
   }
