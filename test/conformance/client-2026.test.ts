@@ -22,9 +22,6 @@ type User = '2025-11-25' | '2026-07-28';
 
 /** Runs that fail until a cause of issue 42 is fixed, by `<scenario> <user>` (remove the entry when it passes). */
 const WAITING: Readonly<Record<string, string>> = {
-  // The fixture's journey does not yet echo a tool's inputSchema back, which the scenario asks of a client.
-  'json-schema-2020-12-preservation 2025-11-25': 'the fixture echoing the inputSchema (harness; then judge the gateway)',
-  'json-schema-2020-12-preservation 2026-07-28': 'the fixture echoing the inputSchema (harness; then judge the gateway)',
 };
 
 const only = process.env.CONFORMANCE_CLIENT_SCENARIOS?.split(',').filter((s) => s !== '');
