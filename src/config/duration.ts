@@ -21,9 +21,13 @@ export const DURATION_JSON_SCHEMA = {
   description: 'a duration: 500ms, 30s, 5m, 24h, 7d; a bare number means seconds',
 };
 
-/** Parses "90s" / "24h" / 30 (seconds) into milliseconds; returns undefined when malformed. */
+/**
+ * Parses "90s" / "24h" / 30 (seconds) into whole milliseconds; returns undefined when
+ * malformed. Whole, for a bare number too (`timeout: 0.0125`): durations become TTLs in
+ * Redis, which takes no fractions (issue 45 §2).
+ */
 export function parseDuration(value: string | number): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value * 1_000 : undefined;
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value * 1_000) : undefined;
   const match = DURATION.exec(value.trim());
   if (!match) return undefined;
   return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 's']!);

@@ -26,11 +26,18 @@ export interface CachedToken {
   sealed: string;
 }
 
-/** Until when a token obtained now may be handed out: shortly before it expires. */
+/**
+ * Until when a token obtained now may be handed out: shortly before it expires. A whole
+ * number of epoch ms: half an odd lifetime (a 5-second token 4 999 ms from expiry) is a
+ * fraction, and the store's TTL is computed from this (issue 45 §2: Redis refused `PX
+ * 2499.5`, which failed the user's call). The margin is rounded up, so a token is never
+ * handed out later than half its remaining lifetime before it expires.
+ */
 export function reuseUntil(token: ExchangedToken, now = Date.now()): number {
-  if (token.expiresAt === undefined) return now + UNKNOWN_LIFETIME_MS;
-  const lifetime = token.expiresAt - now;
-  return token.expiresAt - Math.min(MAX_MARGIN_MS, Math.max(lifetime, 0) / 2);
+  if (token.expiresAt === undefined) return Math.floor(now) + UNKNOWN_LIFETIME_MS;
+  const expiresAt = Math.floor(token.expiresAt);
+  const lifetime = expiresAt - Math.floor(now);
+  return expiresAt - Math.min(MAX_MARGIN_MS, Math.ceil(Math.max(lifetime, 0) / 2));
 }
 
 export class ExchangeCache {
@@ -57,7 +64,10 @@ export class ExchangeCache {
     return entry.reuseUntil > Date.now() ? { accessToken: entry.accessToken, sealed } : undefined;
   }
 
-  /** Stores a token obtained just now, for as long as it may be reused (not at all when that is over already). */
+  /**
+   * Stores a token obtained just now, for as long as it may be reused (not at all when less
+   * than a second is left: not worth a round trip). The TTL is whole ms ({@link reuseUntil}).
+   */
   async put(key: string, token: ExchangedToken): Promise<void> {
     const until = reuseUntil(token);
     const ttl = until - Date.now();

@@ -71,7 +71,7 @@ export async function registerClient(
   const out: RegisteredClient & { clientSecretExpiresAt?: number } = { clientId: doc.client_id };
   if (typeof doc.client_secret === 'string' && doc.client_secret !== '') out.clientSecret = doc.client_secret;
   if (typeof doc.token_endpoint_auth_method === 'string' && /^[a-z_]{1,64}$/.test(doc.token_endpoint_auth_method)) out.tokenEndpointAuthMethod = doc.token_endpoint_auth_method;
-  if (typeof doc.client_secret_expires_at === 'number' && doc.client_secret_expires_at > 0) out.clientSecretExpiresAt = doc.client_secret_expires_at * 1000;
+  if (typeof doc.client_secret_expires_at === 'number' && doc.client_secret_expires_at > 0) out.clientSecretExpiresAt = Math.floor(doc.client_secret_expires_at * 1000); // whole ms: the cache TTL is derived from it
   return out;
 }
 

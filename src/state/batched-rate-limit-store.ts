@@ -57,6 +57,7 @@
 import type { RateLimitCallback, RateLimitFailureListener, RateLimitStore } from './rate-limit-store.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
 import { RATE_LIMIT_FLUSH } from './redis-scripts.js';
+import { wholeMs } from './ttl.js';
 
 /** How often pending increments are sent to Redis (and the shared counts read back). */
 export const FLUSH_INTERVAL_MS = 100;
@@ -250,8 +251,6 @@ export class BatchedRateLimitStore implements RateLimitStore {
     }
     if (batch.length === 0) return Promise.resolve();
 
-    const args: (string | number)[] = batch.map((s) => s.entry.redisKey);
-    for (const s of batch) args.push(s.n, s.entry.windowMs);
     let reported = false;
     const slow = setTimeout(() => {
       reported = true;
@@ -261,6 +260,9 @@ export class BatchedRateLimitStore implements RateLimitStore {
 
     const call = (async () => {
       try {
+        // Whole ms for PEXPIRE (ttl.ts); a nonsense window fails this call like a Redis error would.
+        const args: (string | number)[] = batch.map((s) => s.entry.redisKey);
+        for (const s of batch) args.push(s.n, wholeMs(s.entry.windowMs, 'rate-limit window'));
         return await this.#redis.sbRateLimitFlush(batch.length, ...args);
       } catch (error) {
         return error instanceof Error ? error : new Error(String(error));

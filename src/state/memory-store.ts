@@ -1,9 +1,14 @@
 /**
  * In-process implementation of the state contract for the embedded development default
  * and unit tests. One replica only: nothing here is shared between processes.
+ *
+ * TTLs go through ttl.ts's wholeMs as the Redis store's do, so a caller that computes a
+ * nonsense TTL (NaN, 0, negative) is refused here too, in the tests that use this store,
+ * rather than only in production against Redis.
  */
 import { MemoryReplayLogs } from './memory-replay-logs.js';
 import { SessionUses } from './memory-session-uses.js';
+import { wholeMs } from './ttl.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
 interface Entry<T> {
@@ -28,7 +33,8 @@ export class MemoryStore implements StateStore {
   }
 
   async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
-    this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
+    const ttl = wholeMs(ttlMs, 'createSession');
+    this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttl });
     const uses = this.#usesOf(userKey);
     uses.used(sessionId);
     if (maxPerUser === undefined || uses.size <= maxPerUser) return [];
@@ -46,8 +52,8 @@ export class MemoryStore implements StateStore {
   }
 
   async markSessionsInUse(userKey: string, sessionIds: readonly string[], leaseMs: number): Promise<void> {
+    const until = Date.now() + wholeMs(leaseMs, 'markSessionsInUse');
     const uses = this.#userSessions.get(userKey);
-    const until = Date.now() + leaseMs;
     for (const id of sessionIds) if (live(this.#sessions, sessionKey(userKey, id))) uses?.markInUse(id, until);
   }
 
@@ -62,15 +68,17 @@ export class MemoryStore implements StateStore {
   }
 
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
+    const ttl = wholeMs(ttlMs, 'replaceSession');
     if (!live(this.#sessions, sessionKey(userKey, sessionId))) return false;
-    this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttlMs });
+    this.#sessions.set(sessionKey(userKey, sessionId), { value: structuredClone(record), expiresAt: Date.now() + ttl });
     return true;
   }
 
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
+    const ttl = wholeMs(ttlMs, 'touchSession');
     const entry = live(this.#sessions, sessionKey(userKey, sessionId));
     if (!entry) return undefined;
-    entry.expiresAt = Date.now() + ttlMs;
+    entry.expiresAt = Date.now() + ttl;
     this.#usesOf(userKey).used(sessionId);
     return structuredClone(entry.value);
   }
@@ -81,7 +89,8 @@ export class MemoryStore implements StateStore {
   }
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
-    if (events.length) this.#streams.append(key, events, limits);
+    const ttlMs = wholeMs(limits.ttlMs, 'appendEvents');
+    if (events.length) this.#streams.append(key, events, ttlMs === limits.ttlMs ? limits : { ...limits, ttlMs });
   }
 
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
@@ -89,7 +98,7 @@ export class MemoryStore implements StateStore {
   }
 
   async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
-    this.#values.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : Date.now() + ttlMs });
+    this.#values.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : Date.now() + wholeMs(ttlMs, 'putValue') });
   }
 
   async getValue(key: string): Promise<string | undefined> {
@@ -103,8 +112,9 @@ export class MemoryStore implements StateStore {
   }
 
   async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    const ttl = wholeMs(ttlMs, 'putValueIfAbsent');
     if (live(this.#values, key)) return false;
-    await this.putValue(key, value, ttlMs);
+    await this.putValue(key, value, ttl);
     return true;
   }
 

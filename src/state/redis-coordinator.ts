@@ -15,12 +15,15 @@
  * busiest traffic, every relayed event, never crosses the whole cluster bus. The replica
  * inboxes and the broadcast channel stay classic pub/sub: few messages, and a broadcast has
  * to reach every replica wherever it is connected.
+ *
+ * Lease and mailbox TTLs go through ttl.ts's wholeMs (whole ms, rounded up; nonsense refused).
  */
 import { randomUUID } from 'node:crypto';
 import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from './coordinator.js';
 import { isCluster, keepSocketQuiet, silenceConnectionErrors, subscriberFor, type RedisClient } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
 import { CLAIM_STANDALONE, RELEASE_IF_HELD, RENEW_IF_HELD } from './redis-scripts.js';
+import { wholeMs } from './ttl.js';
 import type { StoredEvent, StreamKey } from './store.js';
 
 type CoordinatorRedis = RedisClient & {
@@ -62,12 +65,12 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async claimStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number, force: boolean): Promise<StandaloneClaim> {
-    const [granted, previous, ...mailbox] = await this.#redis.sbClaim(this.#keys.standalone(userKey, sessionId), this.#keys.mailbox(userKey, sessionId), `${this.replicaId} ${streamId}`, ttlMs, force ? '1' : '0');
+    const [granted, previous, ...mailbox] = await this.#redis.sbClaim(this.#keys.standalone(userKey, sessionId), this.#keys.mailbox(userKey, sessionId), `${this.replicaId} ${streamId}`, wholeMs(ttlMs, 'claimStandalone'), force ? '1' : '0');
     return { granted: granted === 1, previous: parseHolder(previous), mailbox };
   }
 
   async renewStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number): Promise<boolean> {
-    return (await this.#redis.sbRenew(this.#keys.standalone(userKey, sessionId), `${this.replicaId} ${streamId}`, ttlMs)) === 1;
+    return (await this.#redis.sbRenew(this.#keys.standalone(userKey, sessionId), `${this.replicaId} ${streamId}`, wholeMs(ttlMs, 'renewStandalone'))) === 1;
   }
 
   async releaseStandalone(userKey: string, sessionId: string, streamId: string): Promise<void> {
@@ -79,7 +82,7 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async holdStream(key: StreamKey, ttlMs: number): Promise<void> {
-    await this.#redis.set(this.#keys.hold(key), this.replicaId, 'PX', ttlMs);
+    await this.#redis.set(this.#keys.hold(key), this.replicaId, 'PX', wholeMs(ttlMs, 'holdStream'));
   }
 
   async releaseStream(key: StreamKey): Promise<void> {
@@ -122,8 +125,9 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async postToMailbox(userKey: string, sessionId: string, data: string, ttlMs: number, maxMessages: number): Promise<void> {
+    const ttl = wholeMs(ttlMs, 'postToMailbox');
     const key = this.#keys.mailbox(userKey, sessionId);
-    await this.#redis.multi().rpush(key, data).ltrim(key, -maxMessages, -1).pexpire(key, ttlMs).exec();
+    await this.#redis.multi().rpush(key, data).ltrim(key, -maxMessages, -1).pexpire(key, ttl).exec();
   }
 
   async close(): Promise<void> {

@@ -10,12 +10,16 @@
  * cluster mode): `s:<user>:<session>`, `si:<user>` (the user's sessions by last use),
  * `su:<user>` (those marked in use, until when), `e:<user>:<session>:<stream>`, `eb:<user>` (sizes of the user's logs) and `eo:<user>` (the
  * user's logs by last append). Standalone, cluster or sentinel: redis-connection.ts.
+ *
+ * Every TTL is passed through ttl.ts's wholeMs before it is sent (rounded up to whole
+ * milliseconds; NaN, Infinity, 0 and negatives refused): Redis takes nothing else.
  */
 import calculateSlot from 'cluster-key-slot';
 import type { RedisOptions } from 'ioredis';
 import { AppendBatcher } from './append-batcher.js';
 import { connectRedis, isCluster, keepSocketQuiet, silenceConnectionErrors, type RedisClient, type RedisEndpoint, type RedisMode } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
+import { wholeMs } from './ttl.js';
 import { appendEventsScript, CREATE_SESSION, DELETE_IF, DELETE_SESSION, MARK_SESSIONS_IN_USE, RELEASE_SESSION_IN_USE, TOUCH_SESSION } from './redis-scripts.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
 
@@ -128,18 +132,18 @@ export class RedisStore implements StateStore {
 
   async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
     const { keys } = this;
-    const flat = await this.redis.sbCreateSession(keys.session(userKey, sessionId), keys.sessionIndex(userKey), keys.sessionsInUse(userKey), JSON.stringify(record), ttlMs, sessionId, maxPerUser ?? 0);
+    const flat = await this.redis.sbCreateSession(keys.session(userKey, sessionId), keys.sessionIndex(userKey), keys.sessionsInUse(userKey), JSON.stringify(record), wholeMs(ttlMs, 'createSession'), sessionId, maxPerUser ?? 0);
     const evicted: EvictedSession[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) evicted.push({ sessionId: flat[i]!, record: JSON.parse(flat[i + 1]!) as SessionRecord });
     return evicted;
   }
 
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(this.keys.session(userKey, sessionId), JSON.stringify(record), 'PX', ttlMs, 'XX')) === 'OK';
+    return (await this.redis.set(this.keys.session(userKey, sessionId), JSON.stringify(record), 'PX', wholeMs(ttlMs, 'replaceSession'), 'XX')) === 'OK';
   }
 
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
-    const text = await this.redis.sbTouchSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), ttlMs, sessionId);
+    const text = await this.redis.sbTouchSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), wholeMs(ttlMs, 'touchSession'), sessionId);
     return text ? (JSON.parse(text) as SessionRecord) : undefined;
   }
 
@@ -148,8 +152,9 @@ export class RedisStore implements StateStore {
   }
 
   async markSessionsInUse(userKey: string, sessionIds: readonly string[], leaseMs: number): Promise<void> {
+    const lease = wholeMs(leaseMs, 'markSessionsInUse');
     if (!sessionIds.length) return;
-    await this.redis.sbMarkSessionsInUse(this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), leaseMs, ...sessionIds);
+    await this.redis.sbMarkSessionsInUse(this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), lease, ...sessionIds);
   }
 
   async releaseSessionInUse(userKey: string, sessionId: string): Promise<void> {
@@ -157,13 +162,15 @@ export class RedisStore implements StateStore {
   }
 
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
+    // Checked here, not in the batched call: one bad TTL must not fail the other streams' appends.
+    const ttlMs = wholeMs(limits.ttlMs, 'appendEvents');
     if (!events.length) return;
     await this.#appends.append({
       keys: [this.keys.stream(key), this.keys.streamSizes(key.userKey), this.keys.streamOrder(key.userKey)],
       field: `${key.sessionId}:${key.streamId}`,
       channel: this.keys.streamChannel(this.keyPrefix, key),
       maxEvents: limits.maxEvents,
-      ttlMs: limits.ttlMs,
+      ttlMs,
       entries: events.map(serializeEvent),
     });
   }
@@ -173,9 +180,10 @@ export class RedisStore implements StateStore {
     return entries.map((e) => JSON.parse(e) as StoredEvent);
   }
 
+  /** `ttlMs` rounded up to whole ms (ttl.ts); undefined keeps the value without expiry. */
   async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
     if (ttlMs === undefined) await this.redis.set(this.keys.value(key), value);
-    else await this.redis.set(this.keys.value(key), value, 'PX', ttlMs);
+    else await this.redis.set(this.keys.value(key), value, 'PX', wholeMs(ttlMs, 'putValue'));
   }
 
   async getValue(key: string): Promise<string | undefined> {
@@ -186,8 +194,9 @@ export class RedisStore implements StateStore {
     return (await this.redis.getdel(this.keys.value(key))) ?? undefined;
   }
 
+  /** `ttlMs` rounded up to whole ms (ttl.ts). */
   async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(this.keys.value(key), value, 'PX', ttlMs, 'NX')) === 'OK';
+    return (await this.redis.set(this.keys.value(key), value, 'PX', wholeMs(ttlMs, 'putValueIfAbsent'), 'NX')) === 'OK';
   }
 
   async deleteValueIf(key: string, expected: string): Promise<boolean> {

@@ -135,6 +135,10 @@ export interface StateStore {
    * Small keyed values for the browser flows and the token vault (SPEC §4): elicitations,
    * single-use OAuth `state`, browser sessions, encrypted tokens, locks. Callers build keys
    * that start with the user where the value belongs to one.
+   *
+   * Every TTL this contract takes (`ttlMs`, `leaseMs`, `limits.ttlMs`) may be fractional: it
+   * is rounded up to whole milliseconds, which is all Redis takes (ttl.ts). NaN, Infinity,
+   * 0 and negatives are refused with an InvalidTtlError before anything is stored.
    */
   putValue(key: string, value: string, ttlMs?: number): Promise<void>;
   getValue(key: string): Promise<string | undefined>;

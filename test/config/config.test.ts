@@ -215,6 +215,9 @@ describe('parseConfig: defaults and normalisation', () => {
     assert.equal(parseDuration('24h'), 86_400_000);
     assert.equal(parseDuration(' 60s '), 60_000);
     assert.equal(parseDuration(30), 30_000);
+    // Whole ms for a bare number too: durations become Redis TTLs, which take no fractions (issue 45 §2).
+    assert.equal(parseDuration(1.0001), 1_000);
+    assert.equal(parseDuration(0.0025), 3);
     assert.equal(parseDuration('forever'), undefined);
     assert.equal(parseDuration(-1), undefined);
   });
