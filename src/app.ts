@@ -208,8 +208,10 @@ function releaseOnClose(
 function onReplicaMessage(ctx: McpContext, modern: ModernEraParts, message: Exclude<ReplicaMessage, PinsMessage>): void {
   if (message.type === 'input-answer') modern.answers.receive(JSON.parse(message.message) as Record<string, unknown>, message);
   else if (message.type === 'adapted-changed') {
+    // The replica that changed it has refreshed its own listens already (modern-era-backend.ts).
+    if (message.from === ctx.coordinator.replicaId) return;
     modern.sessions.forget(message.sessionId);
-    modern.listens.changed(message.userKey, message.sessionId);
+    void modern.listens.changed(message.userKey, message.sessionId);
   }
   else if (isBridgeMessage(message)) ctx.bridgeReplicas.handle(ctx, message);
   else handleReplicaMessage(ctx, message);

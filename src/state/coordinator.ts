@@ -69,7 +69,7 @@ export type BridgeMessage =
   /** The reader still serves the listen. */
   | { type: 'stream-still'; listenId: string }
   /** A session the gateway keeps for a 2026 backend changed (its log level; sent to every replica): drop the cached copy. */
-  | { type: 'adapted-changed'; userKey: string; sessionId: string };
+  | { type: 'adapted-changed'; userKey: string; sessionId: string; /** The replica that changed it (which has refreshed its own listens). */ from?: string };
 
 /**
  * A backend's tool-definition pins changed (sent to every replica; src/pinning/): a change was

@@ -50,7 +50,7 @@ export class AdaptedSessions {
 
   constructor(
     private readonly store: StateStore,
-    private readonly coordinator: Pick<Coordinator, 'broadcast'>,
+    private readonly coordinator: Pick<Coordinator, 'broadcast' | 'replicaId'>,
   ) {}
 
   static isAdapted(sessionId: string | undefined): sessionId is string {
@@ -78,7 +78,7 @@ export class AdaptedSessions {
 
   async update(id: string, session: AdaptedSession): Promise<void> {
     await this.#put(id, session);
-    await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id });
+    await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id, from: this.coordinator.replicaId });
   }
 
   /** Another replica changed the session: the next call reads it from the store. */
@@ -92,7 +92,7 @@ export class AdaptedSessions {
     if (key === undefined) return false;
     this.#near.delete(key);
     const ended = await this.store.deleteValue(key);
-    await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id });
+    await this.coordinator.broadcast({ type: 'adapted-changed', userKey: session.userKey, sessionId: id, from: this.coordinator.replicaId });
     return ended;
   }
 

@@ -112,7 +112,10 @@ export class ModernEraBackend implements McpBackend {
   async delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     if (!AdaptedSessions.isAdapted(headers.sessionId)) return this.inner.delete(headers, signal);
     const session = await this.parts.sessions.get(headers.sessionId, headers.caller?.principal.userKey);
-    if (session) await this.parts.sessions.end(headers.sessionId, session);
+    if (session) {
+      await this.parts.sessions.end(headers.sessionId, session);
+      await this.parts.listens.changed(session.userKey, headers.sessionId);
+    }
     return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('') };
   }
 
@@ -175,6 +178,7 @@ export class ModernEraBackend implements McpBackend {
     if (message.method === 'logging/setLevel') {
       const level = (message.params as Record<string, unknown> | undefined)?.level;
       await this.parts.sessions.update(sessionId, { ...session, logLevel: typeof level === 'string' ? level : undefined });
+      await this.parts.listens.changed(session.userKey, sessionId);
       return json(200, { jsonrpc: '2.0', id, result: {} });
     }
     if (message.method === 'resources/subscribe' || message.method === 'resources/unsubscribe') {
@@ -182,6 +186,8 @@ export class ModernEraBackend implements McpBackend {
       if (typeof uri !== 'string') return json(200, errorResponse(id, ErrorCode.InvalidParams, 'params.uri must be a string'));
       const others = (session.subscriptions ?? []).filter((u) => u !== uri);
       await this.parts.sessions.update(sessionId, { ...session, subscriptions: message.method === 'resources/subscribe' ? [...others, uri] : others });
+      // Answered once this replica's listens carry the new filter: an update triggered next is heard.
+      await this.parts.listens.changed(session.userKey, sessionId);
       return json(200, { jsonrpc: '2.0', id, result: {} });
     }
     return this.#call({ ...message, id }, sessionId, session, headers, signal);

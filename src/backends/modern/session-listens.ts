@@ -7,8 +7,9 @@
  * subscribed to (`resources/subscribe` is kept in the session, adapted-sessions.ts). The client
  * gets the notifications as a 2025 server sends them on its GET stream: without the
  * acknowledgement, without the `subscriptionId` tag. When the session's subscriptions change —
- * on any replica, announced to all — the replica holding the stream opens a new listen with
- * the new filter and closes the old one, on the same client stream. When the backend ends its
+ * on any replica, announced to the others — the replica holding the stream opens a new listen
+ * with the new filter and, once the backend acknowledges it, closes the old one, on the same
+ * client stream; the replica where it changed waits for that before it answers. When the backend ends its
  * listen, the client's stream ends (the client opens it again, as after any GET stream).
  */
 import type { BackendResponse } from '../backend.js';
@@ -17,11 +18,14 @@ import { syntheticBody } from '../body.js';
 import { formatSseEvent } from '../../wire/sse.js';
 import { META } from '../../wire/revision-2026.js';
 
+/** How long a change of subscriptions waits for the new listens' acknowledgements. */
+const CHANGE_WAIT_MS = 5_000;
+
 /** Opens the backend's listen for the session as it is now; undefined when it cannot be opened. */
 export type OpenListen = () => Promise<BackendResponse | undefined>;
 
 export class SessionListens {
-  readonly #refresh = new Map<string, Set<() => void>>();
+  readonly #refresh = new Map<string, Set<() => Promise<void>>>();
 
   /**
    * The client's stream, or undefined when the backend did not open the first listen. A listen
@@ -40,7 +44,21 @@ export class SessionListens {
     }
     const key = `${userKey}\n${sessionId}`;
     let refreshing = false;
-    const refresh = () => {
+    /** The listen with the new filter, acknowledged, waiting to take the old one's place. */
+    let next: BackendMessages | undefined;
+    let nextHead: BackendMessage | undefined;
+    const refresh = async (): Promise<void> => {
+      const opened = await openListen().catch(() => undefined);
+      const messages = opened && new BackendMessages(opened.body, opened.contentType);
+      const first = messages && (await messages.next());
+      next?.close();
+      // Make before break: the old listen is closed only once the new one has answered with a
+      // notification (its acknowledgement), so no notification falls between them. One the
+      // backend refuses (a response) or cannot open ends the stream, as a first listen would.
+      const open = typeof first?.method === 'string' && first.id === undefined;
+      if (!open) messages?.close();
+      next = open ? messages : undefined;
+      nextHead = open ? first : undefined;
       refreshing = true;
       current.close();
     };
@@ -50,13 +68,15 @@ export class SessionListens {
       listens.delete(refresh);
       if (!listens.size) this.#refresh.delete(key);
     };
-    const reopen = async () => {
-      const res = await openListen();
-      return res && new BackendMessages(res.body, res.contentType);
+    const taken = (): BackendMessages | undefined => {
+      const messages = next;
+      head = nextHead;
+      next = nextHead = undefined;
+      return messages;
     };
     async function* events(): AsyncGenerator<string> {
       try {
-        for (let messages: BackendMessages | undefined = current; messages; messages = refreshing ? await reopen() : undefined) {
+        for (let messages: BackendMessages | undefined = current; messages; messages = refreshing ? taken() : undefined) {
           refreshing = false;
           current = messages;
           for (let message = head ?? (await messages.next()); message; message = await messages.next()) {
@@ -70,6 +90,7 @@ export class SessionListens {
       } finally {
         forget();
         current.close();
+        taken()?.close();
       }
     }
     const body = syntheticBody(events());
@@ -79,13 +100,22 @@ export class SessionListens {
       refreshing = false;
       forget();
       current.close();
+      taken()?.close();
     });
     return { status: 200, headers: {}, contentType: 'text/event-stream', body };
   }
 
-  /** The session's subscriptions changed: its streams on this replica listen again with the new filter. */
-  changed(userKey: string, sessionId: string): void {
-    for (const refresh of this.#refresh.get(`${userKey}\n${sessionId}`) ?? []) refresh();
+  /**
+   * The session's subscriptions changed: its streams on this replica listen again with the new
+   * filter. Settles once each new listen is acknowledged (or refused), or after `waitMs`: a
+   * `resources/subscribe` answered after it means the update the client triggers next is heard.
+   */
+  async changed(userKey: string, sessionId: string, waitMs = CHANGE_WAIT_MS): Promise<void> {
+    const refreshes = [...(this.#refresh.get(`${userKey}\n${sessionId}`) ?? [])].map((refresh) => refresh());
+    if (!refreshes.length) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled(refreshes), new Promise((resolve) => (timer = setTimeout(resolve, waitMs).unref()))]);
+    clearTimeout(timer);
   }
 }
 
