@@ -83,7 +83,7 @@ function registrationLimitsSchema(duration: (fallback: string) => z.ZodType<numb
       perAddress: z.number().int().min(1).default(30),
       window: duration('10m').refine((ms) => ms >= 1_000 && ms <= 86_400_000, 'must be between 1s and 24h'),
       total: z.number().int().min(1).default(10_000),
-      unusedClientTtl: duration('6h').refine((ms) => ms >= 60_000 && ms <= 7 * 86_400_000, 'must be between 1m and 7d'),
+      unusedClientTtl: duration('6h').refine((ms) => ms >= 10_000 && ms <= 7 * 86_400_000, 'must be between 10s and 7d'),
       /** An IPv6 client counts as its network of this many bits (src/broker/registration-address.ts). */
       ipv6Prefix: z.number().int().min(1).max(128).default(64),
     })

@@ -33,7 +33,7 @@ import { ecPem, jwtHeader, jwtPayload, MemoryOAuthClient, startCallbackServer, s
 
 const ACCESS_TOKEN_TTL_S = 2;
 /** `registrationLimits.unusedClientTtl` at its least: a registration that obtains no token is forgotten after a minute. */
-const UNUSED_CLIENT_TTL = '1m';
+const UNUSED_CLIENT_TTL = '20s';
 
 /** The two configurations: `auth.scopes` set, and left at its default (no scope anywhere). */
 const VARIANTS = [
@@ -205,7 +205,7 @@ for (const variant of VARIANTS) {
       return res.body.error === 'invalid_grant';
     }
 
-    // keepClient does not depend on scopes, and the test waits out a minute: the first variant only.
+    // keepClient does not depend on scopes, and the test waits out unusedClientTtl: the first variant only.
     if (variant === VARIANTS[0]) {
       test(`a registered client that obtained a token outlives unusedClientTtl (${UNUSED_CLIENT_TTL}), which forgets one that did not, and refreshes`, async () => {
         const provider = new MemoryOAuthClient(callback.url, { client_name: 'Kept Client', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' });
