@@ -168,6 +168,7 @@ describe('templates', () => {
       Ingress: 'networking.k8s.io/v1',
       NetworkPolicy: 'networking.k8s.io/v1',
       PodDisruptionBudget: 'policy/v1',
+      PrometheusRule: 'monitoring.coreos.com/v1',
       Secret: 'v1',
       Service: 'v1',
       ServiceAccount: 'v1',

@@ -6,7 +6,7 @@
  * do not refuse unknown fields, which the chart's own tests and `helm lint` cover.
  */
 import { HTTPRoute } from '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1';
-import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -28,6 +28,7 @@ const MODELS: Record<string, Model> = {
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'gateway.networking.k8s.io/v1/HTTPRoute': HTTPRoute,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
 
 /** '' when the manifest is valid by its API's schema; else what is wrong (an unknown kind too). */
