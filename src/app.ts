@@ -3,6 +3,7 @@
  * releases it when the app closes; open SSE streams are told to `retry` and ended first so
  * that closing does not wait on them (SPEC §5, graceful shutdown).
  */
+import { trackConnections } from './http/closing-connections.js';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { JWTVerifyGetKey } from 'jose';
 import { createAuthenticate } from './auth/authenticate.js';
@@ -191,11 +192,16 @@ function releaseOnClose(
   config: Config,
   parts: { readiness: Readiness; streams: StreamRegistry; sessions: SessionService; ctx: McpContext; closers: Array<() => Promise<unknown>>; state: { close(): Promise<void> } },
 ): void {
+  const connections = trackConnections(app.server);
+  let stopEnding: (() => void) | undefined;
   app.addHook('preClose', async () => {
     parts.readiness.draining = true;
     await parts.streams.drain(config.shutdown.drainTimeout);
+    // Connections with nothing in progress must not hold the close (http/closing-connections.ts).
+    stopEnding = connections.closing();
   });
   app.addHook('onClose', async () => {
+    stopEnding?.();
     parts.sessions.close();
     parts.ctx.parkedCalls.close();
     parts.ctx.legacyStreams.close();

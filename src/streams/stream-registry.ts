@@ -81,11 +81,14 @@ export class StreamRegistry {
 
   /**
    * Graceful shutdown (SPEC §5): every client stream gets `retry` and ends so the client
-   * reconnects to another replica; standalone streams stop, while POST streams keep reading
+   * reconnects to another replica; standalone streams and listens stop, while POST streams keep reading
    * their backend (into the replay log, followed from elsewhere) until they finish or the
    * deadline passes.
    */
   async drain(deadlineMs: number): Promise<void> {
+    // A 2026-07-28 client's listens end as a server ends one (its result, then the end): the client
+    // listens again on another replica. Left open, each held the close until the client went.
+    for (const endpoint of this.listens.endpoints()) this.listens.endAll(endpoint);
     const pending: Promise<void>[] = [];
     const relays = [...this.#relays.values()];
     for (const relay of relays) {

@@ -90,3 +90,11 @@ test('2026-07-28: a client that closes the response stream has cancelled the cal
     await client.close();
   }
 });
+
+test('then the gateway closes within its drain timeout: no connection of the cancelled calls holds it', { timeout: 60_000 }, async () => {
+  // Before http/closing-connections.ts, a connection the server no longer counted as idle held the close for 70 s.
+  await Promise.allSettled([backend?.stop(), modern?.stop()]);
+  const closing = gateway!;
+  gateway = undefined;
+  await withDeadline(closing.close(), closing.config.shutdown.drainTimeout + 5_000, 'the gateway\'s close');
+});
