@@ -106,7 +106,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const eras = new BackendEras(store, app.log);
   const modern = { eras, sessions: new AdaptedSessions(store, coordinator), answers: new InputAnswers(coordinator), listens: new SessionListens() };
   const streams = new StreamRegistry();
-  const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions() });
+  const metrics = new Metrics({ openStreams: () => streams.size, activeSessions: () => store.countSessions(), storeWaits: (listener) => state.onStoreWait(listener) });
   const sessions = new SessionService(
     store,
     config.sessions.idleTtl,

@@ -5,6 +5,10 @@
  * server name) applies in every mode; a `rediss://` URL or seed turns TLS on with the
  * system's CAs. `username` / `password` are the ACL user (usually `${VAR}`); credentials in
  * a URL are used when these are absent. The connection itself: src/state/redis-connection.ts.
+ *
+ * `unavailableWait` (issue 45 §1) is how long a request that needs the store waits while
+ * the connection reconnects or fails over before it gets 503 (src/state/store-waits.ts); 0
+ * fails at once.
  */
 import { z } from 'zod';
 import { jsonHint } from './json-hints.js';
@@ -28,43 +32,49 @@ const MODE_REQUIREMENTS = {
   ],
 };
 
-export const redisSchema = jsonHint(
-  z
-    .object({
-      mode: z.enum(['standalone', 'cluster', 'sentinel']).default('standalone'),
-      url: redisUrl.optional(),
-      nodes: z.array(redisUrl).min(1).optional(),
-      sentinels: z.array(hostPort).min(1).optional(),
-      name: z.string().min(1).optional(),
-      tls: z
-        .object({
-          /** File path of the CA bundle (or the PEM itself). */
-          ca: z.string().min(1).optional(),
-          servername: z.string().min(1).optional(),
-          cert: z.string().min(1).optional(),
-          key: z.string().min(1).optional(),
-        })
-        .strict()
-        .optional(),
-      username: z.string().min(1).optional(),
-      password: z.string().min(1).optional(),
-      keyPrefix: z.string().default('sb:'),
-    })
-    .strict()
-    .superRefine((r, ctx) => {
-      const issue = (path: string[], message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path, message });
-      if (r.mode === 'standalone' && !r.url) issue(['url'], 'is required when redis.mode is standalone');
-      if (r.mode === 'cluster' && !r.nodes) issue(['nodes'], 'is required when redis.mode is cluster (seed nodes, e.g. ["redis://redis-0:6379"])');
-      if (r.mode === 'sentinel' && !r.sentinels) issue(['sentinels'], 'is required when redis.mode is sentinel (e.g. ["sentinel-0:26379"])');
-      if (r.mode === 'sentinel' && !r.name) issue(['name'], "is required when redis.mode is sentinel (the monitored master's name)");
-      for (const [key, mode] of Object.entries(MODE_KEYS)) {
-        if (r[key as keyof typeof MODE_KEYS] !== undefined && r.mode !== mode) issue([key], `is used only when redis.mode is ${mode} (mode is ${r.mode})`);
-      }
-      if (r.tls && !r.tls.cert !== !r.tls.key) issue(['tls', r.tls.cert ? 'key' : 'cert'], 'is required with redis.tls.' + (r.tls.cert ? 'cert' : 'key') + ' (a client certificate and its key go together)');
-      // In a cluster the user part of every key is a {hash tag}; braces in the prefix would be the tag instead.
-      if (r.mode === 'cluster' && /[{}]/.test(r.keyPrefix)) issue(['keyPrefix'], 'must not contain { or } in cluster mode (the user part of each key is the hash tag)');
-    }),
-  { kind: 'extend', json: MODE_REQUIREMENTS },
-);
+type Duration = (fallback: string) => z.ZodType<number, z.ZodTypeDef, string | number | undefined>;
 
-export type RedisConfig = z.infer<typeof redisSchema>;
+/** Built with the config's own duration type (schema.ts), which this file cannot import without a cycle. */
+export const redisSchema = (duration: Duration) =>
+  jsonHint(
+    z
+      .object({
+        mode: z.enum(['standalone', 'cluster', 'sentinel']).default('standalone'),
+        url: redisUrl.optional(),
+        nodes: z.array(redisUrl).min(1).optional(),
+        sentinels: z.array(hostPort).min(1).optional(),
+        name: z.string().min(1).optional(),
+        tls: z
+          .object({
+            /** File path of the CA bundle (or the PEM itself). */
+            ca: z.string().min(1).optional(),
+            servername: z.string().min(1).optional(),
+            cert: z.string().min(1).optional(),
+            key: z.string().min(1).optional(),
+          })
+          .strict()
+          .optional(),
+        username: z.string().min(1).optional(),
+        password: z.string().min(1).optional(),
+        keyPrefix: z.string().default('sb:'),
+        /** How long a request waits for a reconnecting or failing-over Redis before 503; 0: not at all. */
+        unavailableWait: duration('5s').refine((ms) => ms <= 60_000, 'must be at most 60s'),
+      })
+      .strict()
+      .superRefine((r, ctx) => {
+        const issue = (path: string[], message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path, message });
+        if (r.mode === 'standalone' && !r.url) issue(['url'], 'is required when redis.mode is standalone');
+        if (r.mode === 'cluster' && !r.nodes) issue(['nodes'], 'is required when redis.mode is cluster (seed nodes, e.g. ["redis://redis-0:6379"])');
+        if (r.mode === 'sentinel' && !r.sentinels) issue(['sentinels'], 'is required when redis.mode is sentinel (e.g. ["sentinel-0:26379"])');
+        if (r.mode === 'sentinel' && !r.name) issue(['name'], "is required when redis.mode is sentinel (the monitored master's name)");
+        for (const [key, mode] of Object.entries(MODE_KEYS)) {
+          if (r[key as keyof typeof MODE_KEYS] !== undefined && r.mode !== mode) issue([key], `is used only when redis.mode is ${mode} (mode is ${r.mode})`);
+        }
+        if (r.tls && !r.tls.cert !== !r.tls.key) issue(['tls', r.tls.cert ? 'key' : 'cert'], 'is required with redis.tls.' + (r.tls.cert ? 'cert' : 'key') + ' (a client certificate and its key go together)');
+        // In a cluster the user part of every key is a {hash tag}; braces in the prefix would be the tag instead.
+        if (r.mode === 'cluster' && /[{}]/.test(r.keyPrefix)) issue(['keyPrefix'], 'must not contain { or } in cluster mode (the user part of each key is the hash tag)');
+      }),
+    { kind: 'extend', json: MODE_REQUIREMENTS },
+  );
+
+export type RedisConfig = z.infer<ReturnType<typeof redisSchema>>;

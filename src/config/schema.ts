@@ -152,7 +152,7 @@ export const configSchema = z
     /** Extra Host header values accepted besides publicUrl's host (DNS-rebinding protection). */
     allowedHosts: z.array(z.string().min(1).transform((h) => h.toLowerCase())).default([]),
     /** Shared state: standalone, cluster or sentinel, with TLS (SPEC §8; redis-schema.ts). */
-    redis: redisSchema.optional(),
+    redis: redisSchema(duration).optional(),
     auth: z
       .object({
         /**

@@ -4,7 +4,8 @@
  * spec's method names (anything else counts as "other"), and no user or session id is ever
  * a label.
  */
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { StoreWaitListener, StoreWaitOutcome } from '../state/store-waits.js';
 import { HotCounter, HotHistogram } from './hot-metrics.js';
 
 /** Methods of MCP 2025-11-25 (schema reference); others are labelled "other". */
@@ -28,6 +29,8 @@ export type McpOutcome = 'relayed' | 'backend_error' | 'rejected' | 'state_unava
 export interface GaugeSources {
   openStreams(): number;
   activeSessions(): Promise<number>;
+  /** Registers for the end of every store operation that waited for Redis (state/create-state.ts onStoreWait). */
+  storeWaits?(listener: StoreWaitListener): void;
 }
 
 export class Metrics {
@@ -53,6 +56,18 @@ export class Metrics {
   readonly sessionsEnded = new Counter({ name: 'switchboard_sessions_ended_total', help: 'MCP sessions ended by DELETE or because the backend forgot them', labelNames: ['backend', 'reason'], registers: [this.registry] });
   readonly backendErrors = new Counter({ name: 'switchboard_backend_errors_total', help: 'Backend failures by backend and kind', labelNames: ['backend', 'reason'], registers: [this.registry] });
   readonly stateErrors = new Counter({ name: 'switchboard_state_errors_total', help: 'State store (Redis) operations that failed', labelNames: ['operation'], registers: [this.registry] });
+  /**
+   * Store operations that met Redis reconnecting or failing over (issue 45 §1; src/state/store-waits.ts), by outcome:
+   * served (answered after waiting), gave_up (`redis.unavailableWait` passed, or a write that may have landed was not sent again → 503), refused (too many waiting on this replica → 503 at once).
+   */
+  readonly storeWaits = new Counter({ name: 'switchboard_store_waits_total', help: 'State store operations that waited for Redis to come back, by outcome (served, gave_up, refused)', labelNames: ['outcome'], registers: [this.registry] });
+  /** How long those operations waited (served and gave_up; refused ones did not wait). */
+  readonly storeWaitSeconds = new Histogram({
+    name: 'switchboard_store_wait_seconds',
+    help: 'How long state store operations waited for Redis to come back (served or gave up)',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
   readonly authFailures = new Counter({ name: 'switchboard_auth_failures_total', help: 'Requests refused by token checks', labelNames: ['reason'], registers: [this.registry] });
   readonly elicitations = new Counter({ name: 'switchboard_elicitations_total', help: 'URL-mode elicitations by provider and event (started, completed, declined, expired)', labelNames: ['provider', 'event'], registers: [this.registry] });
   readonly tokenRefreshes = new Counter({ name: 'switchboard_token_refreshes_total', help: 'Third-party token refreshes by provider and outcome', labelNames: ['provider', 'outcome'], registers: [this.registry] });
@@ -75,6 +90,9 @@ export class Metrics {
   readonly configReloadsLoosened = new Counter({ name: 'switchboard_config_reloads_loosened_total', help: 'Applied config reloads that loosened policy, access or pinning, by kind', labelNames: ['kind'], registers: [this.registry] });
   constructor(sources: GaugeSources) {
     collectDefaultMetrics({ register: this.registry });
+    // Every outcome is exported from the start, at 0, so that rate() and alerts see its first event.
+    for (const outcome of ['served', 'gave_up', 'refused']) this.storeWaits.inc({ outcome }, 0);
+    sources.storeWaits?.((outcome, seconds) => this.storeWaited(outcome, seconds));
     new Gauge({
       name: 'switchboard_sse_streams_open',
       help: 'SSE streams this replica is relaying now',
@@ -91,6 +109,12 @@ export class Metrics {
         this.set(await sources.activeSessions().catch(() => Number.NaN));
       },
     });
+  }
+
+  /** One store operation's wait ended (src/state/store-waits.ts). */
+  storeWaited(outcome: StoreWaitOutcome, seconds: number): void {
+    this.storeWaits.inc({ outcome });
+    if (outcome !== 'refused') this.storeWaitSeconds.observe(seconds);
   }
 
   /** Starts timing one client POST; call the result with the outcome when its answer is complete. */

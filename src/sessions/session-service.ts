@@ -139,7 +139,8 @@ export class SessionService {
       return await operation();
     } catch (err) {
       this.onStoreError(name);
-      throw new StateUnavailableError(err);
+      // The Redis store throws one itself once it has waited out its bound (state/store-waits.ts).
+      throw err instanceof StateUnavailableError ? err : new StateUnavailableError(err);
     }
   }
 }

@@ -17,6 +17,10 @@
  * Redis Cluster runs a script only on keys of one hash slot (CROSSSLOT otherwise), so with
  * `groupOf` (the item's slot; redis-store.ts in cluster mode) one call carries the items of
  * one group only: a turn with appends of three users on three slots makes three calls.
+ *
+ * A call that fails goes to `recover` (the store waiting out a Redis blip and sending the
+ * call again: store-waits.ts) before its appends are rejected; nothing is added to a call
+ * that succeeds.
  */
 
 /** What the batcher needs to know of one stream's append: the entries it carries. */
@@ -40,10 +44,12 @@ export class AppendBatcher<T extends AppendItem> {
   /**
    * @param send writes one group of appends (one Redis call).
    * @param groupOf items of different groups never share a call.
+   * @param recover after `send` failed with `err`: resolves when the same items were written after all, or rejects.
    */
   constructor(
     private readonly send: (items: T[]) => Promise<unknown>,
     private readonly groupOf?: (item: T) => number,
+    private readonly recover?: (err: unknown, items: T[]) => Promise<unknown>,
   ) {}
 
   /** Resolves once the item is stored; rejects with the error of the call that carried it. */
@@ -81,17 +87,27 @@ export class AppendBatcher<T extends AppendItem> {
         end++;
       }
       const group = queue.slice(start, end);
+      const items = group.map((w) => w.item);
       let sent: Promise<unknown>;
       try {
-        sent = this.send(group.map((w) => w.item));
+        sent = this.send(items);
       } catch (err) {
         sent = Promise.reject(err);
       }
       sent.then(
         () => group.forEach((w) => w.resolve()),
-        (err: unknown) => group.forEach((w) => w.reject(err)),
+        (err: unknown) => this.#failed(err, group, items),
       );
       start = end;
     }
+  }
+
+  /** A call failed: `recover` may still write its items; otherwise every append of the call is rejected. */
+  #failed(err: unknown, group: Waiting<T>[], items: T[]): void {
+    if (!this.recover) return group.forEach((w) => w.reject(err));
+    this.recover(err, items).then(
+      () => group.forEach((w) => w.resolve()),
+      (last: unknown) => group.forEach((w) => w.reject(last)),
+    );
   }
 }

@@ -9,6 +9,10 @@
  * (batched-rate-limit-store.ts), so that replicas share one budget per user. Without
  * `redis`, everything is in process and only one replica may run.
  *
+ * A Redis blip is waited out, up to `redis.unavailableWait`, by the store and the
+ * coordinator alike (one {@link StoreWaits} on the one connection: one bound, one cap;
+ * store-waits.ts); the counter never waits (it counts locally meanwhile).
+ *
  * {@link State.close} releases them in the order they depend on each other: the counter
  * first (it sends its pending counts while the connection is still up), then the
  * coordinator (its subscriber), then the store (the connection itself).
@@ -22,6 +26,7 @@ import { LocalRateLimitStore, type RateLimitStore } from './rate-limit-store.js'
 import { RedisCoordinator } from './redis-coordinator.js';
 import { RATE_LIMIT_NAMESPACE } from './redis-keys.js';
 import { RedisStore } from './redis-store.js';
+import type { StoreWaitListener, StoreWaits } from './store-waits.js';
 import type { StateStore } from './store.js';
 
 export interface State {
@@ -29,6 +34,8 @@ export interface State {
   readonly coordinator: Coordinator;
   /** The per-user request counts of the rate limiter (http/rate-limit.ts). */
   readonly rateCounter: RateLimitStore;
+  /** Told of every operation that waited for Redis to come back, and how it ended (metrics); never called without Redis. */
+  onStoreWait(listener: StoreWaitListener): void;
   /** Releases everything above, in order; the store only when it was built here. */
   close(): Promise<void>;
 }
@@ -51,12 +58,14 @@ export async function createState(config: Config, log: StateLog, options: StateO
   const store = options.store ?? (await createStore(config, log));
   // Coordination and counters follow the store: Redis-backed replicas share that same Redis.
   const redis = store instanceof RedisStore ? store : undefined;
-  const coordinator: Coordinator = redis ? new RedisCoordinator(redis.redis, config.redis?.keyPrefix ?? redis.keyPrefix) : new MemoryCoordinator();
+  const waits: StoreWaits | undefined = redis?.waits;
+  const coordinator: Coordinator = redis ? new RedisCoordinator(redis.redis, config.redis?.keyPrefix ?? redis.keyPrefix, waits) : new MemoryCoordinator();
   const rateCounter: RateLimitStore = redis ? new BatchedRateLimitStore({ redis: redis.redis, namespace: RATE_LIMIT_NAMESPACE }) : new LocalRateLimitStore();
   return {
     store,
     coordinator,
     rateCounter,
+    onStoreWait: (listener) => waits?.observe(listener),
     async close() {
       await rateCounter.close();
       await coordinator.close();
@@ -74,7 +83,7 @@ async function createStore(config: Config, log: StateLog): Promise<StateStore> {
     return new MemoryStore(undefined, replayBudget(config));
   }
   // Standalone, cluster or sentinel, with TLS: redis-connection.ts.
-  const store = new RedisStore({ ...config.redis, replayBudget: replayBudget(config) });
+  const store = new RedisStore({ ...config.redis, replayBudget: replayBudget(config), unavailableWaitMs: config.redis.unavailableWait });
   await store.ready();
   return store;
 }

@@ -12,6 +12,7 @@
  *
  * Sizes are the UTF-8 bytes of each entry's JSON, which is what Redis stores.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { ReplayBudget, ReplayLimits, StoredEvent, StreamKey } from './store.js';
 
 interface Log {
@@ -37,6 +38,10 @@ export class MemoryReplayLogs {
   append(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): void {
     const id = logId(key);
     const log = this.#live(id, key.userKey) ?? { events: [], sizes: [], bytes: 0, expiresAt: 0 };
+    // An append whose newest entry is the log's newest already ran: not again (the Redis
+    // store's rule, for an append sent again after its answer was lost; redis-scripts.ts).
+    const newest = log.events.at(-1);
+    if (newest && isDeepStrictEqual(newest, events.at(-1))) return;
     const user = this.#users.get(key.userKey) ?? { bytes: 0, logs: new Map<string, Log>() };
     this.#users.set(key.userKey, user);
     const before = log.bytes;

@@ -6,11 +6,14 @@
  * and `redis.username` / `redis.password` (ACL). No client of our own: reconnects, MOVED /
  * ASK redirections, topology refreshes and sentinel failovers are ioredis'.
  *
- * Every mode fails fast rather than queueing (SPEC §6: a request the store cannot serve
- * gets 503 with Retry-After, not a hang): no offline queue, one retry per command, a
- * command timeout, and a socket timeout that replaces a connection the server stopped
- * answering on (a master lost without a TCP reset). So during a failover window requests
- * fail within seconds and succeed again once ioredis has found the new master.
+ * No command waits inside ioredis: no offline queue, a command timeout, and a socket
+ * timeout that replaces a connection the server stopped answering on (a master lost without
+ * a TCP reset). A command written on a connection that then closes is failed at once and
+ * never sent again by ioredis (`maxRetriesPerRequest: 0`, `autoResendUnfulfilledCommands:
+ * false`): it may or may not have run, and only the operation knows whether running it twice
+ * is harmless. Waiting for a reconnect or a failover, and sending again what is safe to
+ * send again, is the store's (store-waits.ts, `redis.unavailableWait`); past that bound a
+ * request gets 503 with Retry-After (SPEC §6), never a hang.
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
@@ -58,7 +61,11 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 /** Fail fast: what every command connection gets (tests may override). */
 const FAIL_FAST: RedisOptions = {
-  maxRetriesPerRequest: 1,
+  // A connection that closes fails the commands written on it at once (0: on the first close,
+  // not after a reconnect attempt), and ioredis does not write them again after a reconnect:
+  // an INCR or an append that did run would run twice (store-waits.ts decides per operation).
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
   enableOfflineQueue: false,
   connectTimeout: CONNECT_TIMEOUT_MS,
   commandTimeout: COMMAND_TIMEOUT_MS,
@@ -79,7 +86,10 @@ export function connectRedis(endpoint: RedisEndpoint, keyPrefix: string, overrid
       enableOfflineQueue: false,
       // A lost master's slots: retry briefly while the cluster promotes a replica, then fail.
       maxRedirections: 16,
-      retryDelayOnFailover: 100,
+      // Not on a closed connection: the commands written on it may have run, and only the
+      // store knows which are safe to send again (store-waits.ts, which also refreshes the
+      // slots then). Refusals (CLUSTERDOWN, TRYAGAIN, MOVED) ran nothing and are retried here.
+      retryDelayOnFailover: 0,
       retryDelayOnClusterDown: 100,
       retryDelayOnTryAgain: 100,
       slotsRefreshTimeout: 2_000,
@@ -131,17 +141,49 @@ export function connectRedis(endpoint: RedisEndpoint, keyPrefix: string, overrid
 }
 
 /**
+ * Resolves once `client` is connected (startup waits for it so the first request does not
+ * fail). A cluster is ready when it knows its slots; its masters' connections are waited for
+ * too, or the first requests would be refused while they are being made (see above).
+ */
+export async function whenConnected(client: RedisClient, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  if (client.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`Redis not reachable within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onReady = () => {
+        cleanup();
+        resolve();
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        client.off('ready', onReady);
+      };
+      client.on('ready', onReady);
+    });
+  }
+  if (!isCluster(client)) return;
+  let timer: NodeJS.Timeout | undefined;
+  const masters = Promise.allSettled(client.nodes('master').map((node) => node.ping()));
+  await Promise.race([masters, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
+}
+
+/**
  * A connection for pub/sub (it cannot send other commands once subscribed), with no key
  * prefix (channels carry theirs) and an offline queue, so subscriptions wait for a
  * reconnect instead of failing; ioredis subscribes again by itself after one. A cluster's
  * also takes SSUBSCRIBE to the node owning each channel's slot (sharded pub/sub, Redis 7).
+ * A (un)subscribe in flight when the connection closes is sent again after the reconnect:
+ * subscribing twice is subscribing once.
  */
 export function subscriberFor(client: RedisClient): RedisClient {
   if (client instanceof Cluster) {
-    const redisOptions = { ...client.options.redisOptions, commandTimeout: undefined, socketTimeout: undefined };
+    const redisOptions = { ...client.options.redisOptions, commandTimeout: undefined, socketTimeout: undefined, autoResendUnfulfilledCommands: true };
     return client.duplicate(undefined, { keyPrefix: '', shardedSubscribers: true, enableOfflineQueue: true, redisOptions });
   }
-  return client.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, socketTimeout: undefined });
+  return client.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true, commandTimeout: undefined, socketTimeout: undefined });
 }
 
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;

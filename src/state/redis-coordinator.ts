@@ -17,24 +17,25 @@
  * to reach every replica wherever it is connected.
  *
  * Lease and mailbox TTLs go through ttl.ts's wholeMs (whole ms, rounded up; nonsense refused).
+ *
+ * On the store's connection, the coordinator waits out a Redis blip as the store does, with
+ * the store's {@link StoreWaits} (the same bound and the same cap; store-waits.ts): each
+ * operation says whether it is sent again after a failure that may have run it
+ * (`idempotent`) or only after one that certainly did not (`unsent-only`), and why.
  */
 import { randomUUID } from 'node:crypto';
 import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from './coordinator.js';
 import { isCluster, keepSocketQuiet, silenceConnectionErrors, subscriberFor, type RedisClient } from './redis-connection.js';
+import { coordinatorCalls as calls, type ScriptedRedis } from './redis-calls.js';
 import { RedisKeys } from './redis-keys.js';
 import { CLAIM_STANDALONE, RELEASE_IF_HELD, RENEW_IF_HELD } from './redis-scripts.js';
+import { StoreWaits } from './store-waits.js';
 import { wholeMs } from './ttl.js';
 import type { StoredEvent, StreamKey } from './store.js';
 
-type CoordinatorRedis = RedisClient & {
-  sbClaim(holderKey: string, mailboxKey: string, value: string, ttlMs: number, force: '0' | '1'): Promise<[number, string, ...string[]]>;
-  sbRenew(key: string, value: string, ttlMs: number): Promise<number>;
-  sbRelease(key: string, value: string): Promise<number>;
-};
-
 export class RedisCoordinator implements Coordinator {
   readonly replicaId = randomUUID();
-  readonly #redis: CoordinatorRedis;
+  readonly #redis: ScriptedRedis;
   readonly #subscriber: RedisClient;
   readonly #keys: RedisKeys;
   /** Stream channels: sharded in a cluster (SSUBSCRIBE), classic otherwise. */
@@ -44,10 +45,15 @@ export class RedisCoordinator implements Coordinator {
   readonly #watchers = new Map<string, Set<(events: StoredEvent[]) => void>>();
   readonly #inbox: string;
   readonly #everyone: string;
+  readonly #waits: StoreWaits;
 
-  /** @param redis the store's command connection (its keyPrefix applies to keys, not channels). */
-  constructor(redis: RedisClient, keyPrefix: string) {
-    this.#redis = redis as CoordinatorRedis;
+  /**
+   * @param redis the store's command connection (its keyPrefix applies to keys, not channels).
+   * @param waits the store's waits (RedisStore.waits); without, nothing waits.
+   */
+  constructor(redis: RedisClient, keyPrefix: string, waits?: StoreWaits) {
+    this.#redis = redis as ScriptedRedis;
+    this.#waits = waits ?? new StoreWaits(redis, { waitMs: 0 });
     this.#prefix = keyPrefix;
     this.#sharded = isCluster(redis);
     this.#keys = new RedisKeys(this.#sharded);
@@ -64,33 +70,90 @@ export class RedisCoordinator implements Coordinator {
     void this.#subscriber.subscribe(this.#inbox, this.#everyone).catch(() => {});
   }
 
+  /**
+   * Unsent-only: a claim that landed unseen took the session's mailbox with it, and a second
+   * run would find this replica holding the stream and answer "not granted", the mail lost.
+   */
   async claimStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number, force: boolean): Promise<StandaloneClaim> {
-    const [granted, previous, ...mailbox] = await this.#redis.sbClaim(this.#keys.standalone(userKey, sessionId), this.#keys.mailbox(userKey, sessionId), `${this.replicaId} ${streamId}`, wholeMs(ttlMs, 'claimStandalone'), force ? '1' : '0');
-    return { granted: granted === 1, previous: parseHolder(previous), mailbox };
+    const holder = this.#keys.standalone(userKey, sessionId);
+    const mailbox = this.#keys.mailbox(userKey, sessionId);
+    const value = `${this.replicaId} ${streamId}`;
+    const ttl = wholeMs(ttlMs, 'claimStandalone');
+    const forced = force ? '1' : '0';
+    let reply: [number, string, ...string[]];
+    try {
+      reply = await calls.claim(this.#redis, holder, mailbox, value, ttl, forced);
+    } catch (err) {
+      reply = await this.#waits.again(err, 'unsent-only', calls.claim, this.#redis, holder, mailbox, value, ttl, forced);
+    }
+    const [granted, previous, ...mail] = reply;
+    return { granted: granted === 1, previous: parseHolder(previous), mailbox: mail };
   }
 
+  /** Idempotent: a compare-and-set PEXPIRE to the same TTL. */
   async renewStandalone(userKey: string, sessionId: string, streamId: string, ttlMs: number): Promise<boolean> {
-    return (await this.#redis.sbRenew(this.#keys.standalone(userKey, sessionId), `${this.replicaId} ${streamId}`, wholeMs(ttlMs, 'renewStandalone'))) === 1;
+    const holder = this.#keys.standalone(userKey, sessionId);
+    const value = `${this.replicaId} ${streamId}`;
+    const ttl = wholeMs(ttlMs, 'renewStandalone');
+    try {
+      return (await calls.renew(this.#redis, holder, value, ttl)) === 1;
+    } catch (err) {
+      return (await this.#waits.again(err, 'idempotent', calls.renew, this.#redis, holder, value, ttl)) === 1;
+    }
   }
 
+  /** Idempotent: a compare-and-set DEL finds nothing of ours the second time. */
   async releaseStandalone(userKey: string, sessionId: string, streamId: string): Promise<void> {
-    await this.#redis.sbRelease(this.#keys.standalone(userKey, sessionId), `${this.replicaId} ${streamId}`);
+    const holder = this.#keys.standalone(userKey, sessionId);
+    const value = `${this.replicaId} ${streamId}`;
+    try {
+      await calls.release(this.#redis, holder, value);
+    } catch (err) {
+      await this.#waits.again(err, 'idempotent', calls.release, this.#redis, holder, value);
+    }
   }
 
+  /** Idempotent: GET. */
   async standaloneHolder(userKey: string, sessionId: string): Promise<StreamHolder | undefined> {
-    return parseHolder((await this.#redis.get(this.#keys.standalone(userKey, sessionId))) ?? '');
+    const holder = this.#keys.standalone(userKey, sessionId);
+    let value: string | null;
+    try {
+      value = await calls.get(this.#redis, holder);
+    } catch (err) {
+      value = await this.#waits.again(err, 'idempotent', calls.get, this.#redis, holder);
+    }
+    return parseHolder(value ?? '');
   }
 
+  /** Idempotent: SET PX of this replica's id. */
   async holdStream(key: StreamKey, ttlMs: number): Promise<void> {
-    await this.#redis.set(this.#keys.hold(key), this.replicaId, 'PX', wholeMs(ttlMs, 'holdStream'));
+    const hold = this.#keys.hold(key);
+    const ttl = wholeMs(ttlMs, 'holdStream');
+    try {
+      await calls.hold(this.#redis, hold, this.replicaId, ttl);
+    } catch (err) {
+      await this.#waits.again(err, 'idempotent', calls.hold, this.#redis, hold, this.replicaId, ttl);
+    }
   }
 
+  /** Idempotent: a compare-and-set DEL. */
   async releaseStream(key: StreamKey): Promise<void> {
-    await this.#redis.sbRelease(this.#keys.hold(key), this.replicaId);
+    const hold = this.#keys.hold(key);
+    try {
+      await calls.release(this.#redis, hold, this.replicaId);
+    } catch (err) {
+      await this.#waits.again(err, 'idempotent', calls.release, this.#redis, hold, this.replicaId);
+    }
   }
 
+  /** Idempotent: GET. */
   async streamHolder(key: StreamKey): Promise<string | undefined> {
-    return (await this.#redis.get(this.#keys.hold(key))) ?? undefined;
+    const hold = this.#keys.hold(key);
+    try {
+      return (await calls.get(this.#redis, hold)) ?? undefined;
+    } catch (err) {
+      return (await this.#waits.again(err, 'idempotent', calls.get, this.#redis, hold)) ?? undefined;
+    }
   }
 
   async watchStream(key: StreamKey, onEvents: (events: StoredEvent[]) => void): Promise<() => Promise<void>> {
@@ -112,22 +175,37 @@ export class RedisCoordinator implements Coordinator {
     };
   }
 
+  /** Unsent-only: a PUBLISH that ran unseen would deliver the message twice. */
   async send(replicaId: string, message: ReplicaMessage): Promise<void> {
-    await this.#redis.publish(this.#keys.replicaChannel(this.#prefix, replicaId), JSON.stringify(message));
+    await this.#publish(this.#keys.replicaChannel(this.#prefix, replicaId), JSON.stringify(message));
   }
 
+  /** Unsent-only, as {@link send}. */
   async broadcast(message: ReplicaMessage): Promise<void> {
-    await this.#redis.publish(this.#everyone, JSON.stringify(message));
+    await this.#publish(this.#everyone, JSON.stringify(message));
+  }
+
+  async #publish(channel: string, text: string): Promise<void> {
+    try {
+      await calls.publish(this.#redis, channel, text);
+    } catch (err) {
+      await this.#waits.again(err, 'unsent-only', calls.publish, this.#redis, channel, text);
+    }
   }
 
   onMessage(handler: (message: ReplicaMessage) => void): void {
     this.#handlers.push(handler);
   }
 
+  /** Unsent-only: an RPUSH that ran unseen would post the message twice. */
   async postToMailbox(userKey: string, sessionId: string, data: string, ttlMs: number, maxMessages: number): Promise<void> {
     const ttl = wholeMs(ttlMs, 'postToMailbox');
     const key = this.#keys.mailbox(userKey, sessionId);
-    await this.#redis.multi().rpush(key, data).ltrim(key, -maxMessages, -1).pexpire(key, ttl).exec();
+    try {
+      await calls.post(this.#redis, key, data, maxMessages, ttl);
+    } catch (err) {
+      await this.#waits.again(err, 'unsent-only', calls.post, this.#redis, key, data, maxMessages, ttl);
+    }
   }
 
   async close(): Promise<void> {

@@ -143,6 +143,12 @@ return 0`;
  * budget, the user's least recently appended other logs are deleted whole. A size recorded
  * for a log that has since expired is taken off the total when the log starts again.
  *
+ * An append that already ran is not run again: when a log's newest entry is already the
+ * newest entry of the append, that append landed before (a call sent again after its answer
+ * was lost: store-waits.ts) and nothing is pushed, counted or published for it. Entries carry
+ * the stream's sequence number, and a relay sends its next append only after the previous
+ * one answered (stream-relay.ts), so a new append never ends with the log's newest entry.
+ *
  * In one call all KEYS must share a hash slot in a cluster (redis-keys.ts: a user's keys
  * share a tag; the store groups its calls by slot). `publish` is PUBLISH, or SPUBLISH in a
  * cluster (sharded pub/sub: the message stays on the shard that owns the stream's slot
@@ -173,47 +179,50 @@ for k = 1, #KEYS, 3 do
   local ttl, channel = ARGV[a + 4], ARGV[a + 5]
   local first = a + 7
   local last = a + 6 + tonumber(ARGV[a + 6])
-  local length = redis.call('LLEN', log)
-  local known = tonumber(redis.call('HGET', sizes, field)) or 0
-  local bytes = known
-  if length == 0 then bytes = 0 end
-  -- unpack() is limited to a few thousand values: push in slices.
-  for i = first, last, 1000 do
-    redis.call('RPUSH', log, unpack(ARGV, i, math.min(i + 999, last)))
-  end
-  for i = first, last do bytes = bytes + #ARGV[i] end
-  length = length + last - first + 1
-  if length > maxEvents or bytes > maxBytes then
-    local pinned = isMeta(redis.call('LINDEX', log, 0))
-    local data = length
-    if pinned then data = length - 1 end
-    if data > maxEvents then
-      bytes = bytes - drop(log, pinned, data - maxEvents)
-      data = maxEvents
+  -- Not the newest entry already: this append has not run yet.
+  if redis.call('LINDEX', log, -1) ~= ARGV[last] then
+    local length = redis.call('LLEN', log)
+    local known = tonumber(redis.call('HGET', sizes, field)) or 0
+    local bytes = known
+    if length == 0 then bytes = 0 end
+    -- unpack() is limited to a few thousand values: push in slices.
+    for i = first, last, 1000 do
+      redis.call('RPUSH', log, unpack(ARGV, i, math.min(i + 999, last)))
     end
-    while bytes > maxBytes and data > 1 do
-      bytes = bytes - drop(log, pinned, 1)
-      data = data - 1
+    for i = first, last do bytes = bytes + #ARGV[i] end
+    length = length + last - first + 1
+    if length > maxEvents or bytes > maxBytes then
+      local pinned = isMeta(redis.call('LINDEX', log, 0))
+      local data = length
+      if pinned then data = length - 1 end
+      if data > maxEvents then
+        bytes = bytes - drop(log, pinned, data - maxEvents)
+        data = maxEvents
+      end
+      while bytes > maxBytes and data > 1 do
+        bytes = bytes - drop(log, pinned, 1)
+        data = data - 1
+      end
     end
+    redis.call('HSET', sizes, field, bytes)
+    local total = redis.call('HINCRBY', sizes, 'total', bytes - known)
+    local top = redis.call('ZRANGE', order, -1, -1, 'WITHSCORES')
+    if top[1] ~= field then redis.call('ZADD', order, (tonumber(top[2]) or 0) + 1, field) end
+    local prefix = string.sub(log, 1, #log - #field)
+    while total > maxUserBytes do
+      local oldest = redis.call('ZRANGE', order, 0, 0)[1]
+      if not oldest or oldest == field then break end
+      local size = tonumber(redis.call('HGET', sizes, oldest)) or 0
+      redis.call('DEL', prefix .. oldest)
+      redis.call('HDEL', sizes, oldest)
+      redis.call('ZREM', order, oldest)
+      total = redis.call('HINCRBY', sizes, 'total', -size)
+    end
+    redis.call('PEXPIRE', log, ttl)
+    redis.call('PEXPIRE', sizes, ttl)
+    redis.call('PEXPIRE', order, ttl)
+    redis.call('${publish}', channel, '[' .. table.concat(ARGV, ',', first, last) .. ']')
   end
-  redis.call('HSET', sizes, field, bytes)
-  local total = redis.call('HINCRBY', sizes, 'total', bytes - known)
-  local top = redis.call('ZRANGE', order, -1, -1, 'WITHSCORES')
-  if top[1] ~= field then redis.call('ZADD', order, (tonumber(top[2]) or 0) + 1, field) end
-  local prefix = string.sub(log, 1, #log - #field)
-  while total > maxUserBytes do
-    local oldest = redis.call('ZRANGE', order, 0, 0)[1]
-    if not oldest or oldest == field then break end
-    local size = tonumber(redis.call('HGET', sizes, oldest)) or 0
-    redis.call('DEL', prefix .. oldest)
-    redis.call('HDEL', sizes, oldest)
-    redis.call('ZREM', order, oldest)
-    total = redis.call('HINCRBY', sizes, 'total', -size)
-  end
-  redis.call('PEXPIRE', log, ttl)
-  redis.call('PEXPIRE', sizes, ttl)
-  redis.call('PEXPIRE', order, ttl)
-  redis.call('${publish}', channel, '[' .. table.concat(ARGV, ',', first, last) .. ']')
   a = last + 1
 end
 return #KEYS / 3`;

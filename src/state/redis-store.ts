@@ -13,12 +13,18 @@
  *
  * Every TTL is passed through ttl.ts's wholeMs before it is sent (rounded up to whole
  * milliseconds; NaN, Infinity, 0 and negatives refused): Redis takes nothing else.
+ *
+ * A Redis blip waits up to `redis.unavailableWait` and is sent again where safe
+ * (store-waits.ts; the calls: redis-calls.ts): each operation says whether it is
+ * `idempotent` or `unsent-only`, and why. `ping` (readiness) and `countSessions` never wait.
  */
 import calculateSlot from 'cluster-key-slot';
 import type { RedisOptions } from 'ioredis';
 import { AppendBatcher } from './append-batcher.js';
-import { connectRedis, isCluster, keepSocketQuiet, silenceConnectionErrors, type RedisClient, type RedisEndpoint, type RedisMode } from './redis-connection.js';
+import { connectRedis, isCluster, keepSocketQuiet, silenceConnectionErrors, whenConnected, type RedisEndpoint, type RedisMode } from './redis-connection.js';
+import { storeCalls as calls, type ScriptedRedis } from './redis-calls.js';
 import { RedisKeys } from './redis-keys.js';
+import { StoreWaits } from './store-waits.js';
 import { wholeMs } from './ttl.js';
 import { appendEventsScript, CREATE_SESSION, DELETE_IF, DELETE_SESSION, MARK_SESSIONS_IN_USE, RELEASE_SESSION_IN_USE, TOUCH_SESSION } from './redis-scripts.js';
 import { DEFAULT_REPLAY_BUDGET, type EvictedSession, type ReplayBudget, type ReplayLimits, type SessionRecord, type StateStore, type StoredEvent, type StreamKey } from './store.js';
@@ -36,18 +42,6 @@ interface RedisAppend {
 const SESSION_COUNT_TTL_MS = 15_000;
 const MAX_SCAN_ROUNDS = 1_000;
 
-interface ScriptCommands {
-  sbDeleteIf(key: string, expected: string): Promise<number>;
-  sbAppendEvents(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-  sbCreateSession(key: string, index: string, inUse: string, record: string, ttlMs: number, sessionId: string, maxPerUser: number): Promise<string[]>;
-  sbTouchSession(key: string, index: string, ttlMs: number, sessionId: string): Promise<string | null>;
-  sbDeleteSession(key: string, index: string, inUse: string, sessionId: string): Promise<number>;
-  sbMarkSessionsInUse(index: string, inUse: string, leaseMs: number, ...sessionIds: string[]): Promise<number>;
-  sbReleaseSessionInUse(index: string, inUse: string, sessionId: string): Promise<number>;
-}
-
-type ScriptedRedis = RedisClient & ScriptCommands;
-
 export interface RedisStoreOptions extends RedisEndpoint {
   keyPrefix: string;
   /** Extra ioredis options (tests shorten timeouts). */
@@ -56,6 +50,10 @@ export interface RedisStoreOptions extends RedisEndpoint {
   sessionCountCacheMs?: number;
   /** `streams.replayBytes` and `streams.replayBytesPerUser`. */
   replayBudget?: ReplayBudget;
+  /** `redis.unavailableWait` in ms (store-waits.ts); default 0, fail at once (create-state.ts passes the config's, 5 s). */
+  unavailableWaitMs?: number;
+  /** Operations that may wait at once (default store-waits.ts DEFAULT_MAX_HELD); more are refused at once. */
+  maxWaiting?: number;
 }
 
 export class RedisStore implements StateStore {
@@ -64,6 +62,8 @@ export class RedisStore implements StateStore {
   readonly redis: ScriptedRedis;
   readonly keyPrefix: string;
   readonly keys: RedisKeys;
+  /** Waiting out a blip; the coordinator on the same connection shares it (create-state.ts). */
+  readonly waits: StoreWaits;
   readonly #sessionCountCacheMs: number;
   #sessionCount: { value: number; at: number } | undefined;
   readonly #budget: ReplayBudget;
@@ -75,17 +75,21 @@ export class RedisStore implements StateStore {
     this.#budget = options.replayBudget ?? DEFAULT_REPLAY_BUDGET;
     this.#sessionCountCacheMs = options.sessionCountCacheMs ?? SESSION_COUNT_TTL_MS;
     this.redis = connectRedis(options, options.keyPrefix, options.redisOptions) as ScriptedRedis;
+    this.waits = new StoreWaits(this.redis, { waitMs: options.unavailableWaitMs ?? 0, maxHeld: options.maxWaiting });
     const cluster = isCluster(this.redis);
     this.keys = new RedisKeys(cluster);
+    const append = (items: RedisAppend[]) => {
+      const args: (string | number)[] = items.flatMap((item) => item.keys);
+      const { maxBytes, maxBytesPerUser } = this.#budget;
+      for (const item of items) args.push(item.field, item.maxEvents, maxBytes, maxBytesPerUser, item.ttlMs, item.channel, item.entries.length, ...item.entries);
+      return calls.appendEvents(this.redis, items.length * 3, args);
+    };
     this.#appends = new AppendBatcher<RedisAppend>(
-      (items) => {
-        const args: (string | number)[] = items.flatMap((item) => item.keys);
-        const { maxBytes, maxBytesPerUser } = this.#budget;
-        for (const item of items) args.push(item.field, item.maxEvents, maxBytes, maxBytesPerUser, item.ttlMs, item.channel, item.entries.length, ...item.entries);
-        return this.redis.sbAppendEvents(items.length * 3, ...args);
-      },
+      append,
       // One script call touches one slot in a cluster; the user's tag decides it.
       cluster ? (item) => calculateSlot(item.keys[0]) : undefined,
+      // Idempotent: the script skips an append that already ran (redis-scripts.ts).
+      (err, items) => this.waits.again(err, 'idempotent', append, items),
     );
     this.redis.defineCommand('sbAppendEvents', { lua: appendEventsScript(cluster ? 'SPUBLISH' : 'PUBLISH') });
     this.redis.defineCommand('sbDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
@@ -97,70 +101,102 @@ export class RedisStore implements StateStore {
     silenceConnectionErrors(this.redis);
   }
 
-  /**
-   * Resolves once connected (startup waits for it so the first request does not fail). A
-   * cluster is ready when it knows its slots; its masters' connections are waited for too,
-   * or the first requests would be refused while they are being made (redis-connection.ts).
-   */
+  /** Resolves once connected, a cluster's masters too (startup waits for it: redis-connection.ts whenConnected). */
   async ready(timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    await this.#connected(timeoutMs);
-    if (!isCluster(this.redis)) return;
-    let timer: NodeJS.Timeout | undefined;
-    const masters = Promise.allSettled(this.redis.nodes('master').map((node) => node.ping()));
-    await Promise.race([masters, new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]).finally(() => clearTimeout(timer));
+    await whenConnected(this.redis, timeoutMs);
   }
 
-  async #connected(timeoutMs: number): Promise<void> {
-    if (this.redis.status === 'ready') return;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new Error(`Redis not reachable within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const onReady = () => {
-        cleanup();
-        resolve();
-      };
-      const cleanup = () => {
-        clearTimeout(timer);
-        this.redis.off('ready', onReady);
-      };
-      this.redis.on('ready', onReady);
-    });
-  }
-
+  /**
+   * Idempotent: the id is new, so a second run writes the same record under the same key,
+   * stamps the same use again and evicts nothing more (the cap already holds). What a first
+   * run that landed unseen evicted is not reported: those sessions are gone from Redis, and
+   * what hung off them ends when it next asks the store.
+   */
   async createSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number, maxPerUser?: number): Promise<EvictedSession[]> {
     const { keys } = this;
-    const flat = await this.redis.sbCreateSession(keys.session(userKey, sessionId), keys.sessionIndex(userKey), keys.sessionsInUse(userKey), JSON.stringify(record), wholeMs(ttlMs, 'createSession'), sessionId, maxPerUser ?? 0);
+    const key = keys.session(userKey, sessionId);
+    const index = keys.sessionIndex(userKey);
+    const inUse = keys.sessionsInUse(userKey);
+    const text = JSON.stringify(record);
+    const ttl = wholeMs(ttlMs, 'createSession');
+    const cap = maxPerUser ?? 0;
+    let flat: string[];
+    try {
+      flat = await calls.createSession(this.redis, key, index, inUse, text, ttl, sessionId, cap);
+    } catch (err) {
+      flat = await this.waits.again(err, 'idempotent', calls.createSession, this.redis, key, index, inUse, text, ttl, sessionId, cap);
+    }
     const evicted: EvictedSession[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) evicted.push({ sessionId: flat[i]!, record: JSON.parse(flat[i + 1]!) as SessionRecord });
     return evicted;
   }
 
+  /** Idempotent: SET XX with the same record and TTL; a second run replaces nothing but the first run's copy. */
   async replaceSession(userKey: string, sessionId: string, record: SessionRecord, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(this.keys.session(userKey, sessionId), JSON.stringify(record), 'PX', wholeMs(ttlMs, 'replaceSession'), 'XX')) === 'OK';
+    const key = this.keys.session(userKey, sessionId);
+    const text = JSON.stringify(record);
+    const ttl = wholeMs(ttlMs, 'replaceSession');
+    try {
+      return (await calls.replace(this.redis, key, text, ttl)) === 'OK';
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.replace, this.redis, key, text, ttl)) === 'OK';
+    }
   }
 
+  /** Idempotent: a read that slides the TTL again and stamps the same use again. */
   async touchSession(userKey: string, sessionId: string, ttlMs: number): Promise<SessionRecord | undefined> {
-    const text = await this.redis.sbTouchSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), wholeMs(ttlMs, 'touchSession'), sessionId);
+    const key = this.keys.session(userKey, sessionId);
+    const index = this.keys.sessionIndex(userKey);
+    const ttl = wholeMs(ttlMs, 'touchSession');
+    let text: string | null;
+    try {
+      text = await calls.touchSession(this.redis, key, index, ttl, sessionId);
+    } catch (err) {
+      text = await this.waits.again(err, 'idempotent', calls.touchSession, this.redis, key, index, ttl, sessionId);
+    }
     return text ? (JSON.parse(text) as SessionRecord) : undefined;
   }
 
+  /** Idempotent (ZREM, ZREM, DEL); after a first run that landed unseen, the answer is false. */
   async deleteSession(userKey: string, sessionId: string): Promise<boolean> {
-    return (await this.redis.sbDeleteSession(this.keys.session(userKey, sessionId), this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), sessionId)) > 0;
+    const key = this.keys.session(userKey, sessionId);
+    const index = this.keys.sessionIndex(userKey);
+    const inUse = this.keys.sessionsInUse(userKey);
+    try {
+      return (await calls.deleteSession(this.redis, key, index, inUse, sessionId)) > 0;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.deleteSession, this.redis, key, index, inUse, sessionId)) > 0;
+    }
   }
 
+  /** Idempotent: ZADD GT of a lease until about the same time, and a use stamped again. */
   async markSessionsInUse(userKey: string, sessionIds: readonly string[], leaseMs: number): Promise<void> {
     const lease = wholeMs(leaseMs, 'markSessionsInUse');
     if (!sessionIds.length) return;
-    await this.redis.sbMarkSessionsInUse(this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), lease, ...sessionIds);
+    const index = this.keys.sessionIndex(userKey);
+    const inUse = this.keys.sessionsInUse(userKey);
+    try {
+      await calls.markInUse(this.redis, index, inUse, lease, sessionIds);
+    } catch (err) {
+      await this.waits.again(err, 'idempotent', calls.markInUse, this.redis, index, inUse, lease, sessionIds);
+    }
   }
 
+  /** Idempotent: ZREM of the mark, and a use stamped again. */
   async releaseSessionInUse(userKey: string, sessionId: string): Promise<void> {
-    await this.redis.sbReleaseSessionInUse(this.keys.sessionIndex(userKey), this.keys.sessionsInUse(userKey), sessionId);
+    const index = this.keys.sessionIndex(userKey);
+    const inUse = this.keys.sessionsInUse(userKey);
+    try {
+      await calls.releaseInUse(this.redis, index, inUse, sessionId);
+    } catch (err) {
+      await this.waits.again(err, 'idempotent', calls.releaseInUse, this.redis, index, inUse, sessionId);
+    }
   }
 
+  /**
+   * Idempotent (the batched script call, see the constructor): an append whose newest entry
+   * is already the log's newest ran before, and is not pushed or published again.
+   */
   async appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void> {
     // Checked here, not in the batched call: one bad TTL must not fail the other streams' appends.
     const ttlMs = wholeMs(limits.ttlMs, 'appendEvents');
@@ -175,52 +211,134 @@ export class RedisStore implements StateStore {
     });
   }
 
+  /** Idempotent: LRANGE. */
   async readEvents(key: StreamKey): Promise<StoredEvent[]> {
-    const entries = await this.redis.lrange(this.keys.stream(key), 0, -1);
+    const name = this.keys.stream(key);
+    let entries: string[];
+    try {
+      entries = await calls.readLog(this.redis, name);
+    } catch (err) {
+      entries = await this.waits.again(err, 'idempotent', calls.readLog, this.redis, name);
+    }
     return entries.map((e) => JSON.parse(e) as StoredEvent);
   }
 
-  /** `ttlMs` rounded up to whole ms (ttl.ts); undefined keeps the value without expiry. */
+  /** `ttlMs` rounded up to whole ms (ttl.ts); undefined keeps the value without expiry. Idempotent: SET of the same value and TTL. */
   async putValue(key: string, value: string, ttlMs?: number): Promise<void> {
-    if (ttlMs === undefined) await this.redis.set(this.keys.value(key), value);
-    else await this.redis.set(this.keys.value(key), value, 'PX', wholeMs(ttlMs, 'putValue'));
+    const name = this.keys.value(key);
+    const ttl = ttlMs === undefined ? undefined : wholeMs(ttlMs, 'putValue');
+    try {
+      await calls.put(this.redis, name, value, ttl);
+    } catch (err) {
+      await this.waits.again(err, 'idempotent', calls.put, this.redis, name, value, ttl);
+    }
   }
 
+  /** Idempotent: GET. */
   async getValue(key: string): Promise<string | undefined> {
-    return (await this.redis.get(this.keys.value(key))) ?? undefined;
+    const name = this.keys.value(key);
+    try {
+      return (await calls.get(this.redis, name)) ?? undefined;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.get, this.redis, name)) ?? undefined;
+    }
   }
 
+  /**
+   * Idempotent as to what is stored (GETDEL deletes nothing more the second time), and
+   * never returns a value twice: after a first run that took the value unseen, the answer
+   * is undefined — the single-use value is spent, as it would be after a 503.
+   */
   async takeValue(key: string): Promise<string | undefined> {
-    return (await this.redis.getdel(this.keys.value(key))) ?? undefined;
+    const name = this.keys.value(key);
+    try {
+      return (await calls.take(this.redis, name)) ?? undefined;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.take, this.redis, name)) ?? undefined;
+    }
   }
 
-  /** `ttlMs` rounded up to whole ms (ttl.ts). */
+  /**
+   * `ttlMs` rounded up to whole ms (ttl.ts). Unsent-only: after a SET NX that landed unseen,
+   * a second run would answer false — "another holds it" — for the caller's own lock or
+   * claim, which would then wait for itself until the TTL ends.
+   */
   async putValueIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(this.keys.value(key), value, 'PX', wholeMs(ttlMs, 'putValueIfAbsent'), 'NX')) === 'OK';
+    const name = this.keys.value(key);
+    const ttl = wholeMs(ttlMs, 'putValueIfAbsent');
+    try {
+      return (await calls.putIfAbsent(this.redis, name, value, ttl)) === 'OK';
+    } catch (err) {
+      return (await this.waits.again(err, 'unsent-only', calls.putIfAbsent, this.redis, name, value, ttl)) === 'OK';
+    }
   }
 
+  /**
+   * Idempotent (compare-and-delete): a second run finds the value gone and deletes nothing.
+   * After a first run that landed unseen it answers false, so a caller consuming a
+   * single-use value is refused rather than told twice that it won.
+   */
   async deleteValueIf(key: string, expected: string): Promise<boolean> {
-    return (await this.redis.sbDeleteIf(this.keys.value(key), expected)) === 1;
+    const name = this.keys.value(key);
+    try {
+      return (await calls.deleteIf(this.redis, name, expected)) === 1;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.deleteIf, this.redis, name, expected)) === 1;
+    }
   }
 
+  /** Idempotent: DEL; after a first run that landed unseen, the answer is false. */
   async deleteValue(key: string): Promise<boolean> {
-    return (await this.redis.del(this.keys.value(key))) > 0;
+    const name = this.keys.value(key);
+    try {
+      return (await calls.del(this.redis, name)) > 0;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.del, this.redis, name)) > 0;
+    }
   }
 
+  /**
+   * Idempotent: HSETNX changes nothing once the field exists. After a first run that landed
+   * unseen it answers false, and the field holds the caller's own value (the pinning code
+   * then reads it back and finds its own definition).
+   */
   async putFieldIfAbsent(key: string, field: string, value: string): Promise<boolean> {
-    return (await this.redis.hsetnx(this.keys.fields(key), field, value)) === 1;
+    const name = this.keys.fields(key);
+    try {
+      return (await calls.putFieldIfAbsent(this.redis, name, field, value)) === 1;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.putFieldIfAbsent, this.redis, name, field, value)) === 1;
+    }
   }
 
+  /** Idempotent: HSET of the same value. */
   async putField(key: string, field: string, value: string): Promise<void> {
-    await this.redis.hset(this.keys.fields(key), field, value);
+    const name = this.keys.fields(key);
+    try {
+      await calls.putField(this.redis, name, field, value);
+    } catch (err) {
+      await this.waits.again(err, 'idempotent', calls.putField, this.redis, name, field, value);
+    }
   }
 
+  /** Idempotent: HGETALL. */
   async getFields(key: string): Promise<Record<string, string>> {
-    return this.redis.hgetall(this.keys.fields(key));
+    const name = this.keys.fields(key);
+    try {
+      return await calls.getFields(this.redis, name);
+    } catch (err) {
+      return this.waits.again(err, 'idempotent', calls.getFields, this.redis, name);
+    }
   }
 
+  /** Idempotent: HDEL; after a first run that landed unseen, the answer is false. */
   async deleteField(key: string, field: string): Promise<boolean> {
-    return (await this.redis.hdel(this.keys.fields(key), field)) > 0;
+    const name = this.keys.fields(key);
+    try {
+      return (await calls.deleteField(this.redis, name, field)) > 0;
+    } catch (err) {
+      return (await this.waits.again(err, 'idempotent', calls.deleteField, this.redis, name, field)) > 0;
+    }
   }
 
   /**
@@ -266,6 +384,7 @@ export class RedisStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    this.waits.close();
     keepSocketQuiet(this.redis);
     this.redis.disconnect();
   }

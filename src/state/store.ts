@@ -126,7 +126,10 @@ export interface StateStore {
   deleteSession(userKey: string, sessionId: string): Promise<boolean>;
   /**
    * Appends to a stream's bounded replay log (at most `limits.maxEvents` events besides its
-   * meta entry, and the store's {@link ReplayBudget}), refreshing its TTL, atomically.
+   * meta entry, and the store's {@link ReplayBudget}), refreshing its TTL, atomically. An
+   * append whose newest entry is already the log's newest has run before (sent again after
+   * its answer was lost) and changes nothing: a stream's entries carry increasing sequence
+   * numbers, so a new append never repeats the newest one.
    */
   appendEvents(key: StreamKey, events: readonly StoredEvent[], limits: ReplayLimits): Promise<void>;
   /** The stream's retained log, oldest first (empty when unknown or expired). */

@@ -101,7 +101,7 @@ describe('parseConfig: the SPEC §3 example', () => {
     assert.equal(config.publicUrl, 'https://mcp.example.com');
     assert.deepEqual(config.listen, { host: '0.0.0.0', port: 8080 });
     assert.deepEqual(config.allowedOrigins, ['https://claude.ai']);
-    assert.deepEqual(config.redis, { mode: 'standalone', url: 'redis://redis:6379/0', keyPrefix: 'sb:' });
+    assert.deepEqual(config.redis, { mode: 'standalone', url: 'redis://redis:6379/0', keyPrefix: 'sb:', unavailableWait: 5_000 });
     assert.equal(config.auth.issuer, 'https://idp.example.com/realms/acme');
     assert.equal(config.auth.audience, 'https://mcp.example.com/mcp');
     assert.equal(config.auth.jwksUri, 'https://idp.example.com/realms/acme/protocol/openid-connect/certs');
@@ -187,7 +187,7 @@ describe('parseConfig: defaults and normalisation', () => {
   });
 
   test('redis.keyPrefix defaults to "sb:"', () => {
-    assert.deepEqual(parseConfig(minimal({ redis: { url: 'rediss://cache:6380/1' } })).redis, { mode: 'standalone', url: 'rediss://cache:6380/1', keyPrefix: 'sb:' });
+    assert.deepEqual(parseConfig(minimal({ redis: { url: 'rediss://cache:6380/1' } })).redis, { mode: 'standalone', url: 'rediss://cache:6380/1', keyPrefix: 'sb:', unavailableWait: 5_000 });
   });
 
   test('durations: "24h", "60s", "500ms", "5m", "1d", "1.5s" and bare numbers (seconds) become milliseconds', () => {

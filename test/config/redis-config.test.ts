@@ -26,7 +26,7 @@ function refused(redis: Record<string, unknown>, key: string, problem: RegExp): 
 
 describe('redis config', () => {
   test('standalone is the default mode and keeps its url', () => {
-    assert.deepEqual(redisOf({ url: 'redis://redis:6379/0' }), { mode: 'standalone', url: 'redis://redis:6379/0', keyPrefix: 'sb:' });
+    assert.deepEqual(redisOf({ url: 'redis://redis:6379/0' }), { mode: 'standalone', url: 'redis://redis:6379/0', keyPrefix: 'sb:', unavailableWait: 5_000 });
   });
 
   test('cluster: seed nodes, rediss:// for TLS', () => {
@@ -40,7 +40,15 @@ describe('redis config', () => {
       { mode: 'sentinel', sentinels: ['sentinel-0:26379', '[::1]:26380'], name: 'mymaster', username: '${REDIS_USER}', password: '${REDIS_PASSWORD}' },
       { REDIS_USER: 'switchboard', REDIS_PASSWORD: 's3cret' },
     );
-    assert.deepEqual(redis, { mode: 'sentinel', sentinels: ['sentinel-0:26379', '[::1]:26380'], name: 'mymaster', username: 'switchboard', password: 's3cret', keyPrefix: 'sb:' });
+    assert.deepEqual(redis, { mode: 'sentinel', sentinels: ['sentinel-0:26379', '[::1]:26380'], name: 'mymaster', username: 'switchboard', password: 's3cret', keyPrefix: 'sb:', unavailableWait: 5_000 });
+  });
+
+  test('unavailableWait: a duration, 5s by default, 0 to fail at once, at most 60s (issue 45 §1)', () => {
+    assert.equal(redisOf({ url: 'redis://r:6379', unavailableWait: '2500ms' })?.unavailableWait, 2_500);
+    assert.equal(redisOf({ url: 'redis://r:6379', unavailableWait: 0 })?.unavailableWait, 0);
+    assert.equal(redisOf({ url: 'redis://r:6379', unavailableWait: '${WAIT}' }, { WAIT: '10s' })?.unavailableWait, 10_000);
+    refused({ url: 'redis://r:6379', unavailableWait: '2 minutes' }, 'redis.unavailableWait', /not a duration/);
+    refused({ url: 'redis://r:6379', unavailableWait: '2m' }, 'redis.unavailableWait', /at most 60s/);
   });
 
   test('TLS with a client certificate in standalone mode', () => {

@@ -40,7 +40,7 @@ after(async () => {
   await Promise.allSettled([oauth?.stop(), everything?.stop(), redis?.stop()]);
 });
 
-async function gateway(rateLimit: NonNullable<ConfigInput['limits']>['rateLimit'], redisConfig?: { url: string; keyPrefix: string }): Promise<GatewayHandle> {
+async function gateway(rateLimit: NonNullable<ConfigInput['limits']>['rateLimit'], redisConfig?: { url: string; keyPrefix: string; unavailableWait?: string }): Promise<GatewayHandle> {
   const g = await startGateway({
     issuer: oauth.issuer,
     backends: [{ name: BACKEND, url: everything.url, timeout: '30s' }],
@@ -333,7 +333,8 @@ describe('Redis failing', () => {
   });
 
   test("Redis stalled or stopped → requests are still answered at once from the replica's own counts (fail open only for the shared count), and the failures are counted", async () => {
-    const g = await gateway({ max: 2, window: '1m' }, { url: outage.url, keyPrefix: 'rlfail:' });
+    // The store waits 1 s for Redis before its 503 (redis.unavailableWait); the limiter never waits.
+    const g = await gateway({ max: 2, window: '1m' }, { url: outage.url, keyPrefix: 'rlfail:', unavailableWait: '1s' });
     const [token, newcomer] = await Promise.all([oauth.token({ sub: 'heidi', aud: g.audience }), oauth.token({ sub: 'ivan', aud: g.audience })]);
     const init = await post(g, token, 1);
     assert.equal(init.status, 200, init.text);
@@ -362,7 +363,7 @@ describe('Redis failing', () => {
     }
     // ...while a user this replica has no count for is let through to the handler (the
     // shared count is unknown: fail open), which answers from its own rules (the state
-    // store's 503); never a 429 or a 500, and never a hang.
+    // store's 503 once it has waited redis.unavailableWait); never a 429 or a 500, and never a hang.
     const t0 = Date.now();
     const fresh = await post(g, newcomer, 1);
     assert.ok(Date.now() - t0 < 3_000, 'fails fast');

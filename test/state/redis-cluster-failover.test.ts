@@ -68,3 +68,46 @@ test('the master of a user is killed: prompt errors until its replica is promote
   await store.ping();
   t.diagnostic(`cluster failover: served again ${outcomes.at(-3)}`);
 });
+
+test('with redis.unavailableWait, operations issued while the master is gone wait for the promotion and succeed (issue 45 §1)', async (t) => {
+  const store = new RedisStore({ mode: 'cluster', nodes: cluster.nodes, keyPrefix: `sbfw-${randomUUID()}:`, unavailableWaitMs: 20_000 });
+  t.after(() => store.close());
+  await store.ready(10_000);
+  const waits: string[] = [];
+  store.waits.observe((outcome, seconds) => waits.push(`${outcome} ${seconds.toFixed(2)} s`));
+  // A user on a master that still has a replica (the test above left one master without).
+  const slots = await store.redis.cluster('SLOTS');
+  let user = '';
+  let owner = 0;
+  for (;;) {
+    user = `user-${randomUUID()}`;
+    const slot = Number(await store.redis.cluster('KEYSLOT', `${store.keyPrefix}${store.keys.session(user, 's1')}`));
+    const range = slots.find(([from, to]) => slot >= from && slot <= to)!;
+    if (range.length > 3) {
+      owner = range[2]![1];
+      break;
+    }
+  }
+  const key = { userKey: user, sessionId: 's1', streamId: 'st1' };
+  await store.createSession(user, 's1', { backend: 'b', protocolVersion: '2025-11-25', clientCapabilities: {}, createdAt: 1 }, 600_000);
+  await store.appendEvents(key, [{ seq: 0, meta: { kind: 'post', requestIds: [1] } }], { maxEvents: 10, ttlMs: 600_000 });
+  const master = cluster.processes.find((p) => p.port === owner)!;
+  assert.equal(await commandOnce(master.port, 'WAIT', '1', '1000'), 1, 'the replica has every write');
+  await master.kill();
+  const killedAt = Date.now();
+
+  // Issued while the master is gone, before the cluster has noticed: every one waits, none fails.
+  const results = await Promise.allSettled([
+    store.touchSession(user, 's1', 600_000),
+    store.readEvents(key),
+    store.appendEvents(key, [{ seq: 1, data: '{"n":1}' }], { maxEvents: 10, ttlMs: 600_000 }),
+  ]);
+  const took = Date.now() - killedAt;
+  t.diagnostic(`served ${took} ms after the kill; waits: ${waits.join(', ')}`);
+  assert.deepEqual(
+    results.map((r) => (r.status === 'rejected' ? `error: ${(r.reason as Error).message}` : 'ok')),
+    ['ok', 'ok', 'ok'],
+  );
+  assert.equal((results[0] as PromiseFulfilledResult<unknown>).value !== undefined, true, 'the replicated session is there');
+  assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [0, 1], 'the append landed once');
+});

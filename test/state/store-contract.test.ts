@@ -383,6 +383,20 @@ function storeContract(name: string, kind: StateStore['kind'], factory: StoreFac
         assert.deepEqual(read.slice(1, 3), first.slice(1));
       });
 
+      test('an append already in the log (sent again after its answer was lost) is not appended again', async (t) => {
+        const store = await open(t);
+        const key = streamKey();
+        const first: StoredEvent[] = [{ seq: 0, meta: { kind: 'post', requestIds: [1] } }, dataEvent(1)];
+        await store.appendEvents(key, first, LIMITS);
+        await store.appendEvents(key, first, LIMITS);
+        await store.appendEvents(key, [dataEvent(2)], LIMITS);
+        await store.appendEvents(key, [dataEvent(2)], LIMITS);
+        // A priming entry (same seq as the event before it) is an entry of its own.
+        await store.appendEvents(key, [{ seq: 2, backendEventId: 'b-2' }], LIMITS);
+        await store.appendEvents(key, [dataEvent(3)], LIMITS);
+        assert.deepEqual((await store.readEvents(key)).map((e) => e.seq), [0, 1, 2, 2, 3]);
+      });
+
       test('a log is bounded to maxEvents: the oldest entries are dropped', async (t) => {
         const store = await open(t);
         const key = streamKey();
