@@ -156,7 +156,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   // `/ws/mcp[/{backend}]`: the same hooks judge the upgrade; each message then goes through `/mcp…` over loopback.
   await registerWebSocketTransport(app, config, { originGuard, authenticate }, bridgedClients);
   // The backends as they are at close: a reload may have added some (src/reload/).
-  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close())), () => bridges.close(), () => audit.close(), () => pinning.close(), async () => telemetry?.shutdown()], state });
+  releaseOnClose(app, config, { readiness, streams, sessions, ctx, closers: [() => Promise.allSettled([...backends.values()].map((b) => b.close(0))), () => bridges.close(), () => audit.close(), () => pinning.close(), async () => telemetry?.shutdown()], state });
   return app;
 }
 

@@ -94,5 +94,11 @@ export interface McpBackend {
   post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse>;
   get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse>;
   delete(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse>;
-  close(): Promise<void>;
+  /**
+   * Ends the backend's client. Exchanges in flight may finish for up to `graceMs` (default: as
+   * long as they take, as a reload retiring a backend wants), then are cut: at shutdown the
+   * clients are gone, and a stream the gateway holds toward the backend (a listen, a GET
+   * stream) would otherwise hold the close for ever.
+   */
+  close(graceMs?: number): Promise<void>;
 }

@@ -25,7 +25,7 @@ export abstract class DecoratedBackend implements McpBackend {
     return this.inner.delete(headers, signal);
   }
 
-  close(): Promise<void> {
-    return this.inner.close();
+  close(graceMs?: number): Promise<void> {
+    return this.inner.close(graceMs);
   }
 }

@@ -59,8 +59,14 @@ export class StreamableHttpBackend implements McpBackend {
     return this.#send('DELETE', headers, signal, undefined, 'application/json, text/event-stream');
   }
 
-  async close(): Promise<void> {
-    await this.#agent.close();
+  async close(graceMs = Infinity): Promise<void> {
+    if (graceMs === Infinity) return this.#agent.close();
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'over'>((resolve) => (timer = setTimeout(resolve, graceMs, 'over')));
+    const closed = this.#agent.close();
+    const outcome = await Promise.race([closed, graceOver]);
+    clearTimeout(timer);
+    if (outcome === 'over') await this.#agent.destroy();
   }
 
   async #send(method: 'GET' | 'POST' | 'DELETE', h: BackendCallHeaders, signal: AbortSignal | undefined, body: string | undefined, accept: string): Promise<BackendResponse> {

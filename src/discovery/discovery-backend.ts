@@ -105,8 +105,8 @@ export class DiscoveryBackend implements McpBackend {
     return this.#inner.delete(headers);
   }
 
-  close(): Promise<void> {
-    return this.#inner.close();
+  close(graceMs?: number): Promise<void> {
+    return this.#inner.close(graceMs);
   }
 
   async #list(request: Request, headers: BackendCallHeaders, threshold: number): Promise<BackendResponse> {

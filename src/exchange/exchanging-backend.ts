@@ -39,8 +39,8 @@ export class ExchangingBackend implements McpBackend {
     return this.#send(headers, (h) => this.inner.delete(h, signal));
   }
 
-  close(): Promise<void> {
-    return this.inner.close();
+  close(graceMs?: number): Promise<void> {
+    return this.inner.close(graceMs);
   }
 
   async #send(headers: BackendCallHeaders, call: (h: BackendCallHeaders) => Promise<BackendResponse>): Promise<BackendResponse> {

@@ -22,6 +22,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { createMcpHandler, fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
+import { withDeadline } from '../helpers/deadline.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { listenOnLoopback, loopbackEndpoint, readBody, sendWebResponse, toWebRequest } from '../fixtures/v2-node-handler.js';
@@ -127,10 +128,10 @@ before(async () => {
 
 after(async () => {
   for (const close of closers.reverse()) await close().catch(() => {});
-  // The backend first: with a 2026 client bridged by /mcp, gateway.close() waits for ever on the
-  // backend's open subscriptions/listen while the backend is up (found here; it does so on c1ea5bb too).
+  // The gateway first, the backend still up: its close cuts the backend listen it holds for a 2026
+  // client bridged by /mcp (it waited for ever on it before backend.close(graceMs)).
+  await withDeadline(gateway!.close(), gateway!.config.shutdown.drainTimeout + 5_000, 'the gateway\'s close while the backend holds a listen open');
   await backend?.close();
-  await gateway?.close();
   await oauth?.stop();
 });
 

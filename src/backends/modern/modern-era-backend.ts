@@ -134,8 +134,8 @@ export class ModernEraBackend implements McpBackend {
     return undefined;
   }
 
-  close(): Promise<void> {
-    return this.inner.close();
+  close(graceMs?: number): Promise<void> {
+    return this.inner.close(graceMs);
   }
 
   async #initialize(message: BackendMessage, headers: BackendCallHeaders, known: Record<string, unknown> | undefined): Promise<BackendResponse> {
