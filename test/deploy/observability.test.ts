@@ -163,7 +163,8 @@ describe('against a real gateway', () => {
     assert.deepEqual([...exported.labelsOf('switchboard_mcp_messages_total')!].sort(), ['backend', 'method', 'outcome']);
     assert.deepEqual([...exported.labelsOf('switchboard_mcp_request_duration_seconds_bucket')!].sort(), ['backend', 'le', 'method']);
     assert.deepEqual([...exported.labelsOf('switchboard_token_exchanges_total')!].sort(), ['backend', 'outcome'], 'from the registry: no exchange happened');
-    assert.equal(exported.labelsOf('switchboard_store_waits_total'), undefined, 'a metric that does not exist is not found');
+    assert.deepEqual([...exported.labelsOf('switchboard_store_waits_total')!].sort(), ['outcome'], 'from the registry: no operation waited');
+    assert.equal(exported.labelsOf('switchboard_no_such_metric_total'), undefined, 'a metric that does not exist is not found');
   });
 
   test('every dashboard query parses and names only metrics and labels the gateway exports', () => {
@@ -180,7 +181,7 @@ describe('against a real gateway', () => {
   test('the checks catch what they are for', () => {
     const problems = (expr: string) => queryProblems({ where: 'q', expr }, exported, emitted);
     assert.match(problems('sum(rate(switchboard_mcp_messages_total[5m])')[0]!, /does not parse/);
-    assert.match(problems('rate(switchboard_store_waits_total[5m])')[0]!, /not in the gateway's \/metrics/);
+    assert.match(problems('rate(switchboard_no_such_metric_total[5m])')[0]!, /not in the gateway's \/metrics/);
     assert.match(problems('switchboard_config_reloads_total{backend="x"}')[0]!, /has no label backend/);
     assert.match(problems('sum by (reason) (switchboard_mcp_messages_total)')[0]!, /has no label reason/);
     assert.match(problems('switchboard_mcp_messages_total{outcome="exploded"}')[0]!, /never emits "exploded"/);
