@@ -191,7 +191,8 @@ export const configSchema = z
       .default({}),
     sessions: z
       .object({
-        idleTtl: duration('24h'),
+        /** At least 1 s: a session's store TTL (Redis refuses a TTL of 0; state/ttl.ts). */
+        idleTtl: duration('24h').refine((ms) => ms >= 1_000, 'must be at least 1s'),
         /**
          * Live MCP sessions one user may hold; a further `initialize` ends one of that user's
          * sessions (as a DELETE would), so one user cannot fill the store (issue 13): the least
@@ -211,7 +212,7 @@ export const configSchema = z
         /** How many events of one SSE stream are kept for `Last-Event-ID` replay. */
         replayEvents: wholeNumber().pipe(z.number().min(1)).default(1000),
         /** How long those events are kept. */
-        replayTtl: duration('10m'),
+        replayTtl: duration('10m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
         /**
          * Bytes of one stream's replay log; past it the oldest events go (the stream still
          * delivers live; only resuming very old events is lost).
@@ -268,7 +269,7 @@ export const configSchema = z
          * How often a backend that could not join an aggregated session at initialize is tried
          * again (on the session's next message, at most once per interval across replicas).
          */
-        rejoinInterval: duration('30s'),
+        rejoinInterval: duration('30s').refine((ms) => ms >= 100, 'must be at least 100ms'),
       })
       .strict()
       .default({}),

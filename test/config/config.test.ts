@@ -372,6 +372,10 @@ describe('parseConfig: errors name the key and the problem', () => {
 
   test('input and output bounds and /metrics access (issue 13) are checked, naming the key', () => {
     assertConfigError(() => parseConfig(minimal({ limits: { bodyTimeout: '500ms' } })), 'limits.bodyTimeout', /at least 1s/);
+    // Store TTLs: Redis refuses a TTL of 0 (state/ttl.ts); the config says so before anything runs.
+    assertConfigError(() => parseConfig(minimal({ sessions: { idleTtl: 0 } })), 'sessions.idleTtl', /at least 1s/);
+    assertConfigError(() => parseConfig(minimal({ streams: { replayTtl: '0s' } })), 'streams.replayTtl', /at least 1s/);
+    assertConfigError(() => parseConfig(minimal({ aggregate: { rejoinInterval: 0 } })), 'aggregate.rejoinInterval', /at least 100ms/);
     assertConfigError(() => parseConfig(minimal({ streams: { maxBufferedBytes: 1024 } })), 'streams.maxBufferedBytes', /65536/);
     assertConfigError(() => parseConfig(minimal({ metrics: { bearerToken: 'short' } })), 'metrics.bearerToken', /16/);
     assertConfigError(() => parseConfig(minimal({ metrics: { listen: { port: 70_000 } } })), 'metrics.listen.port');
