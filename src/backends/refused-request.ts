@@ -28,11 +28,12 @@ export function mayCarryRequestError(res: BackendResponse): boolean {
 export async function requestErrorOf(res: BackendResponse, id: JsonRpcId): Promise<{ error: JsonRpcMessage } | { res: BackendResponse }> {
   const bytes = await bytesWithin(res.body, MAX_MESSAGE_BYTES);
   if (!bytes) return { res: { ...res, body: syntheticBody('') } };
-  const again = { res: { ...res, body: syntheticBody(bytes.toString('utf8')) } };
+  const text = bytes.toString('utf8');
+  const again = { res: { ...res, body: syntheticBody(text) } };
   if (startsWithBom(bytes)) return again;
   let value: unknown;
   try {
-    value = parseStrictly(bytes.toString('utf8'));
+    value = parseStrictly(text);
   } catch {
     return again;
   }

@@ -13,6 +13,7 @@
 import { Agent } from 'undici';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from './backend.js';
 import type { BackendConfig } from '../config/schema.js';
+import { untilAborted } from './abortable.js';
 import { toBackendError } from './errors.js';
 import { exchange } from './exchange.js';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge/bridge-headers.js';
@@ -61,12 +62,7 @@ export class StreamableHttpBackend implements McpBackend {
 
   async close(graceMs = Infinity): Promise<void> {
     if (graceMs === Infinity) return this.#agent.close();
-    let timer: NodeJS.Timeout | undefined;
-    const graceOver = new Promise<'over'>((resolve) => (timer = setTimeout(resolve, graceMs, 'over')));
-    const closed = this.#agent.close();
-    const outcome = await Promise.race([closed, graceOver]);
-    clearTimeout(timer);
-    if (outcome === 'over') await this.#agent.destroy();
+    await untilAborted(this.#agent.close(), AbortSignal.timeout(graceMs)).catch(() => this.#agent.destroy());
   }
 
   async #send(method: 'GET' | 'POST' | 'DELETE', h: BackendCallHeaders, signal: AbortSignal | undefined, body: string | undefined, accept: string): Promise<BackendResponse> {

@@ -151,3 +151,12 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
   };
 }
 
+/** `switchboard_store_waits_total` by outcome (issue 45 §1), summed over the replicas' `/metrics`. */
+export async function storeWaits(replicas: readonly Pick<Replica, 'url'>[]): Promise<Record<string, number>> {
+  const totals: Record<string, number> = {};
+  for (const replica of replicas) {
+    const text = await (await fetch(`${replica.url}/metrics`)).text();
+    for (const [, outcome, value] of text.matchAll(/^switchboard_store_waits_total\{outcome="(\w+)"\} (\S+)$/gm)) totals[outcome!] = (totals[outcome!] ?? 0) + Number(value);
+  }
+  return totals;
+}

@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { commandOnce } from '../helpers/redis-processes.js';
-import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { startReplicas, storeWaits, type ReplicaSet } from '../helpers/replicas.js';
 import { startResumableBackend } from '../helpers/resumable-backend.js';
 
 const SECONDS = Number(process.env.BLIP_SECONDS ?? 6);
@@ -43,16 +43,6 @@ after(async () => {
   await set?.stop();
   await Promise.allSettled([backend?.stop(), oauth?.stop(), redis?.stop()]);
 });
-
-/** `switchboard_store_waits_total` by outcome, summed over the replicas. */
-async function storeWaits(): Promise<Record<string, number>> {
-  const totals: Record<string, number> = {};
-  for (const replica of set.replicas) {
-    const text = await (await fetch(`${replica.url}/metrics`)).text();
-    for (const [, outcome, value] of text.matchAll(/^switchboard_store_waits_total\{outcome="(\w+)"\} (\S+)$/gm)) totals[outcome!] = (totals[outcome!] ?? 0) + Number(value);
-  }
-  return totals;
-}
 
 test(`SDK calls through two replicas while their Redis connections are killed every ${KILL_EVERY_MS} ms: none fails`, { timeout: (SECONDS + 60) * 1000 }, async (t) => {
   const token = await oauth.token({ sub: 'blip-user', aud: set.audience });
@@ -104,7 +94,7 @@ test(`SDK calls through two replicas while their Redis connections are killed ev
   };
   await Promise.all([killer, ...Array.from({ length: WORKERS }, (_, w) => worker(w))]);
 
-  const waits = await storeWaits();
+  const waits = await storeWaits(set.replicas);
   t.diagnostic(`${calls} calls in ${sessions} sessions over ${SECONDS} s, ${kills} connections killed; store waits ${JSON.stringify(waits)}; failures: ${failures.length}`);
   assert.ok(kills >= SECONDS * 2, `connections were killed (${kills})`);
   assert.ok(calls >= 20, `the loop ran (${calls} calls)`);

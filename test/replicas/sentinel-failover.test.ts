@@ -17,7 +17,7 @@ import { after, before, test } from 'node:test';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { commandOnce } from '../helpers/redis-processes.js';
 import { startRedisSentinel, type RedisSentinelHandle } from '../helpers/redis-sentinel.js';
-import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { startReplicas, storeWaits, type ReplicaSet } from '../helpers/replicas.js';
 import { startResumableBackend } from '../helpers/resumable-backend.js';
 import { messageOf, SseReader, type SseEvent } from '../helpers/sse-client.js';
 
@@ -95,16 +95,6 @@ async function post(what: string, replica: number, head: Record<string, string>,
   }
 }
 
-/** `switchboard_store_waits_total{outcome}`, summed over the replicas. */
-async function storeWaits(): Promise<Record<string, number>> {
-  const totals: Record<string, number> = {};
-  for (const replica of set.replicas) {
-    const text = await (await fetch(`${replica.url}/metrics`)).text();
-    for (const [, outcome, value] of text.matchAll(/^switchboard_store_waits_total\{outcome="(\w+)"\} (\S+)$/gm)) totals[outcome!] = (totals[outcome!] ?? 0) + Number(value);
-  }
-  return totals;
-}
-
 /** tools/list in the session (a replica may answer it from its session cache). */
 const listTools = (session: Session, replica: number, id: number) => post('tools/list', replica, headers(session), { jsonrpc: '2.0', id, method: 'tools/list' });
 
@@ -169,7 +159,7 @@ test('the master is killed mid-session: requests wait out the failover (503 with
     assert.ok(o.status === 200 || (o.status === 503 && o.retryAfter === '2'), `inside the window: 200, or 503 with Retry-After: ${JSON.stringify(outcomes)}`);
     if (o.status === 503) assert.ok(o.ms >= UNAVAILABLE_WAIT_MS - 100, `a 503 only after waiting redis.unavailableWait (${UNAVAILABLE_WAIT_MS} ms): ${JSON.stringify(outcomes)}`);
   }
-  const waits = await storeWaits();
+  const waits = await storeWaits(set.replicas);
   assert.ok((waits.served ?? 0) > 0, `requests waited for the failover and were served: ${JSON.stringify(waits)}`);
   assert.ok(readiness.some((r) => r.status === 503 && /redis sentinel, connection \w+/.test(r.reason ?? '')), `/readyz reported the store unavailable and why: ${JSON.stringify(readiness)}`);
 

@@ -17,6 +17,7 @@ import { BackendMessages, type BackendMessage } from '../backend-messages.js';
 import { syntheticBody } from '../body.js';
 import { formatSseEvent } from '../../wire/sse.js';
 import { META } from '../../wire/revision-2026.js';
+import { untilAborted } from '../abortable.js';
 
 /** How long a change of subscriptions waits for the new listens' acknowledgements. */
 const CHANGE_WAIT_MS = 5_000;
@@ -112,10 +113,7 @@ export class SessionListens {
    */
   async changed(userKey: string, sessionId: string, waitMs = CHANGE_WAIT_MS): Promise<void> {
     const refreshes = [...(this.#refresh.get(`${userKey}\n${sessionId}`) ?? [])].map((refresh) => refresh());
-    if (!refreshes.length) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled(refreshes), new Promise((resolve) => (timer = setTimeout(resolve, waitMs).unref()))]);
-    clearTimeout(timer);
+    if (refreshes.length) await untilAborted(Promise.allSettled(refreshes), AbortSignal.timeout(waitMs)).catch(() => undefined);
   }
 }
 
