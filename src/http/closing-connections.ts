@@ -8,7 +8,8 @@
  * 70 s to close after a cancelled call (test/policy/audit-cancelled.test.ts).
  *
  * While the server closes, a connection with no response in progress is destroyed; one whose
- * response is still being written is left to finish (the drain's deadline bounds those).
+ * response is still being written is left to finish (the drain's deadline bounds those), and an
+ * upgraded one (a WebSocket) to the transport that owns it.
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -26,6 +27,8 @@ export function trackConnections(server: Server): { closing(): () => void } {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
+  // An upgraded connection is no longer HTTP: the WebSocket transport closes it (1001, transport/).
+  server.on('upgrade', (_request, socket: HttpSocket) => sockets.delete(socket));
   const endQuiet = () => {
     for (const socket of sockets) if (!socket._httpMessage || socket._httpMessage.writableFinished) socket.destroy();
   };
