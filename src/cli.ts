@@ -50,10 +50,13 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const config = loadConfigFile(file, process.env);
+  // Reloads on SIGHUP and when the file's directory changes (docs/operations-reload.md); a
+  // SIGHUP between listening and the watch is held, not left to end the process.
+  const { holdHangups, watchConfigFile } = await import('./reload/config-watch.js');
+  const early = holdHangups();
   const server = await startServer(config);
-  // Reloads on SIGHUP and when the file's directory changes (docs/operations-reload.md).
-  const { watchConfigFile } = await import('./reload/config-watch.js');
   const watch = watchConfigFile(server.app, { file, env: process.env });
+  early.release(watch);
   closeOnSignals(server, async () => watch.close());
 }
 

@@ -109,3 +109,23 @@ export function watchConfigFile(app: FastifyInstance, options: ConfigWatchOption
     },
   };
 }
+
+/**
+ * Catches a `SIGHUP` that comes before the watch exists. The gateway answers `/readyz` as soon
+ * as it listens, and Node's default for `SIGHUP` is to end the process: an operator (or a
+ * rollout script) that reloads right after readiness would kill the gateway instead. Installed
+ * before the server starts; `release` hands over to the watch and replays a signal it held.
+ */
+export function holdHangups(): { release(watch: ConfigWatch): void } {
+  let held = false;
+  const hold = () => {
+    held = true;
+  };
+  process.on('SIGHUP', hold);
+  return {
+    release(watch) {
+      process.off('SIGHUP', hold);
+      if (held) watch.reload('signal');
+    },
+  };
+}

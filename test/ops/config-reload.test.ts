@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { loadConfigFile } from '../../src/config/load.js';
-import { spawnChild, type ChildHandle } from '../helpers/child.js';
+import { spawnChild, waitUntil, type ChildHandle } from '../helpers/child.js';
 import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
 import { freePort } from '../helpers/free-port.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
@@ -164,7 +164,16 @@ describe('SIGHUP', () => {
       cwd: ROOT,
       env: { NODE_OPTIONS: '' },
     });
-    await eventually('the gateway to be ready', async () => (await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) === 200, () => gateway!.logs());
+    // Polled tightly and signalled at once: a SIGHUP right after readiness must reload, not
+    // end the process (Node's default for SIGHUP), as it did while the watch was still loading.
+    await waitUntil(async () => ((await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), {
+      what: 'the gateway to be ready',
+      timeoutMs: 30_000,
+      intervalMs: 5,
+      details: () => gateway!.logs(),
+    });
+    gateway.process.kill('SIGHUP');
+    await eventually('the SIGHUP at readiness to be read (an unchanged file)', async () => (await reloads(url, 'unchanged')) === 1, () => gateway!.logs());
 
     await writeFile(real, stringify({ ...base, backends: [{ name: 'alpha', url: alpha.url }, { name: 'beta', url: beta.url }] }));
     assert.equal((await fetch(`${url}/.well-known/oauth-protected-resource/mcp/beta`)).status, 404);
