@@ -46,7 +46,6 @@ import { prependHook } from './http/route-hooks.js';
 import { registerWebSocketTransport } from './transport/websocket-routes.js';
 import { BridgedClients } from './transport/bridged-clients.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
-import { prepareBroker } from './broker/broker.js';
 import { rulePolicyFace } from './policy/rule-policy-backend.js';
 import type { Audit, AuditSink } from './ops/audit.js';
 import { Pinning } from './pinning/pinning.js';
@@ -85,7 +84,9 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   const loaded = { ...config };
 
   // Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
-  const broker = await prepareBroker(config, app.log);
+  // Loaded only in that mode: oidc-provider and its Koa stack are about 0.4 s of CPU at
+  // every start (docs/testing.md) that no other mode uses.
+  const broker = config.auth.mode === 'broker' ? await (await import('./broker/broker.js')).prepareBroker(config, app.log) : undefined;
   if (broker) config = broker.config;
   // Store, coordinator and rate-limit counter, on one Redis connection (src/state/create-state.ts).
   const state = await createState(config, app.log, { store: options.store });
