@@ -78,15 +78,21 @@ declare module 'fastify' {
 
 const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections)(\/|$)/;
 
+/**
+ * Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
+ * Loaded only in that mode: oidc-provider and its Koa stack cost about 0.4 s of CPU at every
+ * start (docs/testing.md) that no other mode uses.
+ */
+async function loadBroker(config: Config, log: FastifyInstance['log']) {
+  return config.auth.mode === 'broker' ? (await import('./broker/broker.js')).prepareBroker(config, log) : undefined;
+}
+
 export async function buildApp(config: Config, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options.logStream));
   // As the file gave it, for the next reload to compare (a reload replaces `config`'s top level only).
   const loaded = { ...config };
 
-  // Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
-  // Loaded only in that mode: oidc-provider and its Koa stack are about 0.4 s of CPU at
-  // every start (docs/testing.md) that no other mode uses.
-  const broker = config.auth.mode === 'broker' ? await (await import('./broker/broker.js')).prepareBroker(config, app.log) : undefined;
+  const broker = await loadBroker(config, app.log);
   if (broker) config = broker.config;
   // Store, coordinator and rate-limit counter, on one Redis connection (src/state/create-state.ts).
   const state = await createState(config, app.log, { store: options.store });
