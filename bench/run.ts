@@ -29,6 +29,7 @@ import { measureClusterCpu, startClusterGateway, type ClusterGateway } from './c
 import { halfLoadLatency } from './latency.js';
 import { measureStateless } from './stateless.js';
 import { measureVirtual, openVirtualPaths, VIRTUAL_SERVERS } from './virtual-phase.js';
+import { FULL_GOVERNANCE, measureGovernance, QUICK_GOVERNANCE, reportGovernance } from './governance.js';
 import { baseHeaders, closedLoop, createPool, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -253,6 +254,9 @@ async function main(): Promise<void> {
     // A graceful stop is what writes the CPU profile.
     await run.gateway!.child.stop();
     report(s, results, { calibration, loadStart, started }, s.profile ? readProfile() : undefined);
+    // Issue 44 part 1: four gateways of its own on the same Redis and issuer (bench/governance.ts).
+    log('governance phase: plain, governed (sampling 1 and 0.1), metrics only');
+    reportGovernance(await measureGovernance(s.mode === 'quick' ? QUICK_GOVERNANCE : FULL_GOVERNANCE, { redisUrl: run.redis!.url, oauth: run.oauth! }));
   } finally {
     for (const p of run.pools) await p.close().catch(() => {});
     run.stats?.disconnect();

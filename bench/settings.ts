@@ -43,7 +43,7 @@ const QUICK: Settings = {
   monitorCalls: 300,
   // One round each: the three shapes must fit in --quick's few minutes.
   shapes: { rounds: 1, autocannonRounds: 1, roundMs: 1500, warmupMs: 1000, latencyRounds: 1 },
-  deadlineMs: 600_000,
+  deadlineMs: 780_000,
 };
 
 const FULL: Settings = {
@@ -62,7 +62,7 @@ const FULL: Settings = {
   idleStreams: 10_000,
   monitorCalls: 1000,
   shapes: { rounds: 3, autocannonRounds: 2, roundMs: 2500, warmupMs: 2000, latencyRounds: 2 },
-  deadlineMs: 1_200_000,
+  deadlineMs: 1_560_000,
 };
 
 const USAGE =
