@@ -12,7 +12,6 @@ import { isDeepStrictEqual } from 'node:util';
 import type { McpBackend } from '../backends/backend.js';
 import type { LocalBridges } from '../backends/bridge/local-bridges.js';
 import { ModernEraBackend, type ModernEraParts } from '../backends/modern/modern-era-backend.js';
-import { StreamableHttpBackend } from '../backends/streamable-http.js';
 import type { BackendConfig, Config } from '../config/schema.js';
 import { withTokenExchange } from '../exchange/exchanging-backend.js';
 import type { TokenExchange } from '../exchange/token-exchange.js';
@@ -36,11 +35,11 @@ export interface BackendParts {
 
 /**
  * One backend's client. A streamable-http backend may be of the 2026-07-28 era: its
- * 2025-11-25 clients get sessions kept by the gateway (backends/modern/); stdio and legacy SSE
- * backends are reached through the local bridge, which speaks the session era only.
+ * 2025-11-25 clients get sessions kept by the gateway (backends/modern/); stdio backends (a
+ * child per session) and legacy SSE ones (the local bridge) speak the session era only.
  */
 export function buildBackend(b: BackendConfig, parts: BackendParts): McpBackend {
-  const client = withClientSpans(new StreamableHttpBackend(parts.bridges.configFor(b)), parts.telemetry);
+  const client = withClientSpans(parts.bridges.clientFor(b), parts.telemetry);
   const era: McpBackend = b.transport === 'streamable-http' ? new ModernEraBackend(client, parts.modern) : client;
   // Backends with `tokenExchange` get a token exchanged for the user on every call (src/exchange/);
   // backends with a tool policy hide the same tools on every path that reaches them (src/policy/).

@@ -1,28 +1,23 @@
 /**
  * The local bridge's own HTTP rules (src/backends/bridge/bridge-server.ts), spoken to
- * directly over HTTP on 127.0.0.1 with a real stdio child behind it: the per-bridge key is
+ * directly over HTTP on 127.0.0.1 with a real legacy HTTP+SSE server behind it
+ * (test/fixtures/legacy-2024-sse-server.ts; stdio backends have no bridge of their own any
+ * more: test/backends/stdio-backend.test.ts): the per-bridge key is
  * required, unknown sessions are 404 (the gateway's "session ended"), a request without a
  * session must be `initialize`, and the session cap refuses with 503 and a JSON-RPC error
  * until a slot is freed; a user (named by the gateway in an internal header) past their
  * share gets a JSON-RPC error while others still get sessions.
  */
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER, BridgeServer } from '../../src/backends/bridge/bridge-server.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { BackendConfig } from '../../src/config/schema.js';
+import { startLegacy2024SseServer, type Legacy2024SseServer } from '../fixtures/legacy-2024-sse-server.js';
 
-const FIXTURE = fileURLToPath(new URL('../fixtures/stdio-backend.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
-
-const backend = parseConfig({
-  publicUrl: 'http://127.0.0.1:1',
-  auth: { issuer: 'http://127.0.0.1:2', audience: 'http://127.0.0.1:1/mcp' },
-  backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: ['--import', TSX, FIXTURE], timeout: '15s' }],
-}).backends[0]!;
-
+let legacy: Legacy2024SseServer;
+let backend: BackendConfig;
 let bridge: BridgeServer | undefined;
 let gatewayConfig: BackendConfig;
 
@@ -48,6 +43,12 @@ async function call(method: string, headers: Record<string, string>, body?: stri
 const withKey = () => ({ [BRIDGE_KEY_HEADER]: gatewayConfig.headers[BRIDGE_KEY_HEADER]! });
 
 before(async () => {
+  legacy = await startLegacy2024SseServer();
+  backend = parseConfig({
+    publicUrl: 'http://127.0.0.1:1',
+    auth: { issuer: 'http://127.0.0.1:2', audience: 'http://127.0.0.1:1/mcp' },
+    backends: [{ name: 'local', transport: 'sse', url: legacy.url, timeout: '15s' }],
+  }).backends[0]!;
   bridge = new BridgeServer({ backend, idleMs: 60_000, maxSessions: 1, log: pino({ level: 'silent' }) });
   await bridge.start();
   gatewayConfig = bridge.gatewayConfig();
@@ -55,6 +56,7 @@ before(async () => {
 
 after(async () => {
   await bridge?.close();
+  await legacy?.close();
 });
 
 describe('the bridge endpoint', () => {

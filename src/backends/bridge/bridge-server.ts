@@ -1,18 +1,19 @@
 /**
- * The local bridge for one stdio or legacy HTTP+SSE backend: an internal Streamable HTTP
+ * The local bridge for one legacy HTTP+SSE backend (MCP 2024-11-05): an internal Streamable HTTP
  * endpoint (MCP 2025-11-25 "Transports") on 127.0.0.1, on a free port, that the gateway's
- * ordinary StreamableHttpBackend talks to. The whole MCP layer (relays, replay logs,
+ * ordinary StreamableHttpBackend talks to (stdio backends need no such hop: stdio-backend.ts
+ * answers the gateway in-process). The whole MCP layer (relays, replay logs,
  * timeouts, upstream auth) therefore treats these backends like any other (SPEC §1,
- * backend side), and only this small server knows about processes and legacy SSE.
+ * backend side), and only this small server knows about legacy SSE.
  *
  * Each `initialize` POST (no Mcp-Session-Id) opens a session (bridge-session.ts); requests
  * naming an unknown or ended session get 404, which the gateway turns into "session
  * ended". The endpoint is not exposed: it listens on loopback only and every request must
  * carry a random per-bridge key, which only the gateway's backend client sends — another
- * local process or a DNS-rebound browser page cannot start children through it.
+ * local process or a DNS-rebound browser page cannot open connections through it.
  *
  * Sessions live in this process's memory, so such backends are single-replica only (the
- * config refuses them together with `redis`, src/config/schema.ts). Each costs a child or a
+ * config refuses them together with `redis`, src/config/schema.ts). Each costs a
  * connection, so they are capped per backend and per user (session-slots.ts; the gateway
  * names the user in an internal header, bridge-headers.ts) and end when idle.
  */
@@ -26,27 +27,18 @@ import { openBackendLink, type BackendLink } from './backend-link.js';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge-headers.js';
 import { BridgeSession } from './bridge-session.js';
 import type { BridgeLogger } from './logger.js';
-import { SessionSlots, type Slot } from './session-slots.js';
+import { capRefusal, slotUser, startFailure } from './session-refusals.js';
+import { DEFAULT_MAX_BRIDGE_SESSIONS, DEFAULT_MAX_BRIDGE_SESSIONS_PER_USER, SessionSlots, type Slot } from './session-slots.js';
 
 export { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge-headers.js';
 
-/**
- * Bounds unless configured otherwise (`bridge.*`): each stdio session is a child process
- * (tens of MB each), each SSE session an open connection. Beyond them, `initialize` gets
- * HTTP 503 with a JSON-RPC error.
- */
-export const DEFAULT_MAX_BRIDGE_SESSIONS = 100;
-export const DEFAULT_MAX_BRIDGE_SESSIONS_PER_USER = 10;
-
-/** What a user key looks like (src/auth/principal.ts userKeyOf); anything else counts as no user. */
-const USER_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
 const PATH = '/mcp';
 /** The gateway's own default for `limits.maxBodyBytes`. */
 const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface BridgeServerOptions {
-  /** The backend as configured (transport stdio or sse). */
+  /** The backend as configured (transport sse). */
   backend: BackendConfig;
   /** A session with no traffic and no open request for this long ends (`bridge.idleTimeout`). */
   idleMs: number;
@@ -115,7 +107,7 @@ export class BridgeServer {
     return { ...backend, url: this.#url, headers: { ...backend.headers, [BRIDGE_KEY_HEADER]: this.#key } };
   }
 
-  /** Ends every session (children stopped, SSE connections closed) and stops listening. */
+  /** Ends every session (SSE connections closed) and stops listening. */
   async close(): Promise<void> {
     this.#closing = true;
     await Promise.allSettled([...this.#live].map((s) => s.end('the gateway is shutting down')));
@@ -155,17 +147,18 @@ export class BridgeServer {
   async #openSession(req: IncomingMessage, res: ServerResponse, message: JSONRPCMessage, initializeId: RequestId): Promise<void> {
     const { backend, log } = this.#options;
     const header = req.headers[BRIDGE_USER_HEADER];
-    const slot = this.#slots.take(typeof header === 'string' && USER_KEY.test(header) ? header : undefined);
-    if (typeof slot === 'string') return this.#refuse(res, initializeId, slot);
+    const slot = this.#slots.take(slotUser(typeof header === 'string' ? header : undefined));
+    if (typeof slot === 'string') {
+      const refused = capRefusal(backend, this.#slots, slot, initializeId, log);
+      return sendJson(res, refused.status, refused.message);
+    }
     let link;
     try {
-      link = await openBackendLink(backend, backend.timeout, log);
+      link = await openBackendLink(backend, backend.timeout);
     } catch (err) {
       slot.release();
-      const reason = describeStartFailure(err);
-      log.warn({ backend: backend.name, transport: backend.transport, err: (err as Error).message }, 'bridge: backend could not be started');
       // A JSON-RPC answer to initialize: the gateway passes it to the client as it is.
-      return sendJson(res, 200, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" could not be started: ${reason}`));
+      return sendJson(res, 200, startFailure(backend, initializeId, err, log));
     }
     return this.#startSession(req, res, message, initializeId, link, slot);
   }
@@ -188,26 +181,10 @@ export class BridgeServer {
     });
     this.#live.add(session);
     if (this.#closing) return void session.end('the gateway is shutting down');
-    log.info({ backend: backend.name, transport: backend.transport, pid: link.pid }, 'bridge session started');
+    log.info({ backend: backend.name, transport: backend.transport }, 'bridge session started');
     await session.handle(req, res, message);
     // The SDK refused the initialize (malformed): nothing will ever use this session.
     if (!session.id) await session.end('initialize was refused');
-  }
-
-  /**
-   * Refuses an `initialize` over a cap: the backend's is the server being full (HTTP 503); the
-   * user's is theirs to resolve, so it is a JSON-RPC error the gateway passes on as it is.
-   */
-  #refuse(res: ServerResponse, initializeId: RequestId, refusal: 'backend' | 'user'): void {
-    const { backend, log } = this.#options;
-    const { max, maxPerUser } = this.#slots;
-    if (refusal === 'backend') {
-      log.warn({ backend: backend.name, max }, 'bridge: session limit reached (bridge.maxSessions); initialize refused');
-      return sendJson(res, 503, errorResponse(initializeId, ErrorCode.BackendUnavailable, `backend "${backend.name}" has too many open sessions (at most ${max}); try again later`));
-    }
-    log.warn({ backend: backend.name, maxPerUser }, "bridge: a user's session limit reached (bridge.maxSessionsPerUser); initialize refused");
-    const text = `you have too many open sessions with backend "${backend.name}" (at most ${maxPerUser}); end one (DELETE) or let one go idle, then try again`;
-    sendJson(res, 200, errorResponse(initializeId, ErrorCode.BackendUnavailable, text));
   }
 
   #keyMatches(given: string | string[] | undefined): boolean {
@@ -216,16 +193,6 @@ export class BridgeServer {
     const b = Buffer.from(this.#key);
     return a.length === b.length && timingSafeEqual(a, b);
   }
-}
-
-/** What the client is told about a backend that did not start (the full error is logged). */
-function describeStartFailure(err: unknown): string {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'ENOENT') return 'its command was not found (ENOENT)';
-  if (code === 'EACCES') return 'its command is not executable (EACCES)';
-  if (typeof code === 'string') return code;
-  if (typeof code === 'number') return `the backend answered HTTP ${code}`;
-  return (err as Error).message ?? 'unknown error';
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -1,15 +1,14 @@
 /**
  * One MCP session through the local bridge: the SDK's Streamable HTTP server transport
- * (facing the gateway) joined, message by message, to a stdio child or a legacy SSE
- * connection (facing the backend). Messages pass through unchanged (SPEC §1: params and
+ * (facing the gateway) joined, message by message, to a legacy SSE connection (facing the
+ * backend). Messages pass through unchanged (SPEC §1: params and
  * results untouched); only the choice of HTTP stream is made here (open-requests.ts), and
  * a backend that negotiates 2024-11-05 has its `initialize` result presented as 2025-03-26
  * (legacy-revision.ts) — or is refused when its revision cannot be bridged.
  *
- * The session ends — backend link closed (child stopped, SSE connection closed), the
+ * The session ends — backend link closed (the SSE connection closed), the
  * server transport closed so later requests get 404 (MCP "Session Management": the
- * client must then start a new session) — on DELETE, when the child exits or the SSE
- * connection drops, when `initialize` is not answered within the backend's timeout, after
+ * client must then start a new session) — on DELETE, when the SSE connection drops, when `initialize` is not answered within the backend's timeout, after
  * `bridge.idleTimeout` without traffic or open requests, and when the gateway shuts down. Requests still
  * waiting when the backend goes away are answered with a JSON-RPC error, so the client
  * is told why instead of waiting for a timeout.
@@ -72,7 +71,7 @@ export class BridgeSession {
     this.#server.onerror = (error) => options.log.debug({ backend: options.backend.name, err: error.message }, 'bridge: request refused');
     const transport = this.#link.transport;
     transport.onmessage = (message) => this.#fromBackend(message);
-    transport.onclose = () => void this.end(options.backend.transport === 'stdio' ? 'the backend process exited' : 'the backend closed the connection', true);
+    transport.onclose = () => void this.end('the backend closed the connection', true);
     transport.onerror = (error) => {
       if (this.#link.isConnectionLoss(error)) void this.end('the connection to the backend was lost', true);
       else options.log.debug({ backend: options.backend.name, err: error.message }, 'bridge: backend transport error');
@@ -195,10 +194,9 @@ export class BridgeSession {
       this.#open.closed(id);
       this.#toGateway(errorFor(id, `backend "${backend.name}" session ended: ${reason}`));
     }
-    const details = { backend: backend.name, transport: backend.transport, reason, pid: this.#link.pid, unanswered: waiting.length, protocolVersion: this.#protocol?.backend };
+    const details = { backend: backend.name, transport: backend.transport, reason, unanswered: waiting.length, protocolVersion: this.#protocol?.backend };
     if (backendSide) {
-      const stderr = this.#link.stderrTail();
-      log.warn(stderr ? { ...details, stderr } : details, 'bridge session ended by the backend');
+      log.warn(details, 'bridge session ended by the backend');
     } else {
       log.info(details, 'bridge session ended');
     }

@@ -1,45 +1,52 @@
 /**
- * Starts one local bridge (bridge-server.ts) per stdio or legacy HTTP+SSE backend, so the
- * gateway can reach every configured backend over Streamable HTTP (SPEC §1, backend side).
- * app.ts builds its backend clients from `configFor`, and closes the bridges on shutdown
- * (SPEC §5: nothing is left running — children are stopped, SSE connections closed).
+ * The client of every backend that does not speak Streamable HTTP itself (SPEC §1, backend
+ * side): a stdio backend gets a {@link StdioBackend}, which runs its children and answers the
+ * gateway in-process; a legacy HTTP+SSE backend gets a local bridge (bridge-server.ts) that the
+ * ordinary Streamable HTTP client reaches on loopback. app.ts builds its backend clients from
+ * `clientFor`, and closes them all on shutdown (SPEC §5: nothing is left running — children
+ * are stopped, SSE connections closed).
  */
 import type { BackendConfig, Config } from '../../config/schema.js';
+import type { McpBackend } from '../backend.js';
+import { StreamableHttpBackend } from '../streamable-http.js';
 import { BridgeServer } from './bridge-server.js';
 import type { BridgeLogger } from './logger.js';
+import { StdioBackend } from './stdio-backend.js';
 
 export interface LocalBridges {
-  /** The config a StreamableHttpBackend should use: the bridge's for stdio/sse, else `backend` itself. */
-  configFor(backend: BackendConfig): BackendConfig;
+  /** The client of `backend`: its stdio client, the Streamable HTTP client of its SSE bridge, or of the backend itself. */
+  clientFor(backend: BackendConfig): McpBackend;
   close(): Promise<void>;
 }
 
 export async function startLocalBridges(config: Config, log: BridgeLogger): Promise<LocalBridges> {
   const bridges = new Map<string, BridgeServer>();
+  const stdio = new Map<string, StdioBackend>();
+  // A child never outlives the gateway session it serves either.
+  const idleMs = Math.min(config.bridge.idleTimeout, config.sessions.idleTtl);
+  const { maxSessions, maxSessionsPerUser } = config.bridge;
+  const closeAll = () => Promise.allSettled([...bridges.values(), ...stdio.values()].map((b) => b.close()));
   try {
     for (const backend of config.backends) {
-      if (backend.transport !== 'stdio' && backend.transport !== 'sse') continue;
-      const bridge = new BridgeServer({
-        backend,
-        // A child never outlives the gateway session it serves either.
-        idleMs: Math.min(config.bridge.idleTimeout, config.sessions.idleTtl),
-        maxSessions: config.bridge.maxSessions,
-        maxSessionsPerUser: config.bridge.maxSessionsPerUser,
-        maxBodyBytes: config.limits.maxBodyBytes,
-        log,
-      });
+      if (backend.transport === 'stdio') {
+        stdio.set(backend.name, new StdioBackend({ backend, idleMs, maxSessions, maxSessionsPerUser, log }));
+        log.info({ backend: backend.name, transport: backend.transport }, 'backend reached over stdio, a child per session (single replica)');
+        continue;
+      }
+      if (backend.transport !== 'sse') continue;
+      const bridge = new BridgeServer({ backend, idleMs, maxSessions, maxSessionsPerUser, maxBodyBytes: config.limits.maxBodyBytes, log });
       bridges.set(backend.name, bridge);
       await bridge.start();
       log.info({ backend: backend.name, transport: backend.transport }, 'backend reached through a local bridge (single replica)');
     }
   } catch (err) {
-    await Promise.allSettled([...bridges.values()].map((b) => b.close()));
+    await closeAll();
     throw err;
   }
   return {
-    configFor: (backend) => bridges.get(backend.name)?.gatewayConfig() ?? backend,
+    clientFor: (backend) => stdio.get(backend.name) ?? new StreamableHttpBackend(bridges.get(backend.name)?.gatewayConfig() ?? backend),
     close: async () => {
-      await Promise.allSettled([...bridges.values()].map((b) => b.close()));
+      await closeAll();
     },
   };
 }

@@ -6,6 +6,14 @@
  * child starts and given back when the session ends (or never started).
  */
 
+/**
+ * Bounds unless configured otherwise (`bridge.*`): each stdio session is a child process
+ * (tens of MB each), each SSE session an open connection. Beyond them, `initialize` is refused
+ * (session-refusals.ts).
+ */
+export const DEFAULT_MAX_BRIDGE_SESSIONS = 100;
+export const DEFAULT_MAX_BRIDGE_SESSIONS_PER_USER = 10;
+
 /** A taken slot; `release` is idempotent. */
 export interface Slot {
   release(): void;
