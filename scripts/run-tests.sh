@@ -16,6 +16,26 @@ if [ ${#files[@]} -eq 0 ]; then
   echo "no *.test.ts under: ${targets[*]}" >&2
   exit 2
 fi
+# One OAuth server for the whole run (test/helpers/oauth.ts startOAuthServer): each file
+# starting its own cost 1.4 s of CPU, 109 times. Its stdin is this script's pipe, so it ends
+# with the script however the script ends (OAUTH_SERVER_WATCH_STDIN).
+if [ -z "${SB_TEST_ISSUER:-}" ]; then
+  coproc ISSUER { OAUTH_SERVER_PORT=0 OAUTH_SERVER_WATCH_STDIN=1 exec "$node_bin" --import tsx test/fixtures/oauth-server-process.ts 2>&1; }
+  issuer='' seen=''
+  # Its first line of JSON names the issuer; anything before it (a warning) is kept for the message.
+  while [ -z "$issuer" ] && IFS= read -r -t 30 line <&"${ISSUER[0]}"; do
+    issuer=$("$node_bin" -e 'try { const { issuer } = JSON.parse(process.argv[1]); if (typeof issuer === "string") process.stdout.write(issuer); } catch {}' "$line")
+    [ -z "$issuer" ] && seen+="$line"$'\n'
+  done
+  if [ -z "$issuer" ]; then
+    echo "the shared OAuth server did not announce its issuer within 30 s:" >&2
+    printf '%s' "$seen" >&2
+    exit 2
+  fi
+  export SB_TEST_ISSUER=$issuer
+  # Keep reading its output, so a full pipe never stalls it.
+  cat <&"${ISSUER[0]}" >&2 &
+fi
 "$node_bin" --import tsx --test --test-concurrency="${TEST_CONCURRENCY:-1}" --test-timeout=900000 \
   --test-reporter=tap --test-reporter-destination=stdout \
   --test-reporter=./scripts/file-timings.mjs --test-reporter-destination=.test-timings.txt \

@@ -188,7 +188,7 @@ describe('refused tokens → AuthError invalid_token', () => {
 
 describe('verified-token cache', () => {
   test('a verified token keeps verifying from the cache after the issuer is gone; other tokens fail clearly', async (t) => {
-    const issuer = await startOAuthServer();
+    const issuer = await startOAuthServer({ own: true });
     t.after(() => issuer.stop());
     const verifier = verifierFor(issuer.issuer);
     const token = await issuer.token({ sub: 'cached-user', aud: AUDIENCE, scope: 'mcp' });

@@ -158,7 +158,7 @@ describe('startRedis', () => {
 
 describe('startOAuthServer', () => {
   test('serves discovery + JWKS and issues tokens that jose verifies with the requested claims', async (t) => {
-    const oauth = await startOAuthServer();
+    const oauth = await startOAuthServer({ own: true });
     t.after(() => oauth.stop());
     assert.match(oauth.issuer, /^http:\/\/127\.0\.0\.1:\d+$/);
 
@@ -197,7 +197,7 @@ describe('startOAuthServer', () => {
   });
 
   test('expiresIn -60 yields a token jose rejects as expired; bad aud and alg none are rejected', async (t) => {
-    const oauth = await startOAuthServer();
+    const oauth = await startOAuthServer({ own: true });
     t.after(() => oauth.stop());
     const JWKS = createRemoteJWKSet(new URL(oauth.jwksUri));
 
@@ -218,7 +218,7 @@ describe('startOAuthServer', () => {
   });
 
   test('keeps the authorization-code flow working and rejects malformed overrides', async (t) => {
-    const oauth = await startOAuthServer();
+    const oauth = await startOAuthServer({ own: true });
     t.after(() => oauth.stop());
 
     const authorize = new URL(`${oauth.issuer}/authorize`);

@@ -64,8 +64,38 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const READY_TIMEOUT_MS = 20_000;
 const HTTP_TIMEOUT_MS = 5_000;
 
+/** What {@link startOAuthServer} may be asked for. */
+export interface OAuthServerOptions {
+  /**
+   * A server of the test's own, never the run's shared one: for a test that stops it, or
+   * that needs two issuers that are not the same.
+   */
+  own?: boolean;
+}
+
+/** Whether this process has had the run's shared OAuth server already. */
+let sharedHandedOut = false;
+
+/**
+ * The OAuth server a test uses. Under `npm test`, the first one a test file asks for is the
+ * run's shared one (SB_TEST_ISSUER, started by scripts/run-tests.sh; issue 43: starting it cost
+ * 1.4 s of CPU in each of 109 files). It holds nothing a test could leave behind for another:
+ * a token's claims come with its request, and the browser cookies that choose a user are per
+ * browser and name the port. Its handle's `stop` leaves it running. Every further one the file
+ * asks for (a second issuer, a third party's server) is its own, on a free port, so two
+ * servers a test tells apart are never the same; so is one asked for with `own`.
+ */
+export async function startOAuthServer(options: OAuthServerOptions = {}): Promise<OAuthHandle> {
+  const shared = process.env.SB_TEST_ISSUER;
+  if (shared && !options.own && !sharedHandedOut) {
+    sharedHandedOut = true;
+    return handleFor(shared, Number(new URL(shared).port), () => `(the run's shared OAuth server, ${shared}: its output is in the npm test output)`, async () => undefined);
+  }
+  return startOwnOAuthServer();
+}
+
 /** Starts the OAuth server on a free loopback port and reads its discovery document. */
-export async function startOAuthServer(): Promise<OAuthHandle> {
+async function startOwnOAuthServer(): Promise<OAuthHandle> {
   const child = await spawnChild({
     name: 'oauth server',
     command: process.execPath,
@@ -78,29 +108,34 @@ export async function startOAuthServer(): Promise<OAuthHandle> {
   });
   try {
     const { issuer, port } = parseReadyLine(child.readyLine ?? '')!;
-    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
-    const jwksUri = requireString(discovery, 'jwks_uri');
-    const tokenEndpoint = requireString(discovery, 'token_endpoint');
-    const authorizationEndpoint = requireString(discovery, 'authorization_endpoint');
-    const cookie = (name: string, value: string): BrowserCookie => ({ name: `${name}_${port}`, value: encodeURIComponent(value), url: issuer });
-    if (discovery.issuer !== issuer) {
-      throw new Error(`discovery issuer ${String(discovery.issuer)} differs from announced issuer ${issuer}`);
-    }
-    return {
-      issuer,
-      jwksUri,
-      tokenEndpoint,
-      authorizationEndpoint,
-      subjectCookie: (sub) => cookie('mock_sub', sub),
-      errorCookie: (error) => cookie('mock_error', error),
-      claimsCookie: (claims) => cookie('mock_claims', JSON.stringify(claims)),
-      token: (opts = {}) => requestToken(tokenEndpoint, opts, child.logs),
-      stop: () => child.stop(),
-    };
+    return await handleFor(issuer, port, child.logs, () => child.stop());
   } catch (err) {
     await child.stop().catch(() => undefined);
     throw new Error(`oauth server started but is unusable: ${(err as Error).message}\n${describeLogs('oauth server', child.logs())}`);
   }
+}
+
+/** A handle on the server at `issuer`, after reading its discovery document. */
+async function handleFor(issuer: string, port: number, logs: () => string, stop: () => Promise<void>): Promise<OAuthHandle> {
+  const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
+  const jwksUri = requireString(discovery, 'jwks_uri');
+  const tokenEndpoint = requireString(discovery, 'token_endpoint');
+  const authorizationEndpoint = requireString(discovery, 'authorization_endpoint');
+  const cookie = (name: string, value: string): BrowserCookie => ({ name: `${name}_${port}`, value: encodeURIComponent(value), url: issuer });
+  if (discovery.issuer !== issuer) {
+    throw new Error(`discovery issuer ${String(discovery.issuer)} differs from announced issuer ${issuer}`);
+  }
+  return {
+    issuer,
+    jwksUri,
+    tokenEndpoint,
+    authorizationEndpoint,
+    subjectCookie: (sub) => cookie('mock_sub', sub),
+    errorCookie: (error) => cookie('mock_error', error),
+    claimsCookie: (claims) => cookie('mock_claims', JSON.stringify(claims)),
+    token: (opts = {}) => requestToken(tokenEndpoint, opts, logs),
+    stop,
+  };
 }
 
 /**
