@@ -174,7 +174,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
  * made once: `telemetry` needs a restart, so that sink outlives any reload of `audit`.
  */
 async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger, override: AuditSink | undefined) {
-  const telemetry = await startTelemetry(config, log);
+  const telemetry = await startTelemetry(config, log, (reason, count) => metrics.telemetrySpansDropped.inc({ reason }, count));
   const otlp = telemetry ? await telemetry.auditSink() : undefined;
   const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp });
   return { telemetry, audit, policyFace };

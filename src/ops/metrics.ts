@@ -88,10 +88,16 @@ export class Metrics {
   readonly configReloads = new Counter({ name: 'switchboard_config_reloads_total', help: 'Config file reloads by outcome (applied, unchanged, invalid, needs_restart, failed)', labelNames: ['outcome'], registers: [this.registry] });
   /** Applied reloads that loosened `policy`, backend `access` or `pinning` (issue 41 §6; reload/loosening.ts), once per kind per reload; each is also a `warn` naming what loosened. */
   readonly configReloadsLoosened = new Counter({ name: 'switchboard_config_reloads_loosened_total', help: 'Applied config reloads that loosened policy, access or pinning, by kind', labelNames: ['kind'], registers: [this.registry] });
+  /**
+   * Spans the OTLP export dropped (issue 44 part 1; src/telemetry/span-queue.ts), by reason: queue_full (the bounded queue was
+   * full, the collector slower than the calls or away), export_failed (a batch the collector refused, could not be reached for, or did not answer in time).
+   */
+  readonly telemetrySpansDropped = new Counter({ name: 'switchboard_telemetry_spans_dropped_total', help: 'Spans the OTLP export dropped instead of holding up calls, by reason (queue_full, export_failed)', labelNames: ['reason'], registers: [this.registry] });
   constructor(sources: GaugeSources) {
     collectDefaultMetrics({ register: this.registry });
     // Every outcome is exported from the start, at 0, so that rate() and alerts see its first event.
     for (const outcome of ['served', 'gave_up', 'refused']) this.storeWaits.inc({ outcome }, 0);
+    for (const reason of ['queue_full', 'export_failed']) this.telemetrySpansDropped.inc({ reason }, 0);
     sources.storeWaits?.((outcome, seconds) => this.storeWaited(outcome, seconds));
     new Gauge({
       name: 'switchboard_sse_streams_open',

@@ -21,7 +21,7 @@ import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BatchSpanProcessor, ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import { ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { TraceHeaders } from '../backends/backend.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
@@ -30,7 +30,8 @@ import { headerValue } from '../wire/headers.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { cappedJson, describeMessage, metricAttributes, responseError, serverOf, type Attributes } from './mcp-attributes.js';
-import type { ClientScope, ClientTarget, ServerScope, Telemetry } from './telemetry.js';
+import { BoundedSpanQueue, SPAN_QUEUE_DEFAULTS } from './span-queue.js';
+import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
 
 /** The convention's ExplicitBucketBoundaries for all MCP duration histograms, in seconds. */
 export const MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
@@ -44,7 +45,7 @@ interface Instruments {
   session: Histogram;
 }
 
-export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLogger): Telemetry {
+export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLogger, dropped: SpansDropped): Telemetry {
   // One instance id per process: the replicas behind one service tell apart.
   const resource = resourceFromAttributes({ 'service.name': 'switchboard', 'service.version': packageVersion(), 'service.instance.id': randomUUID() });
   const endpoint = config.otlp.endpoint.replace(/\/+$/, '');
@@ -52,7 +53,8 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   const tracerProvider = new TracerProvider({
     resource,
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling.ratio) }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, headers }) })],
+    // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts).
+    spanProcessors: [new BoundedSpanQueue(new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: SPAN_QUEUE_DEFAULTS.exportTimeoutMs }), dropped)],
   });
   const meterProvider = new MeterProvider({
     resource,

@@ -61,10 +61,13 @@ export function telemetrySdkLoaded(): boolean {
   return sdkLoaded;
 }
 
+/** Spans the export dropped (span-queue.ts): `switchboard_telemetry_spans_dropped_total` (ops/metrics.ts). */
+export type SpansDropped = (reason: 'queue_full' | 'export_failed', count: number) => void;
+
 /** Starts the SDK when `telemetry` is configured; otherwise loads nothing and returns undefined. */
-export async function startTelemetry(config: Config, log: FastifyBaseLogger): Promise<Telemetry | undefined> {
+export async function startTelemetry(config: Config, log: FastifyBaseLogger, dropped: SpansDropped = () => {}): Promise<Telemetry | undefined> {
   if (!config.telemetry) return undefined;
   sdkLoaded = true;
   const { createOtelTelemetry } = await import('./otel-sdk.js');
-  return createOtelTelemetry(config.telemetry, log);
+  return createOtelTelemetry(config.telemetry, log, dropped);
 }

@@ -1,0 +1,81 @@
+/**
+ * The span export's bounded queue (src/telemetry/span-queue.ts, issue 44 part 1) with the real
+ * SDK tracer and the real OTLP/HTTP exporter, against collectors on loopback: one that accepts
+ * and never answers, one that refuses connections (a closed port), and the real receiver
+ * (test/fixtures/otlp-receiver.ts). Small limits, so the bound is reached with a few spans.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
+import { after, before, test } from 'node:test';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { TracerProvider } from '@opentelemetry/sdk-trace';
+import { BoundedSpanQueue, type SpanDropReason } from '../../src/telemetry/span-queue.js';
+import type { Recorded } from '../fixtures/otlp-receiver.js';
+import { waitUntil } from '../helpers/child.js';
+import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
+import { freePort } from '../helpers/free-port.js';
+
+const LIMITS = { maxQueue: 8, batchSize: 4, delayMs: 20, exportTimeoutMs: 300 };
+const held = new Set<Socket>();
+const stalling = createServer((socket) => {
+  held.add(socket);
+  socket.on('data', () => {});
+  socket.on('close', () => held.delete(socket));
+});
+let receiver: FixtureChild | undefined;
+
+before(async () => {
+  await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+  receiver = await startFixtureChild('otlp-receiver.ts');
+});
+
+after(async () => {
+  for (const s of held) s.destroy();
+  stalling.close();
+  await receiver?.child.stop();
+});
+
+/** A tracer exporting through the queue to `endpoint`, and the drops it counted. */
+function tracing(endpoint: string) {
+  const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
+  const queue = new BoundedSpanQueue(new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs }), (reason, n) => (drops[reason] += n), LIMITS);
+  const provider = new TracerProvider({ spanProcessors: [queue] });
+  const tracer = provider.getTracer('span-queue-test');
+  const spans = (n: number, name = 'call') => {
+    for (let i = 0; i < n; i++) tracer.startSpan(`${name} ${i}`).end();
+  };
+  return { drops, spans, provider };
+}
+
+test('a collector that never answers: one batch in flight, the queue at its bound, every other span counted', async () => {
+  const { drops, spans, provider } = tracing(`http://127.0.0.1:${(stalling.address() as { port: number }).port}`);
+  spans(LIMITS.batchSize); // the first batch leaves at once, and hangs
+  spans(LIMITS.maxQueue + 5); // the queue fills behind it; 5 more are dropped
+  assert.deepEqual(drops, { queue_full: 5, export_failed: 0 });
+  // The hung batch is given up after the export timeout and counted; the next one goes.
+  await waitUntil(async () => (drops.export_failed >= LIMITS.batchSize ? true : undefined), { what: 'the hung batch counted', timeoutMs: 20_000, intervalMs: 20 });
+  spans(3);
+  assert.ok(drops.queue_full <= 5 + 3, `no more than the new spans dropped: ${JSON.stringify(drops)}`);
+  for (const s of held) s.destroy();
+  await provider.shutdown();
+  // Whatever was not exported was counted: nothing is held or lost without a count.
+  assert.equal(drops.queue_full + drops.export_failed, LIMITS.batchSize + LIMITS.maxQueue + 5 + 3, JSON.stringify(drops));
+});
+
+test('a collector that refuses connections: each batch fails at once and is counted, the queue never fills', async () => {
+  const { drops, spans, provider } = tracing(`http://127.0.0.1:${await freePort()}`);
+  spans(LIMITS.batchSize);
+  await waitUntil(async () => (drops.export_failed === LIMITS.batchSize ? true : undefined), { what: 'the refused batch counted', timeoutMs: 20_000, intervalMs: 20 });
+  spans(LIMITS.batchSize);
+  await provider.shutdown();
+  assert.deepEqual(drops, { queue_full: 0, export_failed: 2 * LIMITS.batchSize });
+});
+
+test('a healthy collector gets every span, batched, and nothing is counted dropped', async () => {
+  const { drops, spans, provider } = tracing(receiver!.url);
+  spans(LIMITS.batchSize * 2 + 1, 'healthy');
+  await provider.shutdown();
+  const recorded = (await (await fetch(`${receiver!.url}/recorded`)).json()) as Recorded;
+  assert.equal(recorded.spans.filter((s) => s.name.startsWith('healthy ')).length, LIMITS.batchSize * 2 + 1);
+  assert.deepEqual(drops, { queue_full: 0, export_failed: 0 });
+});
