@@ -30,6 +30,7 @@ import { halfLoadLatency } from './latency.js';
 import { measureStateless } from './stateless.js';
 import { measureVirtual, openVirtualPaths, VIRTUAL_SERVERS } from './virtual-phase.js';
 import { FULL_GOVERNANCE, measureGovernance, QUICK_GOVERNANCE, reportGovernance } from './governance.js';
+import { FULL_STDIO, measureStdio, QUICK_STDIO, reportStdio } from './stdio.js';
 import { baseHeaders, closedLoop, createPool, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
@@ -257,6 +258,9 @@ async function main(): Promise<void> {
     // Issue 44 part 1: four gateways of its own on the same Redis and issuer (bench/governance.ts).
     log('governance phase: plain, governed (sampling 1 and 0.1), metrics only');
     reportGovernance(await measureGovernance(s.mode === 'quick' ? QUICK_GOVERNANCE : FULL_GOVERNANCE, { redisUrl: run.redis!.url, oauth: run.oauth! }));
+    // Issue 44 part 2: stdio backends against the peers, processes of its own (bench/stdio.ts).
+    log('stdio phase: the SDK server direct, this gateway, mcp-proxy, supergateway');
+    reportStdio(await measureStdio(s.mode === 'quick' ? QUICK_STDIO : FULL_STDIO, { oauth: run.oauth! }));
   } finally {
     for (const p of run.pools) await p.close().catch(() => {});
     run.stats?.disconnect();

@@ -43,7 +43,8 @@ const QUICK: Settings = {
   monitorCalls: 300,
   // One round each: the three shapes must fit in --quick's few minutes.
   shapes: { rounds: 1, autocannonRounds: 1, roundMs: 1500, warmupMs: 1000, latencyRounds: 1 },
-  deadlineMs: 780_000,
+  // +2 min for the stdio phase (bench/stdio.ts).
+  deadlineMs: 900_000,
 };
 
 const FULL: Settings = {
@@ -62,7 +63,8 @@ const FULL: Settings = {
   idleStreams: 10_000,
   monitorCalls: 1000,
   shapes: { rounds: 3, autocannonRounds: 2, roundMs: 2500, warmupMs: 2000, latencyRounds: 2 },
-  deadlineMs: 1_560_000,
+  // +5 min for the stdio phase (bench/stdio.ts).
+  deadlineMs: 1_860_000,
 };
 
 const USAGE =
