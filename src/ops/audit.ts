@@ -12,8 +12,8 @@
  * caller tests for it first: no hashing, no record, no allocation on the request path.
  */
 import { hash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import type { Config } from '../config/schema.js';
+import { openAuditFile } from './audit-file.js';
 import { canonicalJson } from './canonical-json.js';
 
 export const AUDIT_SCHEMA = 'switchboard.audit/v1';
@@ -61,7 +61,8 @@ export interface AuditSink {
   write(line: string): unknown;
   /** A sink that takes the record itself (`audit.sink: otlp`, src/telemetry/audit-logs.ts) gets it here instead of a line. */
   writeRecord?(record: Record<string, unknown>): unknown;
-  end?(): unknown;
+  /** Writes what is held and lets go of the sink; `done` once that is over. */
+  end?(done?: () => void): unknown;
 }
 
 /** The last record's time: `toISOString` is made once per millisecond, not once per record. */
@@ -180,10 +181,8 @@ export class Audit {
 
   close(): Promise<void> {
     return new Promise((resolve) => {
-      if (!this.sink.end) return resolve();
-      const stream = this.sink as NodeJS.WritableStream;
-      if (stream === process.stdout) return resolve();
-      stream.end(() => resolve());
+      if (!this.sink.end || (this.sink as unknown) === process.stdout) return resolve();
+      this.sink.end(() => resolve());
     });
   }
 }
@@ -192,8 +191,8 @@ export class Audit {
  * The Audit for `audit.sink`, or undefined when it is off. `stdout` shares the process's
  * standard output with the access log; every audit line starts with `{"schema":"switchboard.audit/v1"`,
  * which no log line has, so a collector routes on that field. `file` appends (O_APPEND) to
- * `audit.path`; rotation is left to the platform (logrotate `copytruncate`, or a sidecar), since
- * appends continue at the file's new end after a truncation.
+ * `audit.path` in batches (audit-file.ts); rotation is left to the platform (logrotate
+ * `copytruncate`, or a sidecar), since appends continue at the file's new end after a truncation.
  */
 /** Where records go besides `stdout` and `file`, made by others: tests' `override` (whatever `audit.sink` says), and `audit.sink: otlp`'s (src/telemetry/audit-logs.ts). */
 export interface AuditSinks {
@@ -205,7 +204,7 @@ export function createAudit(config: Config, sinks: AuditSinks, tenantOf: (claims
   const settings = config.audit;
   if (settings.sink === 'none' && !sinks.override) return undefined;
   if (settings.sink === 'otlp' && !sinks.override && !sinks.otlp) throw new Error('audit.sink otlp needs the sink of the telemetry (src/telemetry/audit-logs.ts)');
-  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? createWriteStream(settings.path!, { flags: 'a', mode: 0o640 }) : process.stdout);
+  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!) : process.stdout);
   return new Audit(sink, settings, tenantOf);
 }
 

@@ -18,7 +18,7 @@
  */
 import type { BackendResponse } from '../backends/backend.js';
 import { derivedBody } from '../backends/body.js';
-import { BackendError, toBackendError } from '../backends/errors.js';
+import { FAILURE_RPC_CODE, toBackendError } from '../backends/errors.js';
 import type { AuditEvent } from '../ops/audit.js';
 
 export type Unanswered = Pick<AuditEvent, 'outcome' | 'code'>;
@@ -49,7 +49,8 @@ export function settledAtEnd(backend: string, res: BackendResponse, signal: Abor
   async function* watched(): AsyncGenerator<Buffer> {
     try {
       yield* body;
-      outcome = { outcome: 'disconnected', code: new BackendError(backend, 'stream_broken', '').rpcCode };
+      // The code alone: no error made (and its stack captured) for every answer read to its end.
+      outcome = STREAM_ENDED;
     } catch (err) {
       outcome = signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err);
       throw err;
@@ -60,6 +61,9 @@ export function settledAtEnd(backend: string, res: BackendResponse, signal: Abor
   // Dropped by its reader (the 2026-07-28 client closed its stream): cancelled now, not at the backend's next event.
   return { ...res, body: derivedBody(body, watched(), () => once({ outcome: 'cancelled' })) };
 }
+
+/** The outcome of the records still pending when a stream ended without their responses. */
+const STREAM_ENDED: Unanswered = Object.freeze({ outcome: 'disconnected', code: FAILURE_RPC_CODE.stream_broken });
 
 function streamFailure(backend: string, err: unknown): Unanswered {
   const failure = toBackendError(backend, err, 'stream');
