@@ -7,11 +7,13 @@
  * Checked: the whole conversation (tools, progress, sampling, resources); one child per
  * session, with the configured env and none of the gateway's; DELETE, a dying child,
  * idle expiry (`bridge.idleTimeout`) and gateway shutdown each end the child/session; a command that cannot
- * start, or exits at once, gives the client a clear JSON-RPC error promptly.
+ * start, or exits at once, gives the client a clear JSON-RPC error promptly; a 2026-07-28
+ * client (the v2 SDK) reaches the same child through the gateway's era bridge.
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { CreateMessageRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { GATEWAY_SECRET_VAR } from '../fixtures/bridge-backend-tools.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
@@ -137,6 +139,22 @@ describe('a stdio backend through the gateway', () => {
     process.kill(pid, 'SIGKILL');
     const { error } = await call;
     assertMcpError(error, -32010, /process exited/);
+  });
+});
+
+describe('a 2026-07-28 client (the v2 SDK, pinned) on a stdio backend', () => {
+  test("tools listed and called; the child's sampling request answered by the client through the era bridge", async () => {
+    const client = new V2Client({ name: 'v2-stdio', version: '1.0.0' }, { capabilities: { sampling: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    client.setRequestHandler('sampling/createMessage', async () => ({ model: 'test-model', role: 'assistant', content: { type: 'text', text: 'from the v2 client' } }));
+    try {
+      await withDeadline(client.connect(new V2Transport(gateway!.endpoint('local'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })), 15_000, 'v2 connect');
+      const tools = await withDeadline(client.listTools(), 10_000, 'tools/list');
+      assert.ok(tools.tools.some((t) => t.name === 'echo'));
+      assert.equal(textOf(await withDeadline(client.callTool({ name: 'echo', arguments: { text: 'over 2026-07-28' } }), 10_000, 'echo')), 'over 2026-07-28');
+      assert.equal(textOf(await withDeadline(client.callTool({ name: 'sample', arguments: { prompt: 'p' } }), 15_000, 'sample')), 'sampled: from the v2 client');
+    } finally {
+      await client.close().catch(() => {});
+    }
   });
 });
 

@@ -109,15 +109,27 @@ describe('the Streamable HTTP rules, without HTTP', () => {
     assert.equal(backend.sessionCount, 0, 'nothing started');
   });
 
-  test('one standalone stream per session (409 for a second); a DELETE ends it and the session (404 after)', async () => {
+  test('one standalone stream per session (409 for a second, until the first is given up or aborted); a DELETE ends it and the session (404 after)', async () => {
     const { backend, logged } = stdioBackend([FIXTURE]);
     const sessionId = await open(backend);
     const stream = await backend.get({ sessionId });
     assert.equal(stream.status, 200);
     assert.equal(stream.contentType, 'text/event-stream');
     assert.equal((await backend.get({ sessionId })).status, 409);
+    // The relay gives a stream up by aborting its signal: the stream ends and the next GET gets one.
+    const controller = new AbortController();
+    const held = await backend.get({ sessionId }, controller.signal).catch((err: Error) => err);
+    assert.ok(!(held instanceof Error) && held.status === 409);
+    stream.body.destroy();
+    const second = new AbortController();
+    const replaced = await backend.get({ sessionId }, second.signal);
+    assert.equal(replaced.status, 200, 'a destroyed stream is no longer the session\'s');
+    second.abort();
+    assert.equal(await withDeadline(replaced.body.text(), 5_000, 'the aborted stream ends'), '');
+    const third = await backend.get({ sessionId });
+    assert.equal(third.status, 200, 'an aborted stream is no longer the session\'s');
     assert.equal((await backend.delete({ sessionId })).status, 200);
-    assert.equal(await withDeadline(stream.body.text(), 10_000, 'the standalone stream ends'), '');
+    assert.equal(await withDeadline(third.body.text(), 10_000, 'the standalone stream ends'), '');
     assert.equal((await backend.post(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }), { sessionId })).status, 404);
     await waitForExit(startedPids(logged)[0]!, 10_000);
   });

@@ -23,6 +23,7 @@ import { ErrorCode, errorResponse } from '../../wire/jsonrpc.js';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backend.js';
 import type { BridgeLogger } from './logger.js';
 import { emptyAnswer, jsonAnswer } from './plain-answers.js';
+import { tiedTo } from './signal-tie.js';
 import { capRefusal, slotUser, startFailure } from './session-refusals.js';
 import { DEFAULT_MAX_BRIDGE_SESSIONS, DEFAULT_MAX_BRIDGE_SESSIONS_PER_USER, SessionSlots } from './session-slots.js';
 import { StdioSession, type OutgoingMessage } from './stdio-session.js';
@@ -62,7 +63,15 @@ export class StdioBackend implements McpBackend {
     return this.#slots.size;
   }
 
-  async post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
+  post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return tiedTo(this.name, this.#post(body, headers), signal);
+  }
+
+  get(headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
+    return tiedTo(this.name, this.#get(headers), signal);
+  }
+
+  async #post(body: string, headers: BackendCallHeaders): Promise<BackendResponse> {
     if (this.#closing) return shuttingDown();
     let parsed: unknown;
     try {
@@ -88,7 +97,7 @@ export class StdioBackend implements McpBackend {
     return this.#open(first, id, headers);
   }
 
-  async get(headers: BackendCallHeaders): Promise<BackendResponse> {
+  async #get(headers: BackendCallHeaders): Promise<BackendResponse> {
     if (this.#closing) return shuttingDown();
     if (headers.sessionId === undefined) return jsonAnswer(400, JSON.stringify(errorResponse(null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required')));
     const session = this.#sessions.get(headers.sessionId);
