@@ -5,6 +5,13 @@
  * idle TTL there — or until an end is announced (locally, or by another replica over the
  * coordinator). Should an announcement be missed, the entry still dies within `maxAgeMs`,
  * and a session whose backend session was deleted meets the backend's 404 first.
+ *
+ * An entry older than `maxAgeMs` is of no use (the next read asks the store anyway), so a
+ * sweep drops such entries every `maxAgeMs` while the cache holds any: an idle session
+ * costs this replica nothing after that, only its record in the store (issue 45 §3: 10,000
+ * idle sessions kept 10,000 records here for as long as nothing pushed them out). The
+ * sweep reads from the oldest entry on and stops at the first young one: entries are in
+ * the order they were fetched, since `set` always puts its entry last.
  */
 import type { SessionRecord } from '../state/store.js';
 
@@ -39,6 +46,7 @@ export const DEFAULT_SESSION_CACHE_LIMITS: SessionCacheLimits = { maxEntries: 10
 export class SessionCache {
   readonly #entries = new Map<string, Cached>();
   #bytes = 0;
+  #sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly maxAgeMs: number,
@@ -65,6 +73,23 @@ export class SessionCache {
     }
     this.#entries.set(sessionId, { userKey, record, fetchedAt: Date.now(), bytes });
     this.#bytes += bytes;
+    // Never keeps the process alive; stops once the cache is empty (sweep).
+    this.#sweeper ??= setInterval(() => this.sweep(), this.maxAgeMs).unref();
+  }
+
+  /** Drops the entries older than `maxAgeMs` (the timer's job; callable to sweep now). */
+  sweep(now = Date.now()): void {
+    for (const [sessionId, entry] of this.#entries) {
+      if (now - entry.fetchedAt <= this.maxAgeMs) break;
+      this.#delete(sessionId);
+    }
+    if (!this.#entries.size) this.close();
+  }
+
+  /** Stops the sweep (the app closes); entries still expire when read. */
+  close(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
   }
 
   forget(userKey: string, sessionId: string): void {

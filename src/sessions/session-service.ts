@@ -124,9 +124,15 @@ export class SessionService {
     return this.#activity.begin(userKey, sessionId, use);
   }
 
-  /** Stops renewing in-use marks (the app closes; the marks lapse by themselves). */
+  /** Stops renewing in-use marks (the app closes; the marks lapse by themselves) and sweeping the cache. */
   close(): void {
     this.#activity.close();
+    this.#cache.close();
+  }
+
+  /** Session records held in this process (tests and metrics): idle ones leave within {@link SESSION_CACHE_MAX_AGE_MS}. */
+  get cachedRecords(): number {
+    return this.#cache.size;
   }
 
   /** Another replica ended this session. */

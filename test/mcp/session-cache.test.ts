@@ -43,6 +43,17 @@ describe('SessionCache', () => {
     assert.equal(cache.bytes, 0);
   });
 
+  test('a sweep drops the entries older than the max age, oldest first, and keeps the young ones (issue 45 §3)', () => {
+    const cache = new SessionCache(5_000);
+    for (let n = 0; n < 4; n++) cache.set('user', `s${n}`, record(10));
+    cache.sweep(Date.now() + 1_000);
+    assert.equal(cache.size, 4, 'young entries stay');
+    cache.sweep(Date.now() + 5_001);
+    assert.equal(cache.size, 0, 'every entry older than the max age went');
+    assert.equal(cache.bytes, 0);
+    cache.close();
+  });
+
   test('still bounded by entries', () => {
     const cache = new SessionCache(60_000, { maxEntries: 3, maxBytes: 1_000_000, maxRecordBytes: 100_000 });
     for (let n = 0; n < 10; n++) cache.set('user', `s${n}`, record(10));
