@@ -145,17 +145,25 @@ async function stopAll(running: StdioPath[]): Promise<void> {
   }
 }
 
-/** The issue's targets against the peers (none without them). */
+const isPeer = (label: string) => label.startsWith('mcp-proxy') || label.startsWith('supergateway');
+
+/**
+ * The issue's targets against the peers (none without them). Each ratio is taken within a
+ * round — the gateway against the cheapest and the fastest peer of that round — and the median
+ * of those is judged: on a shared machine the load moves between rounds more than between the
+ * paths of one round.
+ */
 function targetsOf(paths: Record<string, PathFigures>): StdioResults['targets'] {
-  const peers = Object.entries(paths).filter(([label]) => label.startsWith('mcp-proxy') || label.startsWith('supergateway'));
+  const peers = Object.entries(paths).filter(([label]) => isPeer(label));
   const gw = paths[GATEWAY];
   if (!gw || peers.length === 0) return [];
-  const cheapest = Math.min(...peers.map(([, f]) => f.cpuUsPerCall));
-  const fastest = Math.max(...peers.map(([, f]) => f.callsPerSec));
+  const rounds = gw.rounds.map((_, r) => r);
+  const cpuRatio = median(rounds.map((r) => gw.rounds[r]!.cpuUsPerCall / Math.min(...peers.map(([, f]) => f.rounds[r]!.cpuUsPerCall))));
+  const rateRatio = median(rounds.map((r) => gw.rounds[r]!.callsPerSec / Math.max(...peers.map(([, f]) => f.rounds[r]!.callsPerSec))));
   const bestAdded = Math.min(...peers.map(([, f]) => f.addedP50ms ?? Infinity));
   return [
-    { figure: 'CPU per call ÷ the cheapest peer', value: round(gw.cpuUsPerCall / cheapest, 2)!, target: 0.7, pass: gw.cpuUsPerCall / cheapest <= 0.7 },
-    { figure: 'calls/s ÷ the fastest peer', value: round(gw.callsPerSec / fastest, 2)!, target: 1.5, pass: gw.callsPerSec / fastest >= 1.5 },
+    { figure: 'CPU per call ÷ the cheapest peer (within a round, median)', value: round(cpuRatio, 2)!, target: 0.7, pass: cpuRatio <= 0.7 },
+    { figure: 'calls/s ÷ the fastest peer (within a round, median)', value: round(rateRatio, 2)!, target: 1.5, pass: rateRatio >= 1.5 },
     { figure: 'unloaded added p50 (ms) vs the best peer', value: gw.addedP50ms!, target: bestAdded, pass: gw.addedP50ms! <= bestAdded },
   ];
 }
@@ -166,7 +174,7 @@ export function reportStdio(results: StdioResults): void {
     lines.push(`| ${label} | ${f.callsPerSec} | ${f.cpuUsPerCall} µs | ${f.p50ms} ms | ${f.addedP50ms === undefined ? '—' : `+${f.addedP50ms} ms`} |`);
   }
   if (!results.peersInstalled) lines.push('(the peers could not be installed: no comparison with them)');
-  for (const t of results.targets) lines.push(`${t.pass ? 'PASS' : 'FAIL'} ${t.figure}: ${t.value} (target ${t.figure.includes('÷ the cheapest') ? '≤' : t.figure.includes('p50') ? '≤' : '≥'} ${t.target})`);
+  for (const t of results.targets) lines.push(`${t.pass ? 'PASS' : 'FAIL'} ${t.figure}: ${t.value} (target ${t.figure.startsWith('calls/s') ? '≥' : '≤'} ${t.target})`);
   lines.push(`failed calls: ${results.errors}${results.firstError ? ` (first: ${results.firstError})` : ''}`);
   process.stdout.write(`${lines.join('\n')}\n`);
   writeFileSync(join(ROOT, 'bench', 'results', 'stdio-latest.json'), `${JSON.stringify(results, null, 2)}\n`);
