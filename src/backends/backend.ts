@@ -25,8 +25,11 @@ export interface TraceHeaders {
  * `traceId`), and where the backend's answers are reported so the span gets their outcome.
  */
 export interface CallTrace {
+  /** "" when {@link unsampledRoot}. */
   readonly traceId: string;
   readonly headers: TraceHeaders;
+  /** Not sampled, and its client sent no context: nothing is carried to the backend (issue 44; telemetry/otel-sdk.ts startSpan). */
+  readonly unsampledRoot?: boolean;
   observe(message: JsonRpcMessage): void;
 }
 

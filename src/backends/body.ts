@@ -67,6 +67,12 @@ abstract class OverBody {
     return this.source.arrived;
   }
 
+  abstract bytes(): Promise<Uint8Array>;
+
+  async text(): Promise<string> {
+    return Buffer.from(await this.bytes()).toString('utf8');
+  }
+
   dump(): Promise<void> {
     this.done();
     return this.source.dump();
@@ -95,10 +101,6 @@ class TappedBody extends OverBody implements BackendBody {
     } finally {
       this.done();
     }
-  }
-
-  async text(): Promise<string> {
-    return Buffer.from(await this.bytes()).toString('utf8');
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
@@ -142,12 +144,65 @@ class DerivedBody extends OverBody implements BackendBody {
     return all.length === 1 ? all[0]! : Buffer.concat(all);
   }
 
-  async text(): Promise<string> {
-    return Buffer.from(await this.bytes()).toString('utf8');
-  }
-
   [Symbol.asyncIterator](): AsyncIterator<Buffer> {
     return this.chunks[Symbol.asyncIterator]();
+  }
+}
+
+/**
+ * `body` unchanged for its reader, telling `ended` once how its reading ended — read to the end
+ * (no error), failed (the error) — or `dropped` when the reader dumps, destroys or stops early.
+ * Unlike a {@link derivedBody} over an async generator, `bytes()` and `text()` stay the source's
+ * own (one read of the whole answer, not an iteration chunk by chunk), so a watcher that only
+ * needs to know when the answer is over costs the relay nothing (issue 44: the audit's records
+ * still pending at the end, policy/unanswered.ts).
+ */
+export function watchedBody(body: BackendBody, ended: (error?: unknown) => void, dropped: () => void): BackendBody {
+  return new WatchedBody(body, ended, dropped);
+}
+
+class WatchedBody extends OverBody implements BackendBody {
+  #ended = false;
+
+  constructor(
+    body: BackendBody,
+    private readonly ended: (error?: unknown) => void,
+    dropped: () => void,
+  ) {
+    super(body, () => {
+      if (!this.#ended) dropped();
+    });
+  }
+
+  #end(error?: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.ended(error);
+  }
+
+  async bytes(): Promise<Uint8Array> {
+    try {
+      const all = await this.source.bytes();
+      this.#end();
+      return all;
+    } catch (err) {
+      this.#end(err);
+      throw err;
+    } finally {
+      this.done();
+    }
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    try {
+      yield* this.source;
+      this.#end();
+    } catch (err) {
+      this.#end(err);
+      throw err;
+    } finally {
+      this.done();
+    }
   }
 }
 

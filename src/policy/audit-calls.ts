@@ -40,7 +40,7 @@ export function auditBase(principal: Principal, request: Pick<BackendCaller, 'he
     prompt: facts.prompt,
     uri: facts.uri,
     arguments: facts.arguments,
-    traceId: request.trace?.traceId ?? traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
+    traceId: request.trace?.traceId || traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
   } satisfies Partial<AuditEvent>;
 }
 

@@ -17,7 +17,7 @@
  * when the answer's body ends without them.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { derivedBody } from '../backends/body.js';
+import { watchedBody } from '../backends/body.js';
 import { FAILURE_RPC_CODE, toBackendError } from '../backends/errors.js';
 import type { AuditEvent } from '../ops/audit.js';
 
@@ -38,28 +38,15 @@ export function failedCall(backend: string, err: unknown, signal: AbortSignal | 
  * disconnected), failed (timeout or disconnected), or stopped by its reader (cancelled).
  */
 export function settledAtEnd(backend: string, res: BackendResponse, signal: AbortSignal | undefined, settle: (outcome: Unanswered) => void): BackendResponse {
-  const body = res.body;
-  let outcome: Unanswered = { outcome: 'cancelled' };
   let settled = false;
   const once = (how: Unanswered) => {
     if (settled) return;
     settled = true;
     settle(how);
   };
-  async function* watched(): AsyncGenerator<Buffer> {
-    try {
-      yield* body;
-      // The code alone: no error made (and its stack captured) for every answer read to its end.
-      outcome = STREAM_ENDED;
-    } catch (err) {
-      outcome = signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err);
-      throw err;
-    } finally {
-      once(outcome);
-    }
-  }
+  const ended = (err?: unknown) => once(err === undefined ? STREAM_ENDED : signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err));
   // Dropped by its reader (the 2026-07-28 client closed its stream): cancelled now, not at the backend's next event.
-  return { ...res, body: derivedBody(body, watched(), () => once({ outcome: 'cancelled' })) };
+  return { ...res, body: watchedBody(res.body, ended, () => once({ outcome: 'cancelled' })) };
 }
 
 /** The outcome of the records still pending when a stream ended without their responses. */

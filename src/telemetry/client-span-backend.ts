@@ -40,11 +40,13 @@ export class ClientSpanBackend extends DecoratedBackend {
     if (!parsed) return this.inner.post(body, headers, signal);
     const parent = { traceparent: headers.traceparent, tracestate: headers.tracestate, baggage: headers.baggage };
     const session = { id: headers.sessionId, protocolVersion: headers.protocolVersion };
+    // Not sampled and no client context: no CLIENT span, nothing injected (the body goes as it came).
+    const unsampledRoot = headers.caller?.trace?.unsampledRoot === true;
     const open = new Map<string, ClientScope>();
     const notifications: ClientScope[] = [];
     const scopes = parsed.messages.map((m) => {
       if (typeof m.method !== 'string') return undefined;
-      const scope = this.telemetry.client(this.#target, m, parent, session);
+      const scope = this.telemetry.client(this.#target, m, parent, session, unsampledRoot);
       if (isRequest(m)) open.set(idKey(m.id), scope);
       else notifications.push(scope);
       return scope;
@@ -53,10 +55,10 @@ export class ClientSpanBackend extends DecoratedBackend {
     if (!first) return this.inner.post(body, headers, signal);
     const all = [...open.values(), ...notifications];
     // One message (all but a 2025-03-26 batch): its text with the context spliced in, not re-written.
-    const sent = parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers);
+    const sent = unsampledRoot ? body : parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers);
     let res: BackendResponse;
     try {
-      res = await this.inner.post(sent, { ...headers, ...first.headers }, signal);
+      res = await this.inner.post(sent, unsampledRoot ? headers : { ...headers, ...first.headers }, signal);
     } catch (err) {
       const failure = (err as { failure?: unknown }).failure;
       for (const s of all) s.end(typeof failure === 'string' ? failure : '_OTHER');

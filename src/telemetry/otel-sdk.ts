@@ -73,7 +73,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   return {
     recordsContent: config.recordContent,
     server: (request, message, backend) => startServerSpan(tracer, instruments, config, { request, message, backend }),
-    client: (target, message, parent, session) => startClientSpan(tracer, instruments, config, { target, message, parent, session }),
+    client: (target, message, parent, session, unsampledRoot = false) => startClientSpan(tracer, instruments, config, { target, message, parent, session, unsampledRoot }),
     sessionEnded: (createdAt, protocolVersion) => {
       const attributes: Attributes = { 'network.transport': 'tcp', 'network.protocol.name': 'http' };
       if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
@@ -97,17 +97,27 @@ class SpanLife implements ServerScope, ClientScope {
   #ended = false;
   #failed = false;
 
+  /** The span's context as W3C text, for `params._meta` and the headers; none without a span. */
+  readonly headers: TraceHeaders;
+
   constructor(
-    readonly span: Span,
+    /** Undefined: not sampled and no context to carry ({@link startSpan}); only the histogram is recorded. */
+    readonly span: Span | undefined,
     readonly attributes: Attributes,
     private readonly histogram: Histogram,
     private readonly config: TelemetryConfig,
-    /** The span's context as W3C text, for `params._meta` and the headers. */
-    readonly headers: TraceHeaders,
-  ) {}
+    parent: Context,
+  ) {
+    this.headers = span ? injected(trace.setSpan(parent, span)) : NO_CONTEXT;
+  }
 
   get traceId(): string {
-    return this.span.spanContext().traceId;
+    return this.span?.spanContext().traceId ?? '';
+  }
+
+  /** No context goes to the backend: the request is not sampled and its client sent none. */
+  get unsampledRoot(): boolean {
+    return !this.span;
   }
 
   observe(message: JsonRpcMessage): void {
@@ -117,7 +127,7 @@ class SpanLife implements ServerScope, ClientScope {
       this.#fail(error.attributes, error.message);
       return;
     }
-    if (this.config.recordContent && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined && this.span.isRecording()) {
+    if (this.config.recordContent && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined && this.span?.isRecording()) {
       this.span.setAttribute('gen_ai.tool.call.result', cappedJson(message.result, this.config.contentMaxBytes));
     }
   }
@@ -127,15 +137,15 @@ class SpanLife implements ServerScope, ClientScope {
     if (this.#ended) return;
     if (failure && !this.#failed && !NOT_FAILED.has(failure)) this.#fail({ 'error.type': failure });
     this.#ended = true;
-    this.span.end();
+    this.span?.end();
     this.histogram.record((performance.now() - this.#started) / 1000, metricAttributes(this.attributes));
   }
 
   #fail(attributes: Attributes, message?: string): void {
     this.#failed = true;
     Object.assign(this.attributes, attributes);
-    this.span.setAttributes(attributes);
-    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
+    this.span?.setAttributes(attributes);
+    this.span?.setStatus({ code: SpanStatusCode.ERROR, message });
   }
 }
 
@@ -157,9 +167,9 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, instru
     if (config.user === 'sub') attributes['user.id'] = principal.sub;
     else attributes['enduser.pseudo.id'] = principal.userKey;
   }
-  const span = startSpan(tracer, config, name, { kind: SpanKind.SERVER, attributes, links }, parent);
+  const span = startSpan(tracer, config, name, { kind: SpanKind.SERVER, attributes, links }, parent, false);
   contentAttributes(config, message, span);
-  return new SpanLife(span, attributes, instruments.server, config, injected(trace.setSpan(parent, span)));
+  return new SpanLife(span, attributes, instruments.server, config, parent);
 }
 
 const ids = new RandomIdGenerator();
@@ -172,14 +182,29 @@ const ids = new RandomIdGenerator();
  * trace id and trace state or a new trace id, a new span id, flags 0, so the backend still
  * learns it is not sampled — without the tracer's copies of the attributes and sampler call
  * (issue 30 "Cost": sampling 0 should cost little). The histograms are recorded either way (SpanLife).
+ *
+ * No span at all (undefined) when the request is not sampled and has no parent: no client
+ * context to carry on, and a trace id made up here that nobody records would tell the backend
+ * nothing. Then nothing is injected into the request, neither `params._meta` nor headers
+ * (issue 44: "don't inject at all into a request that is not sampled, unless the backend must
+ * see an unsampled parent" — it must when the client sent one, which is then carried). The
+ * CLIENT span of such a request (`unsampledRoot`, told by its SERVER span) is none either:
+ * without this it would be a root of its own, sampled by the ratio.
  */
-function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, config: TelemetryConfig, name: string, options: SpanOptions, parent: Context): Span {
+function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, config: TelemetryConfig, name: string, options: SpanOptions, parent: Context, unsampledRoot: boolean): Span | undefined {
   const from = trace.getSpanContext(parent);
   const valid = from !== undefined && isSpanContextValid(from);
-  const dropped = valid ? (from.traceFlags & TraceFlags.SAMPLED) === 0 : config.sampling.ratio === 0;
-  if (!dropped) return tracer.startSpan(name, options, parent);
-  return trace.wrapSpanContext({ traceId: valid ? from.traceId : ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: valid ? from.traceState : undefined });
+  if (!valid && (unsampledRoot || config.sampling.ratio === 0)) return undefined;
+  if (valid && (from.traceFlags & TraceFlags.SAMPLED) === 0) {
+    return trace.wrapSpanContext({ traceId: from.traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: from.traceState });
+  }
+  const span = tracer.startSpan(name, options, parent);
+  // A root the ratio did not sample: as above, nothing to carry.
+  return valid || span.isRecording() ? span : undefined;
 }
+
+/** The context of a request that has none to carry. */
+const NO_CONTEXT: TraceHeaders = Object.freeze({});
 
 /** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
 function serverParent(request: FastifyRequest, message: JsonRpcMessage): { parent: Context; links?: Link[] } {
@@ -194,15 +219,15 @@ function serverParent(request: FastifyRequest, message: JsonRpcMessage): { paren
   return { parent: fromMeta, links: differs ? [{ context: headerSpan }] : undefined };
 }
 
-function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, instruments: Instruments, config: TelemetryConfig, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string } }): ClientScope {
+function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, instruments: Instruments, config: TelemetryConfig, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; unsampledRoot: boolean }): ClientScope {
   const { name, attributes } = describeMessage(p.message);
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
   if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
   Object.assign(attributes, serverOfTarget(p.target), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
   const parent = propagator.extract(ROOT_CONTEXT, p.parent, defaultTextMapGetter);
-  const span = startSpan(tracer, config, name, { kind: SpanKind.CLIENT, attributes }, parent);
+  const span = startSpan(tracer, config, name, { kind: SpanKind.CLIENT, attributes }, parent, p.unsampledRoot);
   contentAttributes(config, p.message, span);
-  return new SpanLife(span, attributes, instruments.client, config, injected(trace.setSpan(parent, span)));
+  return new SpanLife(span, attributes, instruments.client, config, parent);
 }
 
 /** `server.address`/`server.port` of each backend client's target, read from its URL once (not per call). */
@@ -215,8 +240,8 @@ function serverOfTarget(target: ClientTarget): Attributes {
 }
 
 /** Opt-in (`recordContent`): a tool call's arguments, capped — only on a span that is recorded. */
-function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, span: Span): void {
-  if (!config.recordContent || message.method !== 'tools/call' || !span.isRecording()) return;
+function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, span: Span | undefined): void {
+  if (!config.recordContent || message.method !== 'tools/call' || !span?.isRecording()) return;
   const args = (message.params as { arguments?: unknown } | undefined)?.arguments;
   if (args !== undefined) span.setAttribute('gen_ai.tool.call.arguments', cappedJson(args, config.contentMaxBytes));
 }

@@ -38,7 +38,8 @@ export interface Telemetry {
   /** `recordContent`: a tool's result goes on its span, so answers are read whole, not scanned. */
   readonly recordsContent: boolean;
   server(request: FastifyRequest, message: JsonRpcMessage, backend: string): ServerScope;
-  client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }): ClientScope;
+  /** `unsampledRoot`: the SERVER span's (CallTrace): no span, nothing to inject, only the histogram. */
+  client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }, unsampledRoot?: boolean): ClientScope;
   /** A session the client ended: `mcp.server.session.duration`. */
   sessionEnded(createdAt: number, protocolVersion: string | undefined): void;
   /** `audit.sink: otlp`: a sink exporting each audit record as an OTLP log record (audit-logs.ts). */

@@ -137,6 +137,31 @@ describe('audit record', () => {
     assert.equal(big.argumentsTruncated, true);
     assert.doesNotMatch(lines.join(''), /alice/);
   });
+
+  test('the line a line sink gets is the JSON of the record a record sink gets: same fields, order, absent ones left out', () => {
+    const lines: string[] = [];
+    const records: Array<Record<string, unknown>> = [];
+    const settings = config({ audit: { sink: 'stdout', claims: ['email', 'missing'], arguments: { include: true, maxBytes: 64 } } }).audit;
+    const tenant = (claims: Readonly<Record<string, unknown>>) => (typeof claims.org === 'string' ? claims.org : undefined);
+    const asLines = new Audit({ write: (l: string) => lines.push(l) }, settings, tenant);
+    const asRecords = new Audit({ write: () => true, writeRecord: (r) => records.push(r) }, settings, tenant);
+    const base = { event: 'call' as const, userKey: 'U'.repeat(32), claims: { sub: 'alice', email: 'a"\\x\u2028', org: 'acme' }, decision: 'allow' as const, rule: 'r', outcome: 'ok' as const, durationMs: 1.23456 };
+    const events = [
+      { ...base, endpoint: '/mcp/bank', backend: 'bank', method: 'tools/call', requestId: 7, tool: 'transfer', arguments: { b: 1, a: [2, 'ü'] }, traceId: 'ab'.repeat(16), session: 's' },
+      { ...base, claims: { sub: 'bob' }, requestId: null, method: 'resources/read', uri: 'file:///x', outcome: 'error' as const, code: -32002, durationMs: NaN },
+      { ...base, event: 'refusal' as const, decision: 'deny' as const, requestId: 'id-1', prompt: 'p', arguments: { big: 'x'.repeat(100) } },
+    ];
+    for (const e of events) {
+      asLines.record(e);
+      asRecords.record(e);
+    }
+    assert.equal(lines.length, events.length);
+    const withoutTime = (text: string) => text.replace(/"time":"[^"]+"/, '"time":""');
+    lines.forEach((line, i) => {
+      assert.ok(line.endsWith('}\n'));
+      assert.equal(withoutTime(line.slice(0, -1)), withoutTime(JSON.stringify(records[i])));
+    });
+  });
 });
 
 describe('broker mode', () => {
