@@ -1,0 +1,121 @@
+/**
+ * The OpenTelemetry SDK's own cost on this machine (issue 44 part 1: "measure the OTel SDK's
+ * own cost per span, to know the floor"): what no change to the gateway can take below, in
+ * process, CPU time (user + system) of this process.
+ *
+ * - span: `startSpan` with the attributes a gateway SERVER span carries (12), `end`, and its
+ *   export: the gateway's span queue (src/telemetry/span-queue.ts) and the real OTLP/HTTP
+ *   exporter to a real receiver (bench/otlp-sink.ts, its own process), flushed before the
+ *   clock stops — the JSON encoding and the posts included;
+ * - span, not exported: the same without the queue's export (the tracer's work alone);
+ * - encoding alone: a batch of 512 such spans as the OTLP JSON the exporter posts, and as
+ *   OTLP protobuf, per span;
+ * - histogram: one `record` with the 9 metric attributes of a call, a new object each time as
+ *   the gateway's (the SDK hashes them);
+ * - context: W3C `traceparent` extracted from text and injected back (what each hop does).
+ *
+ *   node --import tsx bench/otel-floor.ts [spans per round, default 20000] [rounds, default 5]
+ *
+ * Medians over rounds. Bounded: a fixed number of operations.
+ */
+import { defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnChild } from '../test/helpers/child.js';
+import { BoundedSpanQueue } from '../src/telemetry/span-queue.js';
+import { median } from './load.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const N = Number(process.argv[2] ?? 20_000);
+const ROUNDS = Number(process.argv[3] ?? 5);
+
+const ATTRIBUTES = {
+  'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo', 'gen_ai.operation.name': 'execute_tool', 'jsonrpc.request.id': '42',
+  'mcp.session.id': 'd3b07384-d113-4ec4-9a6c-2c5c2f1e5a10', 'mcp.protocol.version': '2025-11-25', 'client.address': '127.0.0.1', 'client.port': 51234,
+  'network.transport': 'tcp', 'network.protocol.name': 'http', 'network.protocol.version': '1.1', 'switchboard.backend': 'fast',
+};
+const METRIC_ATTRIBUTES = {
+  'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo', 'gen_ai.operation.name': 'execute_tool', 'mcp.protocol.version': '2025-11-25',
+  'network.transport': 'tcp', 'network.protocol.name': 'http', 'network.protocol.version': '1.1', 'switchboard.backend': 'fast', 'server.port': 8080,
+};
+
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+async function perOp(run: () => void | Promise<void>, n: number): Promise<number> {
+  const before = cpuNow();
+  await run();
+  return (cpuNow() - before) / n;
+}
+
+const sink = await spawnChild({
+  name: 'otlp sink',
+  command: process.execPath,
+  args: ['--import', 'tsx', join(ROOT, 'bench', 'otlp-sink.ts')],
+  cwd: ROOT,
+  stdin: 'pipe',
+  ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
+});
+try {
+  const url = `http://127.0.0.1:${(JSON.parse(sink.readyLine!) as { port: number }).port}/v1/traces`;
+  let dropped = 0;
+  const exported = new BoundedSpanQueue(new OTLPTraceExporter({ url }), (_reason, n) => (dropped += n));
+  // The tracer's work alone: a processor that takes the span and lets it go.
+  const nothing: SpanProcessor = { onStart: () => {}, onEnd: () => {}, forceFlush: async () => {}, shutdown: async () => {} };
+  const tracers = {
+    exported: { provider: new TracerProvider({ spanProcessors: [exported] }) },
+    local: { provider: new TracerProvider({ spanProcessors: [nothing] }) },
+  };
+  const spans = (provider: TracerProvider) => async () => {
+    const tracer = provider.getTracer('floor');
+    // In batches the queue holds whole (512), each flushed before the next: none dropped.
+    for (let i = 0; i < N; i++) {
+      tracer.startSpan('tools/call echo', { kind: SpanKind.SERVER, attributes: { ...ATTRIBUTES } }).end();
+      if (i % 512 === 511) await provider.forceFlush();
+    }
+    await provider.forceFlush();
+  };
+  // 512 ended spans, kept, for the encoders.
+  const kept: ReadableSpan[] = [];
+  const keeping = new TracerProvider({ spanProcessors: [{ ...nothing, onEnd: (span: ReadableSpan) => void kept.push(span) }] }).getTracer('floor');
+  for (let i = 0; i < 512; i++) keeping.startSpan('tools/call echo', { kind: SpanKind.SERVER, attributes: { ...ATTRIBUTES } }).end();
+  const encode = (serializer: { serializeRequest(spans: ReadableSpan[]): Uint8Array | undefined }) => () => {
+    for (let i = 0; i < N / 512; i++) serializer.serializeRequest(kept);
+  };
+  const histogram = new MeterProvider().getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's' });
+  const propagator = new W3CTraceContextPropagator();
+  const carrier = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
+  const figures: Record<string, number[]> = { 'span, exported over OTLP/HTTP': [], 'span, not exported': [], 'OTLP JSON encoding alone': [], 'OTLP protobuf encoding alone': [], 'histogram record (9 attributes)': [], 'traceparent extract + inject': [] };
+  const runs: Array<[string, () => void | Promise<void>]> = [
+    ['span, exported over OTLP/HTTP', spans(tracers.exported.provider)],
+    ['span, not exported', spans(tracers.local.provider)],
+    ['OTLP JSON encoding alone', encode(JsonTraceSerializer)],
+    ['OTLP protobuf encoding alone', encode(ProtobufTraceSerializer)],
+    ['histogram record (9 attributes)', () => {
+      for (let i = 0; i < N; i++) histogram.record(0.001 * (i % 7), { ...METRIC_ATTRIBUTES }); // a new object per call, as the gateway's
+    }],
+    ['traceparent extract + inject', () => {
+      for (let i = 0; i < N; i++) {
+        const ctx = propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+        const out: Record<string, string> = {};
+        propagator.inject(trace.setSpanContext(ctx, trace.getSpanContext(ctx)!), out, defaultTextMapSetter);
+      }
+    }],
+  ];
+  for (const [, run] of runs) await run(); // warm-up
+  for (let r = 0; r < ROUNDS; r++) for (const [name, run] of runs) figures[name]!.push(await perOp(run, N));
+  for (const [name, xs] of Object.entries(figures)) console.log(`${name.padEnd(34)} ${median(xs).toFixed(2).padStart(6)} µs CPU each  (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
+  const counts = (await (await fetch(url.replace('/v1/traces', '/counts'))).json()) as Record<string, { requests: number; bytes: number }>;
+  console.log(`receiver: ${counts['/v1/traces']?.requests ?? 0} posts, ${((counts['/v1/traces']?.bytes ?? 0) / 1e6).toFixed(1)} MB; spans dropped: ${dropped}`);
+  await Promise.all([tracers.exported.provider.shutdown(), tracers.local.provider.shutdown()]);
+} finally {
+  await sink.stop();
+}
