@@ -36,6 +36,10 @@ export class MemoryCoordinator implements Coordinator {
     return true;
   }
 
+  async renewStandalones(claims: readonly StreamKey[], ttlMs: number): Promise<boolean[]> {
+    return Promise.all(claims.map((c) => this.renewStandalone(c.userKey, c.sessionId, c.streamId, ttlMs)));
+  }
+
   async releaseStandalone(userKey: string, sessionId: string, streamId: string): Promise<void> {
     const key = `${userKey}:${sessionId}`;
     if (this.#standalone.get(key)?.value.streamId === streamId) this.#standalone.delete(key);

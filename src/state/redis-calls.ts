@@ -20,6 +20,7 @@ interface ScriptCommands {
   sbReleaseSessionInUse(index: string, inUse: string, sessionId: string): Promise<number>;
   sbClaim(holderKey: string, mailboxKey: string, value: string, ttlMs: number, force: '0' | '1'): Promise<[number, string, ...string[]]>;
   sbRenew(key: string, value: string, ttlMs: number): Promise<number>;
+  sbRenewMany(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
   sbRelease(key: string, value: string): Promise<number>;
 }
 
@@ -54,6 +55,7 @@ export const storeCalls = {
 export const coordinatorCalls = {
   claim: (r: R, holder: string, mailbox: string, value: string, ttl: number, force: '0' | '1') => r.sbClaim(holder, mailbox, value, ttl, force),
   renew: (r: R, key: string, value: string, ttl: number) => r.sbRenew(key, value, ttl),
+  renewMany: (r: R, keys: readonly string[], values: readonly string[], ttl: number) => r.sbRenewMany(keys.length, ...keys, ...values, ttl),
   release: (r: R, key: string, value: string) => r.sbRelease(key, value),
   get: (r: R, key: string) => r.get(key),
   hold: (r: R, key: string, value: string, ttl: number) => r.set(key, value, 'PX', ttl),

@@ -28,7 +28,7 @@ import type { Coordinator, ReplicaMessage, StandaloneClaim, StreamHolder } from 
 import { isCluster, keepSocketQuiet, silenceConnectionErrors, subscriberFor, type RedisClient } from './redis-connection.js';
 import { coordinatorCalls as calls, type ScriptedRedis } from './redis-calls.js';
 import { RedisKeys } from './redis-keys.js';
-import { CLAIM_STANDALONE, RELEASE_IF_HELD, RENEW_IF_HELD } from './redis-scripts.js';
+import { CLAIM_STANDALONE, RELEASE_IF_HELD, RENEW_IF_HELD, RENEW_MANY_IF_HELD } from './redis-scripts.js';
 import { StoreWaits } from './store-waits.js';
 import { wholeMs } from './ttl.js';
 import type { StoredEvent, StreamKey } from './store.js';
@@ -59,6 +59,7 @@ export class RedisCoordinator implements Coordinator {
     this.#keys = new RedisKeys(this.#sharded);
     this.#redis.defineCommand('sbClaim', { numberOfKeys: 2, lua: CLAIM_STANDALONE });
     this.#redis.defineCommand('sbRenew', { numberOfKeys: 1, lua: RENEW_IF_HELD });
+    this.#redis.defineCommand('sbRenewMany', { lua: RENEW_MANY_IF_HELD });
     this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE_IF_HELD });
     // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
     this.#subscriber = subscriberFor(redis);
@@ -100,6 +101,29 @@ export class RedisCoordinator implements Coordinator {
     } catch (err) {
       return (await this.#waits.again(err, 'idempotent', calls.renew, this.#redis, holder, value, ttl)) === 1;
     }
+  }
+
+  /**
+   * Idempotent, as renewStandalone. One script call per {@link RENEW_BATCH} claims; in a
+   * cluster per user as well, since a script touches the keys of one slot (redis-keys.ts).
+   */
+  async renewStandalones(claims: readonly StreamKey[], ttlMs: number): Promise<boolean[]> {
+    const ttl = wholeMs(ttlMs, 'renewStandalones');
+    const held = new Array<boolean>(claims.length).fill(false);
+    await Promise.all(
+      batchesOf(claims, this.#sharded).map(async (batch) => {
+        const keys = batch.map((i) => this.#keys.standalone(claims[i]!.userKey, claims[i]!.sessionId));
+        const values = batch.map((i) => `${this.replicaId} ${claims[i]!.streamId}`);
+        let answers: number[];
+        try {
+          answers = await calls.renewMany(this.#redis, keys, values, ttl);
+        } catch (err) {
+          answers = await this.#waits.again(err, 'idempotent', calls.renewMany, this.#redis, keys, values, ttl);
+        }
+        batch.forEach((i, n) => (held[i] = answers[n] === 1));
+      }),
+    );
+    return held;
   }
 
   /** Idempotent: a compare-and-set DEL finds nothing of ours the second time. */
@@ -235,3 +259,19 @@ function parseHolder(value: string): StreamHolder | undefined {
   return space > 0 ? { replicaId: value.slice(0, space), streamId: value.slice(space + 1) } : undefined;
 }
 
+/** Claims renewed by one script call at most: a call holds Redis for its whole loop. */
+export const RENEW_BATCH = 500;
+
+/** Indexes of `claims` in script-sized batches; with `byUser` (a cluster), each batch one user's. */
+function batchesOf(claims: readonly StreamKey[], byUser: boolean): number[][] {
+  const groups = new Map<string, number[]>();
+  claims.forEach((claim, i) => {
+    const group = byUser ? claim.userKey : '';
+    const indexes = groups.get(group);
+    if (indexes) indexes.push(i);
+    else groups.set(group, [i]);
+  });
+  const batches: number[][] = [];
+  for (const indexes of groups.values()) for (let start = 0; start < indexes.length; start += RENEW_BATCH) batches.push(indexes.slice(start, start + RENEW_BATCH));
+  return batches;
+}

@@ -246,6 +246,18 @@ export const RENEW_IF_HELD = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
+/**
+ * {@link RENEW_IF_HELD} for many leases in one call (RedisCoordinator.renewStandalones).
+ * KEYS: the leases. ARGV: each lease's value, then the ttl ms. Returns 1 or 0 per lease.
+ */
+export const RENEW_MANY_IF_HELD = `
+local ttl = ARGV[#KEYS + 1]
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i] then out[i] = redis.call('PEXPIRE', key, ttl) else out[i] = 0 end
+end
+return out`;
+
 /** Releases a lease only while it still holds ARGV[1] (compare-and-set). KEYS: lease. ARGV: value. */
 export const RELEASE_IF_HELD = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end

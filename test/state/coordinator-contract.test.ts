@@ -132,6 +132,27 @@ function coordinatorContract(name: string, deployment: DeploymentFactory): void 
         assert.deepEqual(await c.standaloneHolder(u, s), { replicaId: c.replicaId, streamId: 'st3' });
       });
 
+      test('renewing many claims at once answers for each: held, taken over, released, lapsed (issue 45 §3)', async (t) => {
+        const { coordinator: c } = await open(t);
+        const [alice, bob] = [user(), user()];
+        // More than one script's batch (RENEW_BATCH 500) of one user, and a few of another.
+        const held = Array.from({ length: 520 }, (_, n) => streamKey({ userKey: n < 510 ? alice : bob, streamId: `st-${n}` }));
+        // Claimed for long enough that the 520 claims cannot lapse before the renewal, even on a busy machine.
+        const claimMs = 2_500;
+        for (const k of held) await c.claimStandalone(k.userKey, k.sessionId, k.streamId, claimMs, false);
+        const [taken, released, lapsed] = [held[3]!, held[515]!, streamKey({ userKey: bob })];
+        await c.claimStandalone(taken.userKey, taken.sessionId, 'st-new', LONG, true);
+        await c.releaseStandalone(released.userKey, released.sessionId, released.streamId);
+        const answers = await c.renewStandalones([...held, lapsed], LONG);
+        const expected = [...held.map((k) => k !== taken && k !== released), false];
+        assert.deepEqual(answers, expected);
+        await sleep(claimMs + 500);
+        for (const k of [held[0]!, held[509]!, held[519]!]) assert.deepEqual(await c.standaloneHolder(k.userKey, k.sessionId), { replicaId: c.replicaId, streamId: k.streamId }, 'renewed past its first TTL');
+        assert.deepEqual(await c.standaloneHolder(taken.userKey, taken.sessionId), { replicaId: c.replicaId, streamId: 'st-new' }, "the taken-over claim is the new stream's");
+        assert.equal(await c.standaloneHolder(released.userKey, released.sessionId), undefined, 'a released claim is not brought back');
+        assert.deepEqual(await c.renewStandalones([], LONG), []);
+      });
+
       test('a claim lapses after its TTL, and renewing sets a new one', async (t) => {
         const { coordinator: c } = await open(t);
         const u = user();
