@@ -51,11 +51,23 @@ export function replayLimits(t: StreamTarget): ReplayLimits {
   return { maxEvents: streams.replayEvents, ttlMs: streams.replayTtl };
 }
 
+type BackendErrors = McpContext['metrics']['backendErrors'];
+
+/**
+ * The relays' count of backend failures, one function per metrics instance: a closure per
+ * relay was a third of a KiB of every idle stream (issue 45 §3).
+ */
+const backendErrorCounters = new WeakMap<BackendErrors, RelayContext['onBackendError']>();
+
+function countBackendError(backendErrors: BackendErrors): RelayContext['onBackendError'] {
+  let count = backendErrorCounters.get(backendErrors);
+  if (!count) backendErrorCounters.set(backendErrors, (count = (backend, failure) => backendErrors.inc({ backend, reason: failure })));
+  return count;
+}
+
 /** Holds nothing of `t` itself: a stream's relay lives as long as the stream, and `t` names the whole request (issue 29). */
 export function relayContext(t: StreamTarget): RelayContext {
   const { streams } = t.ctx.config;
-  const { backendErrors } = t.ctx.metrics;
-  const backend = t.backend.name;
   return {
     store: t.ctx.store,
     limits: replayLimits(t),
@@ -63,7 +75,7 @@ export function relayContext(t: StreamTarget): RelayContext {
     retryMs: streams.retry,
     backend: t.backend.name,
     log: t.request.log,
-    onBackendError: (failure) => backendErrors.inc({ backend, reason: failure }),
+    onBackendError: countBackendError(t.ctx.metrics.backendErrors),
   };
 }
 

@@ -34,8 +34,8 @@ export interface RelayContext {
   retryMs: number;
   backend: string;
   log: FastifyBaseLogger;
-  /** Told when the backend fails this stream (metrics). */
-  onBackendError(failure: BackendFailure): void;
+  /** Told when the backend fails this stream (metrics); one function for all relays, hence the backend's name. */
+  onBackendError(backend: string, failure: BackendFailure): void;
 }
 
 export const eventId = (streamId: string, seq: number) => `${streamId}-${seq}`;
@@ -295,7 +295,7 @@ export class StreamRelay {
     }
     const error = failure ?? new BackendError(this.#ctx.backend, 'stream_broken', `backend "${this.#ctx.backend}" closed the stream before responding`);
     this.#ctx.log.warn({ backend: this.#ctx.backend, failure: error.failure }, 'backend stream ended without a response');
-    this.#ctx.onBackendError(error.failure);
+    this.#ctx.onBackendError(this.#ctx.backend, error.failure);
     for (const id of this.#pending?.values() ?? []) {
       this.#emit(JSON.stringify(errorResponse(id, error.rpcCode, error.message, { ...error.rpcData, backend: this.#ctx.backend })), undefined);
     }
