@@ -3,6 +3,8 @@
  * up when it creeps"). The runner reports a file's end as `test:complete` whose name is the
  * file's path, with the time from its process's start; this writes one line per file, slowest
  * first, as `<seconds>\t<file>`, when the run ends. scripts/run-tests.sh prints the first ten.
+ * The runner runs the compiled tree (scripts/compile-tests.mjs) from its root: a file is named
+ * by its source, `test/x.test.ts`, so timings.txt orders the next run whichever way it runs.
  */
 import { relative } from 'node:path';
 
@@ -11,7 +13,7 @@ export default async function* fileTimings(source) {
   for await (const event of source) {
     const data = event.data;
     if (event.type !== 'test:complete' || !data?.file || data.name !== data.file) continue;
-    files.push({ file: relative(process.cwd(), data.file), seconds: (data.details?.duration_ms ?? 0) / 1000, ok: data.details?.passed !== false });
+    files.push({ file: relative(process.cwd(), data.file).replace(/\.test\.js$/, '.test.ts'), seconds: (data.details?.duration_ms ?? 0) / 1000, ok: data.details?.passed !== false });
   }
   files.sort((a, b) => b.seconds - a.seconds);
   for (const { file, seconds, ok } of files) yield `${seconds.toFixed(1)}\t${file}${ok ? '' : '\t(failed)'}\n`;

@@ -18,6 +18,7 @@ import { createTokenVerifier, type TokenVerifierOptions } from '../../src/auth/t
 import { spawnChild, type ChildHandle } from '../helpers/child.js';
 import { freePort } from '../helpers/free-port.js';
 import { startOAuthServer, unsignedToken, type OAuthHandle } from '../helpers/oauth.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const AUDIENCE = 'https://gateway.test/mcp';
 
@@ -275,7 +276,7 @@ async function startOAuthFixtureOnPort(port: number): Promise<ChildHandle> {
   return spawnChild({
     name: `oauth server :${port}`,
     command: process.execPath,
-    args: ['--import', 'tsx', FIXTURE],
+    args: nodeEntry(FIXTURE),
     cwd: ROOT,
     env: { OAUTH_SERVER_PORT: String(port), OAUTH_SERVER_WATCH_STDIN: '1' },
     stdin: 'pipe',

@@ -15,10 +15,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawnChild, type ChildHandle } from '../helpers/child.js';
 import { freePort } from '../helpers/free-port.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** tsx resolved from the project, so the CLI can run from an empty working directory. */
-const TSX = import.meta.resolve('tsx');
 const children: ChildHandle[] = [];
 after(async () => {
   await Promise.allSettled(children.map((c) => c.stop()));
@@ -31,7 +31,7 @@ test('no config: prints an endpoint and a token that the SDK client can use at o
   const cli = await spawnChild({
     name: 'switchboard (development default)',
     command: process.execPath,
-    args: ['--import', TSX, join(ROOT, 'src/cli.ts'), '--port', String(port)],
+    args: [...nodeEntry(join(ROOT, 'src/cli.ts')), '--port', String(port)],
     cwd,
     env: { SWITCHBOARD_CONFIG: '', NODE_OPTIONS: '' },
     ready: (line) => line.includes('Bearer token:'),
@@ -76,7 +76,7 @@ test('a bad config file stops the CLI with an error that names the key', async (
   const dir = await mkdtemp(join(tmpdir(), 'sb-config-'));
   const file = join(dir, 'switchboard.yaml');
   await writeFile(file, 'publicUrl: https://mcp.example.com\nauth: { issuer: https://idp.example.com, audience: x }\nbackends:\n  - name: Bad_Name\n    url: https://backend.example.com/mcp\n');
-  const child = spawn(process.execPath, ['--import', TSX, join(ROOT, 'src/cli.ts'), '--config', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeEntry(join(ROOT, 'src/cli.ts')), '--config', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise<number | null>((resolve, reject) => {

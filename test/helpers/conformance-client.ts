@@ -20,6 +20,7 @@ import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from './browser.js';
 import { startOAuthServer } from './oauth.js';
 import { startRedis } from './redis.js';
 import { CONFORMANCE_2026_CLI, CONFORMANCE_CLI, PROJECT_ROOT, runCli, type ConformanceCheck } from './conformance.js';
+import { nodeEntry } from './node-entry.js';
 
 /** The 20 client scenarios of 0.1.16 for 2025-11-25, 2025-06-18 and 2025-03-26 (`conformance list`). */
 export const CLIENT_SCENARIOS: readonly string[] = [
@@ -120,7 +121,7 @@ export async function runClientScenario(scenario: string, options: ClientScenari
   const outDir = await mkdtemp(path.join(tmpdir(), 'sb-conformance-client-'));
   try {
     const flags = [...(options.suite2026 ? ['--explore'] : []), ...(options.user === '2026-07-28' ? ['--user=2026-07-28'] : [])];
-    const command = [process.execPath, '--import', 'tsx', FIXTURE, ...flags].join(' ');
+    const command = [process.execPath, ...nodeEntry(FIXTURE), ...flags].join(' ');
     const run = await runCli(options.suite2026 ? CONFORMANCE_2026_CLI : CONFORMANCE_CLI, ['client', '--scenario', scenario, '--command', command, '--timeout', String(timeoutMs), '-o', outDir], timeoutMs + 60_000);
     const checks = await readChecks(outDir);
     return { passed: run.exitCode === 0 && checks.length > 0, checks, output: `${run.stdout}\n${run.stderr}` };

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nodeEntry } from './node-entry.js';
 
 /** Project root (this file lives in <root>/test/helpers/). */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -167,7 +168,7 @@ export interface ConformanceServerOptions {
 export async function startConformanceServer(opts: ConformanceServerOptions = {}): Promise<ConformanceServer> {
   const stderr = new TailBuffer(64 * 1024);
   const fixture = opts.eras === undefined ? CONFORMANCE_FIXTURE : CONFORMANCE_2026_FIXTURE;
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
+  const child = spawn(process.execPath, nodeEntry(fixture), {
     cwd: PROJECT_ROOT,
     env: childEnv({
       PORT: String(opts.port ?? 0),

@@ -6,10 +6,10 @@
 import { fileURLToPath } from 'node:url';
 import type { SeenExchange } from '../fixtures/exchange-server.js';
 import { spawnChild } from './child.js';
+import { nodeEntry } from './node-entry.js';
 
 export type { SeenExchange };
 
-const TSX = import.meta.resolve('tsx');
 const SERVER = fileURLToPath(new URL('../fixtures/exchange-server.ts', import.meta.url));
 const BACKEND = fileURLToPath(new URL('../fixtures/exchange-backend.ts', import.meta.url));
 
@@ -38,7 +38,7 @@ export async function startExchangeServer(options: ExchangeServerOptions): Promi
   const child = await spawnChild({
     name: 'exchange server',
     command: process.execPath,
-    args: ['--import', TSX, SERVER],
+    args: nodeEntry(SERVER),
     env: {
       PORT: '0',
       IDP_ISSUER: options.idpIssuer,
@@ -77,7 +77,7 @@ export async function startExchangeBackend(exchangeIssuer: string, audience: str
   const child = await spawnChild({
     name: `exchange backend (${audience})`,
     command: process.execPath,
-    args: ['--import', TSX, BACKEND],
+    args: nodeEntry(BACKEND),
     env: { PORT: '0', EXCHANGE_ISSUER: exchangeIssuer, AUDIENCE: audience, NODE_OPTIONS: '' },
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
   });

@@ -1,9 +1,10 @@
 /**
- * A backend fixture run as a child process (test/fixtures/*-backend.ts): started with tsx on a
+ * A backend fixture run as a child process (test/fixtures/*-backend.ts): started (nodeEntry) on a
  * free port, ready once it prints its {"url": …} line; the handle stops it.
  */
 import { fileURLToPath } from 'node:url';
 import { spawnChild, type ChildHandle } from './child.js';
+import { nodeEntry } from './node-entry.js';
 
 export interface FixtureChild {
   child: ChildHandle;
@@ -16,7 +17,7 @@ export async function startFixtureChild(file: string): Promise<FixtureChild> {
   const child = await spawnChild({
     name: file,
     command: process.execPath,
-    args: ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL(`../fixtures/${file}`, import.meta.url))],
+    args: nodeEntry(fileURLToPath(new URL(`../fixtures/${file}`, import.meta.url))),
     env: { PORT: '0', NODE_OPTIONS: '' },
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
   });

@@ -9,6 +9,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { spawnChild, describeLogs } from './child.js';
+import { nodeEntry } from './node-entry.js';
 
 /** What {@link OAuthHandle.token} can put into a token. */
 export interface TokenOptions {
@@ -99,7 +100,7 @@ async function startOwnOAuthServer(): Promise<OAuthHandle> {
   const child = await spawnChild({
     name: 'oauth server',
     command: process.execPath,
-    args: ['--import', 'tsx', FIXTURE],
+    args: nodeEntry(FIXTURE),
     cwd: ROOT,
     env: { OAUTH_SERVER_PORT: '0', OAUTH_SERVER_WATCH_STDIN: '1' },
     stdin: 'pipe',

@@ -5,9 +5,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { spawnChild } from './child.js';
+import { nodeEntry } from './node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/protected-backend.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 
 export interface ProtectedBackend {
   url: string;
@@ -24,7 +24,7 @@ export async function startProtectedBackend(providerIssuer: string, options: { o
   const child = await spawnChild({
     name: 'protected backend',
     command: process.execPath,
-    args: ['--import', TSX, FIXTURE],
+    args: nodeEntry(FIXTURE),
     env: { PORT: '0', PROVIDER_ISSUER: providerIssuer, OPEN_LISTING: options.openListing ? '1' : '0', NODE_OPTIONS: '' },
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
   });

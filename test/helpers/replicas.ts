@@ -14,9 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { spawnChild, waitUntil, type ChildExit, type ChildHandle } from './child.js';
 import { freePort } from './free-port.js';
+import { nodeEntry } from './node-entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 
 export interface Replica {
   index: number;
@@ -88,7 +88,7 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
     const child = await spawnChild({
       name: `switchboard replica ${index}`,
       command: process.execPath,
-      args: ['--import', TSX, join(ROOT, 'src/cli.ts'), '--config', files[index]!],
+      args: [...nodeEntry(join(ROOT, 'src/cli.ts')), '--config', files[index]!],
       cwd: ROOT,
       env: { NODE_OPTIONS: '' },
     });

@@ -27,6 +27,7 @@ import { freePort } from '../helpers/free-port.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { withDeadline } from '../helpers/deadline.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/misbehaving-backend.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -100,7 +101,7 @@ async function startKillable(port: number): Promise<ChildHandle> {
   return spawnChild({
     name: 'killable backend',
     command: process.execPath,
-    args: ['--import', 'tsx', FIXTURE],
+    args: nodeEntry(FIXTURE),
     cwd: ROOT,
     env: { SB_MISBEHAVING_CHILD: '1', PORT: String(port) },
     readyTimeoutMs: 20_000,

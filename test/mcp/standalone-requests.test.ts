@@ -19,6 +19,7 @@ import { spawnChild, type ChildHandle } from '../helpers/child.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { startReplicas, type ReplicaSet } from '../helpers/replicas.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/standalone-requests-backend.ts', import.meta.url));
 const CALLS = 50;
@@ -35,7 +36,7 @@ before(async () => {
   backend = await spawnChild({
     name: 'standalone-requests backend',
     command: process.execPath,
-    args: ['--import', import.meta.resolve('tsx'), FIXTURE],
+    args: nodeEntry(FIXTURE),
     env: { PORT: '0', NODE_OPTIONS: '' },
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
   });

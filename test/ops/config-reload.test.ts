@@ -27,6 +27,7 @@ import type { ReplicaSet } from '../helpers/replicas.js';
 import { sessionToolNames } from '../helpers/pages.js';
 import { sessionClient } from '../helpers/session-client.js';
 import { messageOf, type SseReader } from '../helpers/sse-client.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 let redis: TestRedis;
 let oauth: OAuthHandle;
@@ -160,7 +161,7 @@ describe('SIGHUP', () => {
     gateway = await spawnChild({
       name: 'switchboard (SIGHUP)',
       command: process.execPath,
-      args: ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli.ts'), '--config', join(watched, 'switchboard.yaml')],
+      args: [...nodeEntry(join(ROOT, 'src/cli.ts')), '--config', join(watched, 'switchboard.yaml')],
       cwd: ROOT,
       env: { NODE_OPTIONS: '' },
     });

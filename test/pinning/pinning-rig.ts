@@ -13,14 +13,14 @@ import { stringify } from 'yaml';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { freePort } from '../helpers/free-port.js';
 import { startReplicas, type ReplicaOptions, type ReplicaSet } from '../helpers/replicas.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 
 /** Runs `switchboard pins …` as its own process. */
 export function pins(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', TSX, join(ROOT, 'src/cli.ts'), 'pins', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: '' }, timeout: 30_000, killSignal: 'SIGKILL' }, (err, stdout, stderr) =>
+    execFile(process.execPath, [...nodeEntry(join(ROOT, 'src/cli.ts')), 'pins', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: '' }, timeout: 30_000, killSignal: 'SIGKILL' }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });

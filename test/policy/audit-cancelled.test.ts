@@ -19,6 +19,7 @@ import { startConformanceServer, type ConformanceServer } from '../helpers/confo
 import { withDeadline } from '../helpers/deadline.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/misbehaving-backend.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -33,7 +34,7 @@ before(async () => {
   backend = await spawnChild({
     name: 'slow SDK backend',
     command: process.execPath,
-    args: ['--import', 'tsx', FIXTURE],
+    args: nodeEntry(FIXTURE),
     cwd: ROOT,
     env: { SB_MISBEHAVING_CHILD: '1', PORT: '0' },
     readyTimeoutMs: 20_000,
