@@ -1,49 +1,47 @@
 /**
- * `node --import tsx bench/memory.ts [--streams K] [--users U] [--snapshot DIR]`: only the memory
- * phase of `npm run bench` (bench/sessions.ts), for working on what a session and an idle
- * stream hold (issue 29: 10,000 sessions of 100 users, each with an idle standalone stream,
- * gateway RSS ≤ 300 MB measured from outside). Starts Redis, the issuer, the JSON fast backend
- * and the default-configuration gateway; samples RSS and heap (after forced GC) idle, with the
- * sessions and with the streams open. With `--snapshot DIR`, also writes a heap snapshot of the
- * gateway at each of the three points (open them in Chrome DevTools, Memory, "Comparison").
+ * `node --import tsx bench/memory.ts [--streams K] [--users U] [--settle S] [--snapshot DIR]`:
+ * only the memory phase of `npm run bench` (bench/sessions.ts), for working on what a session
+ * and an idle stream hold (issue 45 §3: 10,000 sessions of 100 users, each with an idle
+ * standalone stream; ≤ 2 KB per idle session and ≤ 300 MB of gateway RSS, measured from
+ * outside once a collection has settled: bench/settled-memory.ts). Starts Redis, the issuer,
+ * the JSON fast backend and the default-configuration gateway (`node --import tsx
+ * src/cli.ts`, as `npm start`); samples it idle, with the sessions and with the streams open.
+ * `--settle S`: wait at most S seconds for each sample to settle (default 150). With
+ * `--snapshot DIR`, the gateway writes a heap snapshot into DIR after each sample (open two
+ * in Chrome DevTools, Memory, "Comparison").
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { startOAuthServer } from '../test/helpers/oauth.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { Redis } from 'ioredis';
 import { baseHeaders } from './load.js';
 import { startBackend, startGateway } from './processes.js';
-import { log } from './sampling.js';
+import { SETTLE_BOUNDS } from './settled-memory.js';
 import { measureIdleStreams, measureStoredSessions, memorySampler } from './sessions.js';
 
 const argv = process.argv.slice(2);
 const option = (flag: string, fallback: number) => (argv.includes(flag) ? Number(argv[argv.indexOf(flag) + 1]) : fallback);
 const streams = option('--streams', 10_000);
 const users = option('--users', 100);
-const snapshotDir = argv.includes('--snapshot') ? argv[argv.indexOf('--snapshot') + 1] : undefined;
+const settleMs = option('--settle', SETTLE_BOUNDS.full.maxWaitMs / 1000) * 1000;
+const snapshotDir = argv.includes('--snapshot') ? resolve(argv[argv.indexOf('--snapshot') + 1]!) : undefined;
 
 async function main(): Promise<void> {
   process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
+  if (snapshotDir) mkdirSync(snapshotDir, { recursive: true });
   const [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
   const backend = await startBackend(false);
-  const gateway = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default' });
+  const nodeArgs = snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : [];
+  const gateway = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', nodeArgs });
   const stats = new Redis(redis.url);
   try {
     const tokens = await Promise.all(Array.from({ length: users }, (_, i) => oauth.token({ sub: `bench-memory-user-${i}`, aud: gateway.audience })));
-    const memory = await memorySampler(gateway);
-    const snapshot = async (name: string) => {
-      if (!snapshotDir) return;
-      const file = join(snapshotDir, `gateway-${name}.heapsnapshot`);
-      await memory.writeHeapSnapshot(file);
-      log(`heap snapshot: ${file}`);
-    };
+    const memory = memorySampler(gateway, { ...SETTLE_BOUNDS.full, maxWaitMs: settleMs }, snapshotDir);
     const idle = await memory.sample();
-    await snapshot('idle');
     const stored = await measureStoredSessions(gateway, tokens.map(baseHeaders), stats, streams);
-    const sampler = { ...memory, sample: async () => (await snapshot(`sessions-${Date.now()}`), memory.sample()) };
-    const result = await measureIdleStreams(gateway, snapshotDir ? sampler : memory, idle, tokens, stored.sessions, streams, undefined);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    const result = await measureIdleStreams(gateway, memory, idle, tokens, stored.sessions, streams, undefined);
+    process.stdout.write(`${JSON.stringify({ storedSessions: stored.result, idleStreams: result }, null, 2)}\n`);
   } finally {
     stats.disconnect();
     await Promise.allSettled([gateway.child.stop(), backend.child.stop(), oauth.stop(), redis.stop()]);

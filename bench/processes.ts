@@ -64,7 +64,6 @@ export interface Gateway {
   url: string;
   audience: string;
   configFile: string;
-  inspectPort: number;
 }
 
 /**
@@ -73,8 +72,9 @@ export interface Gateway {
  * tree, or another commit's worktree when comparing (bench/compare.ts). `logLevel`: a level,
  * `default` for the shipped one (no `log` block), unset for `silent`; the child's stdout is
  * read by this process into a bounded log (test/helpers/child.ts), as a log collector would.
+ * `nodeArgs`: more Node flags (bench/memory.ts: `--heapsnapshot-signal`).
  */
-export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap; extra?: Record<string, unknown> }): Promise<Gateway> {
+export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap; extra?: Record<string, unknown>; nodeArgs?: string[] }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -105,9 +105,8 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
   const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
   // JSON is YAML.
   writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
-  // The inspector is only switched on (SIGUSR1) for the memory measurement, at the end.
-  const inspectPort = await freePort();
-  const nodeArgs = [`--inspect-port=127.0.0.1:${inspectPort}`, ...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []), ...(opts.wrap?.nodeArgs ?? [])];
+  // Nothing is attached for the memory measurement: it reads the process from outside (bench/settled-memory.ts).
+  const nodeArgs = [...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []), ...(opts.wrap?.nodeArgs ?? []), ...(opts.nodeArgs ?? [])];
   const entry = opts.wrap ? [join(root, 'dist', 'cli.js')] : ['--import', 'tsx', join(root, 'src', 'cli.ts')];
   const command = opts.wrap ? [...opts.wrap.command, process.execPath] : [process.execPath];
   const child = await spawnChild({
@@ -127,6 +126,6 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     },
     { what: `switchboard /readyz on ${url}`, timeoutMs: opts.wrap ? 300_000 : 90_000, intervalMs: 100, details: () => child.logs() },
   );
-  return { child, port, url, audience, configFile, inspectPort };
+  return { child, port, url, audience, configFile };
 }
 

@@ -73,9 +73,9 @@ function sessionRows(r: RunResults): string[][] {
     [`  new session p99 (ms)`, fmt(n.direct.p99, 3), '', fmt(n.gateway.p99, 3), '', ''],
     [`  Redis memory per stored session (bytes)`, '', '', fmt(r.storedSessions.bytesPerSession), '', `${fmt(r.storedSessions.sessions)} sessions`],
     [`idle SSE streams (${fmt(s.opened)} open, ${fmt(s.users)} users)`, '', '', '', '', ''],
-    [`  gateway RSS idle → with sessions (MB)`, '', '', `${fmt(s.rssIdleBytes / 1e6)} → ${fmt(s.rssBeforeBytes / 1e6)}`, '', `${fmt(s.rssBytesPerSession / 1024, 1)} KiB per session, JS heap ${fmt(s.heapBytesPerSession / 1024, 1)}`],
+    [`  gateway RSS idle → with sessions (MB)`, '', '', `${fmt(s.rssIdleBytes / 1e6)} → ${fmt(s.rssBeforeBytes / 1e6)}`, '', `${fmt(s.rssBytesPerSession / 1024, 1)} KiB per session, JS heap ${fmt(s.heapBytesPerSession / 1024, 1)}${s.settled.idle && s.settled.sessions ? '' : ' (a sample did not settle)'}`],
     [`  gateway RSS per idle stream (KiB)`, '', '', fmt(s.bytesPerStream / 1024, 1), '', `JS heap ${fmt(s.heapBytesPerStream / 1024, 1)}`],
-    [`  gateway RSS before → with streams (MB)`, '', '', `${fmt(s.rssBeforeBytes / 1e6)} → ${fmt(s.rssAfterBytes / 1e6)}`, '', ''],
+    [`  gateway RSS before → with streams (MB)`, '', '', `${fmt(s.rssBeforeBytes / 1e6)} → ${fmt(s.rssAfterBytes / 1e6)}`, '', s.settled.streams ? 'settled' : 'NOT settled: the last reading'],
     [`  gateway RSS with 10,000 streams (MB)`, '', '', fmt(s.rssAt10kBytes / 1e6), '', s.projected ? 'projected' : 'measured'],
   ];
 }

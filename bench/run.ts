@@ -39,6 +39,7 @@ import { cpuShares, resultsTable, targetsTable } from './report.js';
 import { log, profiledWindows, round } from './sampling.js';
 import { measureShapes, shapePids, startShapeProcesses, SHAPES, type ShapeProcesses } from './shapes.js';
 import { measureIdleStreams, measureNewSessions, measureStoredSessions, memorySampler, MEMORY_USERS } from './sessions.js';
+import { SETTLE_BOUNDS } from './settled-memory.js';
 import { parseArgs, type Settings } from './settings.js';
 import { fdLimit, gitState, machineInfo, redisInfoField } from './system.js';
 import { targetsOf, type ModeResults, type RunResults } from './targets.js';
@@ -172,7 +173,7 @@ async function measureAll(s: Settings, run: Running, pids: Record<string, number
   const budget = streamBudget(s);
   log(`idle streams: creating ${budget.count} sessions of ${MEMORY_USERS} users`);
   const tokens = await Promise.all(Array.from({ length: MEMORY_USERS }, (_, i) => run.oauth!.token({ sub: `bench-memory-user-${i}`, aud: gateway.audience })));
-  const memory = await memorySampler(gateway);
+  const memory = memorySampler(gateway, SETTLE_BOUNDS[s.mode]);
   const idle = await memory.sample();
   const stored = await measureStoredSessions(gateway, tokens.map(baseHeaders), run.stats!, budget.count);
   const idleStreams = await measureIdleStreams(gateway, memory, idle, tokens, stored.sessions, s.idleStreams, budget.note);

@@ -6,12 +6,14 @@
  * 100 users): per-user state (rate limits, shares, stream counts) is then what production holds.
  */
 import type { Redis } from 'ioredis';
-import { attachInspector } from './inspector.js';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { createPool, openSession, percentiles, type Path } from './load.js';
 import type { Gateway } from './processes.js';
 import { log, sleep } from './sampling.js';
 import { closeAll, openIdleStreams, type StreamRequest } from './streams.js';
-import { processRssBytes, redisInfoField } from './system.js';
+import { settledSample, type MemorySample, type SettleBounds } from './settled-memory.js';
+import { redisInfoField } from './system.js';
 
 /** How many users the stored sessions and idle streams are spread over, round robin. */
 export const MEMORY_USERS = 100;
@@ -61,52 +63,66 @@ export async function measureStoredSessions(gateway: Gateway, userHeaders: Array
   }
 }
 
-export interface MemorySample {
-  rss: number;
-  heapUsed: number;
-  external: number;
-}
+export type { MemorySample } from './settled-memory.js';
 
 export interface MemorySampler {
-  /** Gateway RSS (from /proc) and JS heap, after two forced GCs when the inspector is attached. */
+  /** Gateway RSS (from /proc) and JS heap (its /metrics) once a collection has settled (settled-memory.ts). */
   sample(): Promise<MemorySample>;
-  /** Why GC could not be forced, if it could not. */
-  note?: string;
-  /** A heap snapshot of the gateway (needs the inspector). */
-  writeHeapSnapshot(file: string): Promise<void>;
-  close(): void;
+  /** Why a figure is not what it claims, if it is not (a sample that did not settle). */
+  readonly notes: string[];
 }
 
-/** Attaches the inspector (SIGUSR1) to force GC before each sample; without it, RSS deltas include garbage. */
-export async function memorySampler(gateway: Gateway): Promise<MemorySampler> {
-  let inspector: Awaited<ReturnType<typeof attachInspector>> | undefined;
-  let note: string | undefined;
-  try {
-    inspector = await attachInspector(gateway.child.pid, gateway.inspectPort);
-  } catch (err) {
-    note = `no forced GC (${(err as Error).message}); RSS deltas include garbage`;
-    log(`WARNING ${note}`);
-  }
+/**
+ * Samples the gateway from outside (settled-memory.ts). With `snapshotDir` (the gateway
+ * started with `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=<it>`), a heap snapshot is
+ * written after each sample: open two in Chrome DevTools, Memory, "Comparison".
+ */
+export function memorySampler(gateway: Gateway, bounds: SettleBounds, snapshotDir?: string): MemorySampler {
+  const notes: string[] = [];
+  let taken = 0;
   const sample = async (): Promise<MemorySample> => {
-    await sleep(500);
-    if (inspector) {
-      await inspector.collectGarbage();
-      await inspector.collectGarbage();
-      await sleep(300);
-    }
-    const heap = inspector ? await inspector.memoryUsage() : undefined;
-    return { rss: processRssBytes(gateway.child.pid), heapUsed: heap?.heapUsed ?? NaN, external: heap?.external ?? NaN };
+    const s = await settledSample(gateway.child.pid, `${gateway.url}/metrics`, bounds);
+    const n = ++taken;
+    log(`memory sample ${n}: RSS ${(s.rss / 1e6).toFixed(1)} MB, JS heap ${(s.heapUsed / 1e6).toFixed(1)} of ${(s.heapTotal / 1e6).toFixed(1)} MB, ${s.settled ? 'settled' : 'NOT settled'} after ${(s.waitedMs / 1000).toFixed(0)} s and ${s.fullCollections} full collections`);
+    if (!s.settled) notes.push(`memory sample ${n} did not settle within ${bounds.maxWaitMs / 1000} s (RSS never held still after a full collection): its figure is the last reading`);
+    if (snapshotDir) log(`heap snapshot: ${await writeHeapSnapshot(gateway.child.pid, snapshotDir)}`);
+    return s;
   };
-  const writeHeapSnapshot = async (file: string) => {
-    if (!inspector) throw new Error(`no heap snapshot: ${note}`);
-    await inspector.writeHeapSnapshot(file);
-  };
-  return { sample, note, writeHeapSnapshot, close: () => inspector?.close() };
+  return { sample, notes };
+}
+
+/** Signals the gateway to write a heap snapshot into `dir` and waits until the file is complete. */
+async function writeHeapSnapshot(pid: number, dir: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  const deadline = Date.now() + 180_000;
+  let size = -1;
+  while (Date.now() < deadline) {
+    await sleep(1_000);
+    const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (!file) continue;
+    const now = statSync(join(dir, file)).size;
+    // Complete once it stopped growing and its JSON is closed.
+    if (now === size && now > 0 && lastByte(join(dir, file), now) === '}') return join(dir, file);
+    size = now;
+  }
+  throw new Error(`no complete heap snapshot in ${dir} within 180 s`);
+}
+
+function lastByte(file: string, size: number): string {
+  const fd = openSync(file, 'r');
+  try {
+    const byte = Buffer.alloc(1);
+    readSync(fd, byte, 0, 1, size - 1);
+    return byte.toString('latin1');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
  * One idle standalone stream per session, each over a raw socket with its user's token; gateway
- * RSS and JS heap sampled (after forced GC) with the sessions only and with the streams open,
+ * RSS and JS heap sampled (once settled, from outside) with the sessions only and with the streams open,
  * so that the garbage left by creating the sessions does not hide what the streams hold.
  * `idle` is the sample taken before any session was made.
  */
@@ -125,7 +141,6 @@ export async function measureIdleStreams(gateway: Gateway, memory: MemorySampler
   if (opened.failures) log(`WARNING ${opened.failures} streams failed to open (${opened.firstError})`);
   await sleep(1500);
   const after = await memory.sample();
-  memory.close();
   const n = Math.max(1, opened.sockets.length);
   const perStream = (after.rss - before.rss) / n;
   const perSession = (before.rss - idle.rss) / Math.max(1, sessions.length);
@@ -140,7 +155,9 @@ export async function measureIdleStreams(gateway: Gateway, memory: MemorySampler
     opened: opened.sockets.length,
     failures: opened.failures,
     firstError: opened.firstError,
-    note: [note, memory.note].filter(Boolean).join('; ') || undefined,
+    note: [note, ...memory.notes].filter(Boolean).join('; ') || undefined,
+    /** Whether each sample (idle, with the sessions, with the streams) settled (settled-memory.ts). */
+    settled: { idle: idle.settled, sessions: before.settled, streams: after.settled },
     openSecs,
     users: tokens.length,
     rssIdleBytes: idle.rss,
@@ -152,6 +169,9 @@ export async function measureIdleStreams(gateway: Gateway, memory: MemorySampler
     bytesPerStream: perStream,
     heapUsedBeforeBytes: before.heapUsed,
     heapUsedAfterBytes: after.heapUsed,
+    heapTotalIdleBytes: idle.heapTotal,
+    heapTotalBeforeBytes: before.heapTotal,
+    heapTotalAfterBytes: after.heapTotal,
     heapBytesPerStream: (after.heapUsed - before.heapUsed) / n,
     externalBytesPerStream: (after.external - before.external) / n,
     /** Gateway RSS with 10,000 streams: measured when 10,000 were opened, else baseline + 10,000 × per-stream. */

@@ -44,7 +44,7 @@ const QUICK: Settings = {
   // One round each: the three shapes must fit in --quick's few minutes.
   shapes: { rounds: 1, autocannonRounds: 1, roundMs: 1500, warmupMs: 1000, latencyRounds: 1 },
   // +2 min for the stdio phase (bench/stdio.ts).
-  deadlineMs: 900_000,
+  deadlineMs: 1_035_000,
 };
 
 const FULL: Settings = {
@@ -64,7 +64,7 @@ const FULL: Settings = {
   monitorCalls: 1000,
   shapes: { rounds: 3, autocannonRounds: 2, roundMs: 2500, warmupMs: 2000, latencyRounds: 2 },
   // +5 min for the stdio phase (bench/stdio.ts).
-  deadlineMs: 1_860_000,
+  deadlineMs: 2_310_000,
 };
 
 const USAGE =
