@@ -1,5 +1,5 @@
 /**
- * `node --import tsx bench/memory.ts [--streams K] [--users U] [--settle S] [--snapshot DIR]`:
+ * `node --import tsx bench/memory.ts [--streams K] [--users U] [--settle S] [--snapshot DIR] [--root DIR]`:
  * only the memory phase of `npm run bench` (bench/sessions.ts), for working on what a session
  * and an idle stream hold (issue 45 §3: 10,000 sessions of 100 users, each with an idle
  * standalone stream; ≤ 2 KB per idle session and ≤ 300 MB of gateway RSS, measured from
@@ -8,7 +8,8 @@
  * src/cli.ts`, as `npm start`); samples it idle, with the sessions and with the streams open.
  * `--settle S`: wait at most S seconds for each sample to settle (default 150). With
  * `--snapshot DIR`, the gateway writes a heap snapshot into DIR after each sample (open two
- * in Chrome DevTools, Memory, "Comparison").
+ * in Chrome DevTools, Memory, "Comparison"). `--root DIR`: run the gateway of another checkout
+ * (`git worktree add DIR <commit>`), to measure a commit before a change the same way.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -26,6 +27,7 @@ const streams = option('--streams', 10_000);
 const users = option('--users', 100);
 const settleMs = option('--settle', SETTLE_BOUNDS.full.maxWaitMs / 1000) * 1000;
 const snapshotDir = argv.includes('--snapshot') ? resolve(argv[argv.indexOf('--snapshot') + 1]!) : undefined;
+const root = argv.includes('--root') ? `${resolve(argv[argv.indexOf('--root') + 1]!)}/` : undefined;
 
 async function main(): Promise<void> {
   process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
@@ -33,7 +35,7 @@ async function main(): Promise<void> {
   const [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
   const backend = await startBackend(false);
   const nodeArgs = snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : [];
-  const gateway = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', nodeArgs });
+  const gateway = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', nodeArgs, root });
   const stats = new Redis(redis.url);
   try {
     const tokens = await Promise.all(Array.from({ length: users }, (_, i) => oauth.token({ sub: `bench-memory-user-${i}`, aud: gateway.audience })));

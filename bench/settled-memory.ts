@@ -58,12 +58,13 @@ const RSS_EVERY_MS = 1_000;
 async function heapFigures(metricsUrl: string): Promise<HeapFigures> {
   const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) });
   const text = await res.text();
-  const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+  const value = (pattern: RegExp, absent = NaN) => Number(pattern.exec(text)?.[1] ?? absent);
   return {
     heapUsed: value(/^nodejs_heap_size_used_bytes (\S+)/m),
     heapTotal: value(/^nodejs_heap_size_total_bytes (\S+)/m),
     external: value(/^nodejs_external_memory_bytes (\S+)/m),
-    majorGcs: value(/^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)/m),
+    // The series appears with the first full collection.
+    majorGcs: value(/^nodejs_gc_duration_seconds_count\{kind="major"\} (\S+)/m, 0),
   };
 }
 
