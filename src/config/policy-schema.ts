@@ -10,17 +10,38 @@
  *
  * Every `when` is compiled here, so a rule that does not compile stops the start with its key
  * and the position of the problem (cel.ts).
+ *
+ * `effect: confirm` (issue 46) holds a matching `tools/call` until a person approves it out of
+ * band, on a signed-in page (policy/confirm-hold.ts). Its `ttl` is how long the request and
+ * the approval are good for; `approvers` (four-eyes: someone else approves) is read and
+ * checked here, but this version cannot take such an approval yet, so a call under a rule
+ * with `approvers` is refused (docs/policy-and-audit.md says what is built).
  */
 import { z } from 'zod';
 import { compileCel } from './cel.js';
+import { DURATION_JSON_SCHEMA, parseDuration } from './duration.js';
+import { jsonHint } from './json-hints.js';
 
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
 const ruleSchema = z
   .object({
     name: z.string().regex(RULE_NAME, 'must be 1-64 letters, digits or _ . : - (it is written into audit records)'),
-    effect: z.enum(['allow', 'deny']),
+    effect: z.enum(['allow', 'deny', 'confirm']),
     when: z.string().min(1, 'must be a CEL expression'),
+    /** `confirm` only: how long a held call waits for its approval, and the approval for the retry. */
+    ttl: jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
+      .transform((value, ctx) => {
+        const ms = parseDuration(value);
+        if (ms === undefined || ms < 10_000 || ms > 86_400_000) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${value}" must be a duration between 10s and 24h (e.g. 10m)` });
+        return ms ?? 0;
+      })
+      .optional(),
+    /** `confirm` only: who else must approve (four-eyes): claims of the approver's ID token, each a list of accepted values. */
+    approvers: z
+      .object({ claims: z.record(z.array(z.string().min(1)).min(1, 'must list at least one value')).refine((c) => Object.keys(c).length > 0, 'must name at least one claim') })
+      .strict()
+      .optional(),
   })
   .strict()
   .superRefine((rule, ctx) => {
@@ -28,7 +49,14 @@ const ruleSchema = z
     if ('problem' in compiled) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['when'], message: `rule "${rule.name}" does not compile: ${compiled.problem}` });
     }
-  });
+    for (const key of ['ttl', 'approvers'] as const) {
+      if (rule.effect !== 'confirm' && rule[key] !== undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, path: [key], message: `is for effect confirm only (rule "${rule.name}" is ${rule.effect})` });
+    }
+  })
+  .transform((rule) => (rule.effect === 'confirm' ? { ...rule, ttl: rule.ttl ?? DEFAULT_CONFIRM_TTL_MS } : rule));
+
+/** How long a `confirm` rule's request and approval are good for when it names no `ttl`. */
+export const DEFAULT_CONFIRM_TTL_MS = 10 * 60_000;
 
 export const policySchema = z
   .object({

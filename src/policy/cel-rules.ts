@@ -13,25 +13,37 @@
  * the tool, a maybe-`deny` is passed over (some arguments would not match it). Rules that do
  * not read the arguments decide as for a call. So listing errs towards showing a tool, never
  * towards hiding one a call could use; the call itself is judged with its arguments.
+ *
+ * `confirm` (issue 46) judges `tools/call` only, and is passed over for every other request: a
+ * person approves a call of a tool, with its arguments. A `confirm` rule that fails on a call
+ * counts as matching (the call is held: fail closed), and for listing it counts as `allow` (a
+ * call it matches can go through once approved).
  * `prompts/list` entries are judged the same way as a `prompts/get` of the prompt, and
  * `resources/templates/list` entries as a `resources/read` whose URI is unknown: a rule that
  * reads `mcp.resource.uri` is then the "maybe" (rule-policy-backend.ts).
  */
+import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { compileCel, type CelProgram } from '../config/cel.js';
+import { canonicalJson } from '../ops/canonical-json.js';
+
+type Rule = Config['policy']['rules'][number];
 
 export interface RuleDecision {
-  effect: 'allow' | 'deny';
+  effect: Rule['effect'];
   /** The deciding rule's name, or `policy.default`. */
   rule: string;
+  /** A `confirm` rule's terms: how long its approval is good for, and who else must approve. */
+  confirm?: { ttlMs: number; approvers?: Record<string, string[]> };
 }
 
 interface CompiledRule {
   name: string;
-  effect: 'allow' | 'deny';
+  effect: Rule['effect'];
   program: CelProgram;
   /** The unknowns the rule's text names: `arguments`, `uri`. */
   reads: ReadonlySet<Unknown>;
+  confirm?: RuleDecision['confirm'];
 }
 
 /** What listing may not know of a request: a call's arguments, or a template's URI. */
@@ -44,14 +56,21 @@ const READS: ReadonlyArray<[Unknown, RegExp]> = [
 export class CelRules {
   readonly #rules: CompiledRule[];
   readonly #default: RuleDecision;
+  /**
+   * The digest of the whole `policy` block (RFC 8785 canonical JSON, SHA-256): an approval is
+   * bound to it (issue 46 §4), so a reload that changes any rule needs a new approval.
+   */
+  readonly version: string;
 
   constructor(policy: Config['policy']) {
+    this.version = createHash('sha256').update(canonicalJson(policy)).digest('base64url');
     this.#rules = policy.rules.map((r) => {
       const compiled = compileCel(r.when);
       // The config schema compiled every rule already; this only guards hand-built configs.
       if ('problem' in compiled) throw new Error(`policy rule "${r.name}": ${compiled.problem}`);
       const reads = new Set(READS.filter(([, word]) => word.test(r.when)).map(([unknown]) => unknown));
-      return { name: r.name, effect: r.effect, program: compiled.program, reads };
+      const confirm = r.effect === 'confirm' ? { ttlMs: r.ttl!, ...(r.approvers ? { approvers: r.approvers.claims } : {}) } : undefined;
+      return { name: r.name, effect: r.effect, program: compiled.program, reads, ...(confirm ? { confirm } : {}) };
     });
     this.#default = { effect: policy.default, rule: 'policy.default' };
   }
@@ -63,8 +82,9 @@ export class CelRules {
   /** The decision for one request, its variables complete. */
   decide(vars: Record<string, unknown>): RuleDecision {
     for (const rule of this.#rules) {
+      if (rule.effect === 'confirm' && !isToolCall(vars)) continue;
       const value = run(rule.program, vars);
-      if (value === true || (value === undefined && rule.effect === 'deny')) return { effect: rule.effect, rule: rule.name };
+      if (value === true || (value === undefined && rule.effect !== 'allow')) return { effect: rule.effect, rule: rule.name, ...(rule.confirm ? { confirm: rule.confirm } : {}) };
     }
     return this.#default;
   }
@@ -72,18 +92,25 @@ export class CelRules {
   /** Whether some request could be allowed, `unknown` not known (see the module comment). */
   couldAllow(vars: Record<string, unknown>, unknown: Unknown = 'arguments'): boolean {
     for (const rule of this.#rules) {
+      if (rule.effect === 'confirm' && !isToolCall(vars)) continue;
       const value = run(rule.program, vars);
-      if (value === true) return rule.effect === 'allow';
+      if (value === true) return rule.effect !== 'deny';
       if (value === undefined) {
         if (rule.reads.has(unknown)) {
-          if (rule.effect === 'allow') return true;
+          if (rule.effect !== 'deny') return true;
           continue;
         }
         if (rule.effect === 'deny') return false;
+        if (rule.effect === 'confirm') return true;
       }
     }
     return this.#default.effect === 'allow';
   }
+}
+
+/** Whether the variables are those of a `tools/call` (policy-input.ts), the only request a `confirm` rule judges. */
+function isToolCall(vars: Record<string, unknown>): boolean {
+  return (vars.mcp as { method?: unknown } | undefined)?.method === 'tools/call';
 }
 
 /** true, false, or undefined when the expression failed or is not a boolean. */

@@ -97,7 +97,7 @@ export class RulePolicyBackend extends DecoratedBackend {
       const facts = requestFacts(m, this.name);
       const rules = this.parts.rules();
       const decision = rules.size ? rules.decide(policyVariables(caller, facts)) : undefined;
-      if (decision?.effect === 'deny') {
+      if (decision && decision.effect !== 'allow') {
         denied.add(m);
         errors.push(this.#refuse(caller, m as Request, facts, decision, started));
       } else {
