@@ -17,8 +17,11 @@
  * `plain` taken within a round, median over rounds. Then open-loop rounds at half the plain
  * gateway's throughput: p50 of each, minus plain's in the same round.
  *
- *   node --import tsx bench/governance.ts [--quick] [--rounds N] [--seconds S] [--profile]
+ *   node --import tsx bench/governance.ts [--quick] [--rounds N] [--seconds S] [--profile] [--base-root DIR]
  *
+ * `--base-root DIR` (a worktree of another commit, `git worktree add --detach DIR <commit>`
+ * with node_modules linked in) adds `governed (base)` and `metrics only (base)`, run from DIR's
+ * src/cli.ts in the same rounds: a before/after under the same noise.
  * `--profile` runs the `governed` gateway under `--cpu-prof` (its profile in
  * bench/results/profile-governance/; the figures of a profiled run are not comparable).
  * `npm run bench` runs this phase too (bench/run.ts), with its own processes.
@@ -46,14 +49,18 @@ export const GOVERNANCE_RULES = [
 ];
 
 export const CONFIGS = ['plain', 'governed', 'governed 0.1', 'metrics only'] as const;
-export type GovernanceConfig = (typeof CONFIGS)[number];
-const GOVERNED = CONFIGS.slice(1) as Array<Exclude<GovernanceConfig, 'plain'>>;
+/** With `--base-root DIR`: the same governed setups run from DIR's src/cli.ts (another commit), in the same rounds — a before/after under the same noise. */
+const BASE_CONFIGS = ['governed (base)', 'metrics only (base)'] as const;
+export type GovernanceConfig = (typeof CONFIGS)[number] | (typeof BASE_CONFIGS)[number];
+const GOVERNED = ['governed', 'governed 0.1', 'metrics only'] as const;
+/** The configurations of this run: the four, and the base commit's two when asked for. */
+let ACTIVE: readonly GovernanceConfig[] = CONFIGS;
 
 export const GOVERNANCE_SHAPES = ['chunked', 'sse-one'] as const;
 type Shape = (typeof GOVERNANCE_SHAPES)[number];
 
 /** The issue's targets per configuration: CPU per call ÷ plain, added p50 at half load (ms), throughput ÷ plain. */
-export const GOVERNANCE_TARGETS: Record<Exclude<GovernanceConfig, 'plain'>, { cpuRatio: number; addedP50Ms?: number; throughputRatio?: number }> = {
+export const GOVERNANCE_TARGETS: Record<(typeof GOVERNED)[number], { cpuRatio: number; addedP50Ms?: number; throughputRatio?: number }> = {
   governed: { cpuRatio: 1.25, addedP50Ms: 0.1, throughputRatio: 0.8 },
   'governed 0.1': { cpuRatio: 1.1, addedP50Ms: 0.05, throughputRatio: 0.9 },
   'metrics only': { cpuRatio: 1.03 },
@@ -99,6 +106,8 @@ export interface GovernanceResults {
 
 /** The extra config of each gateway (merged into bench/processes.ts startGateway's). */
 function configOf(which: GovernanceConfig, collector: string, auditFile: string): Record<string, unknown> {
+  if (which === 'governed (base)') return configOf('governed', collector, auditFile);
+  if (which === 'metrics only (base)') return configOf('metrics only', collector, auditFile);
   const telemetry = (ratio: number) => ({ otlp: { endpoint: collector }, sampling: { ratio } });
   const governed = (ratio: number) => ({ telemetry: telemetry(ratio), audit: { sink: 'file', path: auditFile }, policy: { rules: GOVERNANCE_RULES } });
   switch (which) {
@@ -138,7 +147,8 @@ interface Running {
  * The phase: starts its backends, collector and four gateways on the given Redis and issuer,
  * measures both shapes, stops what it started.
  */
-export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl: string; oauth: OAuthHandle }): Promise<GovernanceResults> {
+export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl: string; oauth: OAuthHandle }, baseRoot?: string): Promise<GovernanceResults> {
+  ACTIVE = baseRoot ? [...CONFIGS, ...BASE_CONFIGS] : CONFIGS;
   const run: Running = { backends: [], gateways: {}, pools: [], files: [] };
   try {
     run.collector = await startCollector();
@@ -147,7 +157,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
       mkdirSync(GOVERNANCE_PROFILE_DIR, { recursive: true });
       for (const f of readdirSync(GOVERNANCE_PROFILE_DIR)) if (f.endsWith('.cpuprofile')) rmSync(join(GOVERNANCE_PROFILE_DIR, f));
     }
-    for (const which of CONFIGS) {
+    for (const which of ACTIVE) {
       const auditFile = join(tmpdir(), `switchboard-bench-audit-${process.pid}-${which.replace(/\W+/g, '-')}.jsonl`);
       run.files.push(auditFile);
       run.gateways[which] = await startGateway({
@@ -156,6 +166,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
         backends: run.backends,
         logLevel: 'default',
         profileDir: s.profile && which === 'governed' ? GOVERNANCE_PROFILE_DIR : undefined,
+        root: which.endsWith('(base)') ? baseRoot : undefined,
         extra: configOf(which, run.collector.url, auditFile),
       });
       log(`governance: gateway "${which}" on ${run.gateways[which]!.url} (pid ${run.gateways[which]!.child.pid})`);
@@ -176,7 +187,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
 async function measureShape(s: GovernanceSettings, shape: Shape, backend: Backend, run: Running, oauth: OAuthHandle): Promise<ShapeFigures> {
   const paths = {} as Record<GovernanceConfig, Path>;
   const pids = {} as Record<GovernanceConfig, number>;
-  for (const which of CONFIGS) {
+  for (const which of ACTIVE) {
     const gw = run.gateways[which]!;
     // `groups` is what the second rule reads.
     const token = await oauth.token({ sub: 'bench-user', aud: gw.audience, claims: { groups: ['bench', 'ops'] } });
@@ -186,13 +197,13 @@ async function measureShape(s: GovernanceSettings, shape: Shape, backend: Backen
   }
   const sink: ErrorSink = { errors: 0 };
   log(`governance ${shape}: warm-up ${s.warmupMs} ms per gateway`);
-  for (const which of CONFIGS) await closedLoop(paths[which], s.connections, { durationMs: s.warmupMs });
-  const rate = Object.fromEntries(CONFIGS.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
-  const cpu = Object.fromEntries(CONFIGS.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
-  const cpuRatio = Object.fromEntries(CONFIGS.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
-  const rateRatio = Object.fromEntries(CONFIGS.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  for (const which of ACTIVE) await closedLoop(paths[which], s.connections, { durationMs: s.warmupMs });
+  const rate = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const cpu = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const cpuRatio = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const rateRatio = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
   for (let r = 0; r < s.rounds; r++) {
-    for (const which of CONFIGS.map((_, i) => CONFIGS[(i + r) % CONFIGS.length]!)) {
+    for (const which of ACTIVE.map((_, i) => ACTIVE[(i + r) % ACTIVE.length]!)) {
       await sleep(200);
       const cpu0 = cpuNow(pids);
       const res = await closedLoop(paths[which], s.connections, { durationMs: s.roundMs });
@@ -201,28 +212,28 @@ async function measureShape(s: GovernanceSettings, shape: Shape, backend: Backen
       rate[which].push((res.calls * 1000) / res.elapsedMs);
       cpu[which].push((cpu1[which]! - cpu0[which]!) / Math.max(1, res.calls));
     }
-    for (const w of CONFIGS) {
+    for (const w of ACTIVE) {
       cpuRatio[w].push(cpu[w].at(-1)! / cpu.plain.at(-1)!);
       rateRatio[w].push(rate[w].at(-1)! / rate.plain.at(-1)!);
     }
-    log(`governance ${shape} round ${r + 1}/${s.rounds}: ${CONFIGS.map((w) => `${w} ${rate[w].at(-1)!.toFixed(0)}/s ${cpu[w].at(-1)!.toFixed(0)} µs/call (÷ ${cpuRatio[w].at(-1)!.toFixed(3)})`).join(', ')}`);
+    log(`governance ${shape} round ${r + 1}/${s.rounds}: ${ACTIVE.map((w) => `${w} ${rate[w].at(-1)!.toFixed(0)}/s ${cpu[w].at(-1)!.toFixed(0)} µs/call (÷ ${cpuRatio[w].at(-1)!.toFixed(3)})`).join(', ')}`);
   }
   // Half the plain gateway's throughput, as the issue's table; rounded to 50/s.
   const halfLoadRate = Math.max(50, Math.round(median(rate.plain) / 2 / 50) * 50);
-  const p50 = Object.fromEntries(CONFIGS.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
-  const added = Object.fromEntries(CONFIGS.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const p50 = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const added = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
   for (let r = 0; r < s.latencyRounds; r++) {
-    for (const which of CONFIGS.map((_, i) => CONFIGS[(i + r) % CONFIGS.length]!)) {
+    for (const which of ACTIVE.map((_, i) => ACTIVE[(i + r) % ACTIVE.length]!)) {
       await sleep(200);
       const res = await openLoop(paths[which], halfLoadRate, s.roundMs);
       checkErrors(res, `governance ${shape} ${which} open loop round ${r + 1}`, sink);
       p50[which].push(percentiles(res.latencies, [50])[0]!);
     }
-    for (const w of CONFIGS) added[w].push(p50[w].at(-1)! - p50.plain.at(-1)!);
-    log(`governance ${shape} open loop ${r + 1}/${s.latencyRounds} @ ${halfLoadRate}/s: p50 ${CONFIGS.map((w) => `${w} ${p50[w].at(-1)!.toFixed(3)}`).join(', ')} ms`);
+    for (const w of ACTIVE) added[w].push(p50[w].at(-1)! - p50.plain.at(-1)!);
+    log(`governance ${shape} open loop ${r + 1}/${s.latencyRounds} @ ${halfLoadRate}/s: p50 ${ACTIVE.map((w) => `${w} ${p50[w].at(-1)!.toFixed(3)}`).join(', ')} ms`);
   }
   const configs = Object.fromEntries(
-    CONFIGS.map((w) => [
+    ACTIVE.map((w) => [
       w,
       {
         callsPerSec: median(rate[w]),
@@ -258,7 +269,7 @@ export function governanceTable(r: GovernanceResults): string {
   const rows = ['| answer | configuration | calls/s | CPU per call | ÷ plain | throughput ÷ plain | p50 at half load | added p50 |', '|---|---|---|---|---|---|---|---|'];
   for (const shape of GOVERNANCE_SHAPES) {
     const s = r.shapes[shape];
-    for (const w of CONFIGS) {
+    for (const w of ACTIVE) {
       const f = s.configs[w];
       rows.push(`| ${shape} | ${w} | ${f.callsPerSec.toFixed(0)} | ${f.cpuUsPerCall.toFixed(0)} µs | ${f.cpuRatio.toFixed(3)} | ${f.throughputRatio.toFixed(3)} | ${f.p50ms.toFixed(3)} ms @ ${s.halfLoadRate}/s | ${w === 'plain' ? '—' : `${f.addedP50ms >= 0 ? '+' : ''}${f.addedP50ms.toFixed(3)} ms`} |`);
     }
@@ -288,6 +299,8 @@ function parseArgs(argv: string[]): GovernanceSettings {
 
 async function main(): Promise<void> {
   const s = parseArgs(process.argv.slice(2));
+  // As bench/run.ts: an interrupted run still stops its children (their exit handlers run).
+  process.on('SIGINT', () => process.exit(130));
   setTimeout(() => {
     log('ABORT: the governance run exceeded 15 minutes');
     process.exit(1);
@@ -297,7 +310,8 @@ async function main(): Promise<void> {
   let oauth: OAuthHandle | undefined;
   try {
     [redis, oauth] = await Promise.all([startRedis(), startOAuthServer()]);
-    reportGovernance(await measureGovernance(s, { redisUrl: redis.url, oauth }));
+    const baseAt = process.argv.indexOf('--base-root');
+    reportGovernance(await measureGovernance(s, { redisUrl: redis.url, oauth }, baseAt > 0 ? process.argv[baseAt + 1] : undefined));
   } finally {
     await Promise.allSettled([oauth?.stop(), redis?.stop()]);
   }
