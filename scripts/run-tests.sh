@@ -27,29 +27,34 @@ cd "$tree"
 compiled=("${files[@]/%.ts/.js}")
 # One OAuth server for the whole run (test/helpers/oauth.ts startOAuthServer): each file
 # starting its own cost 1.4 s of CPU, 109 times. Its stdin is this script's pipe, so it ends
-# with the script however the script ends (OAUTH_SERVER_WATCH_STDIN).
+# with the script however the script ends (OAUTH_SERVER_WATCH_STDIN); its output goes to a
+# file, which nothing has to keep reading for it to go on.
 if [ -z "${SB_TEST_ISSUER:-}" ]; then
-  coproc ISSUER { OAUTH_SERVER_PORT=0 OAUTH_SERVER_WATCH_STDIN=1 exec "$node_bin" test/fixtures/oauth-server-process.js 2>&1; }
-  issuer='' seen=''
-  # Its first line of JSON names the issuer; anything before it (a warning) is kept for the message.
-  while [ -z "$issuer" ] && IFS= read -r -t 30 line <&"${ISSUER[0]}"; do
-    issuer=$("$node_bin" -e 'try { const { issuer } = JSON.parse(process.argv[1]); if (typeof issuer === "string") process.stdout.write(issuer); } catch {}' "$line")
-    [ -z "$issuer" ] && seen+="$line"$'\n'
+  issuer_log="$tree/oauth-server.log"
+  coproc ISSUER { OAUTH_SERVER_PORT=0 OAUTH_SERVER_WATCH_STDIN=1 exec "$node_bin" test/fixtures/oauth-server-process.js > "$issuer_log" 2>&1; }
+  issuer=''
+  # Its ready line, {"issuer":…,"port":…}, names the issuer (bounded: 30 s).
+  for _ in $(seq 1 300); do
+    issuer=$(grep -o -m1 '^{"issuer":"[^"]*"' "$issuer_log" 2>/dev/null | cut -d'"' -f4)
+    [ -n "$issuer" ] && break
+    sleep 0.1
   done
   if [ -z "$issuer" ]; then
-    echo "the shared OAuth server did not announce its issuer within 30 s:" >&2
-    printf '%s' "$seen" >&2
+    echo "the shared OAuth server did not announce its issuer within 30 s; its output:" >&2
+    cat "$issuer_log" >&2
     exit 2
   fi
   export SB_TEST_ISSUER=$issuer
-  # Keep reading its output, so a full pipe never stalls it.
-  cat <&"${ISSUER[0]}" >&2 &
 fi
 "$node_bin" --test --test-concurrency="${TEST_CONCURRENCY:-1}" --test-timeout=900000 \
   --test-reporter=tap --test-reporter-destination=stdout \
   --test-reporter=./scripts/file-timings.mjs --test-reporter-destination="$root/.test-timings.txt" \
   "${compiled[@]}"
 status=$?
+if [ -n "${issuer_log:-}" ] && [ "$(wc -l < "$issuer_log")" -gt 1 ]; then
+  echo "# what the shared OAuth server wrote besides its ready line (the last 50 lines):" >&2
+  tail -n +2 "$issuer_log" | tail -n 50 | sed 's/^/#   /' >&2
+fi
 cd "$root"
 if [ -s .test-timings.txt ]; then
   echo "# the ten slowest test files (seconds; all of them in .test-timings.txt):" >&2

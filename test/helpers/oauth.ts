@@ -170,11 +170,10 @@ async function requestToken(tokenEndpoint: string, opts: TokenOptions, logs: () 
   if (opts.claims !== undefined) body.claims = opts.claims;
   if (opts.alg !== undefined) body.alg = opts.alg;
 
-  const res = await fetch(tokenEndpoint, {
+  const res = await fetchOnce(tokenEndpoint, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json' },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
   });
   const text = await res.text();
   if (!res.ok) {
@@ -184,8 +183,30 @@ async function requestToken(tokenEndpoint: string, opts: TokenOptions, logs: () 
   return requireString(json, 'access_token');
 }
 
+/** Failures of a connection the request may never have reached the server on. */
+const STALE_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * `fetch`, sent again once when the pooled keep-alive connection it went out on turned out to
+ * be closed by the server (undici does not resend a POST by itself). A test process asks the
+ * run's shared OAuth server for tokens seconds apart, so its idle connection can meet the
+ * server's keep-alive close; a token request is safe to repeat. Any other failure is thrown
+ * naming its cause, not as a bare "fetch failed".
+ */
+async function fetchOnce(url: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, { ...init, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      if (attempt === 1 && cause?.code && STALE_CONNECTION.has(cause.code)) continue;
+      throw new Error(`${init.method ?? 'GET'} ${url}: ${(err as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}`, { cause: err });
+    }
+  }
+}
+
 async function getJson(url: string): Promise<Record<string, unknown>> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+  const res = await fetchOnce(url, {});
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
   return (await res.json()) as Record<string, unknown>;
 }
