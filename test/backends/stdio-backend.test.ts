@@ -34,13 +34,13 @@ interface LogRecord {
 const backends: StdioBackend[] = [];
 
 /** A StdioBackend for `args` (run by node with tsx), and what it logged. */
-function stdioBackend(args: string[], bridge: { maxSessions?: number; maxSessionsPerUser?: number } = {}): { backend: StdioBackend; logged: LogRecord[] } {
+function stdioBackend(args: string[], bridge: { maxSessions?: number; maxSessionsPerUser?: number } = {}, timeout = '15s'): { backend: StdioBackend; logged: LogRecord[] } {
   const logged: LogRecord[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logged.push(JSON.parse(line) as LogRecord) });
   const config = parseConfig({
     publicUrl: 'http://127.0.0.1:1',
     auth: { issuer: 'http://127.0.0.1:2', audience: 'http://127.0.0.1:1/mcp' },
-    backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: ['--import', TSX, ...args], timeout: '15s' }],
+    backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: ['--import', TSX, ...args], timeout }],
   }).backends[0]!;
   const backend = new StdioBackend({ backend: config, idleMs: 60_000, ...bridge, log });
   backends.push(backend);
@@ -207,6 +207,25 @@ describe('cancellation', () => {
     assert.deepEqual(events.map((e) => e.method), ['sampling/createMessage'], 'no response after the cancellation');
     const echo = await read(await callTool(backend, sessionId, 8, 'echo', { text: 'still here' }));
     assert.match(echo.text, /still here/);
+  });
+});
+
+describe('a child that never answers', () => {
+  test("past the backend's timeout the call gets -32011 and the child is told the request is cancelled; the session goes on", async () => {
+    const { backend, logged } = stdioBackend([BROKEN, 'silent'], {}, '4s');
+    const sessionId = await open(backend);
+    const started = Date.now();
+    const answer = await read(await withDeadline(callTool(backend, sessionId, 9, 'anything'), 15_000, 'tools/call to a silent child'));
+    const error = (JSON.parse(answer.text) as { id: number; error: { code: number; message: string } });
+    assert.deepEqual([error.id, error.error.code], [9, -32011]);
+    assert.match(error.error.message, /did not answer within 4000 ms/);
+    assert.ok(Date.now() - started < 10_000);
+    const until = Date.now() + 5_000;
+    const told = () => logged.some((r) => r.msg === 'stdio backend stderr' && String(r.stderr).includes('cancelled 9'));
+    while (!told() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(told(), 'the child got notifications/cancelled for request 9');
+    const pong = await read(await backend.post(JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'ping' }), { sessionId }));
+    assert.deepEqual(JSON.parse(pong.text), { jsonrpc: '2.0', id: 10, result: {} });
   });
 });
 
