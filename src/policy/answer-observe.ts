@@ -31,8 +31,45 @@ export interface AnswerObserver {
   settled?: () => void;
 }
 
-/** `res` with its messages told to `observer` as they pass. */
+/** The observers of an answer already watched, kept on the response this module made (not enumerable: a copy of it does not carry them). */
+const WATCHERS = Symbol('answer watchers');
+type Watched = BackendResponse & { [WATCHERS]?: AnswerObserver[] };
+
+/**
+ * `res` with its messages told to `observer` as they pass. When `res` is, unchanged, an answer
+ * this module already watches (the CLIENT span's, inside the audit's: issue 44 "read each
+ * answer once for everything that needs it"), the observer joins that watch — one tap, one
+ * scan of each message, told to both in turn — instead of wrapping the body again. An answer
+ * a face between them rewrote is a new object, and is watched anew.
+ */
 export function observedAnswer(res: BackendResponse, observer: AnswerObserver): BackendResponse {
+  if (res.contentType !== 'application/json' && res.contentType !== 'text/event-stream') {
+    // No messages to read: only the end, when asked.
+    return observer.settled ? { ...res, body: endingWith(res.body, res.body, observer.settled) } : res;
+  }
+  const joined = (res as Watched)[WATCHERS];
+  // A watch that parses whole messages serves an observer that scans; not the other way.
+  if (joined && (joined[0]!.whole || !observer.whole)) {
+    joined.push(observer);
+    return res;
+  }
+  const watchers = [observer];
+  const all: AnswerObserver = {
+    observe: (m) => {
+      for (const w of watchers) w.observe(m);
+    },
+    whole: observer.whole,
+    settled: () => {
+      for (const w of watchers) w.settled?.();
+    },
+  };
+  const watched = watchedAnswer(res, all);
+  Object.defineProperty(watched, WATCHERS, { value: watchers, enumerable: false });
+  return watched;
+}
+
+/** JSON tapped, SSE events read as they pass (the content type is one of the two). */
+function watchedAnswer(res: BackendResponse, observer: AnswerObserver): BackendResponse {
   const { settled } = observer;
   const read = (text: string) => observeText(text, observer);
   if (res.contentType === 'application/json') return { ...res, body: tappedBody(res.body, (bytes) => read(bytes.toString('utf8')), settled) };
@@ -45,7 +82,7 @@ export function observedAnswer(res: BackendResponse, observer: AnswerObserver): 
     });
     return { ...res, headers, body: endingWith(res.body, events, settled) };
   }
-  return settled ? { ...res, body: endingWith(res.body, res.body, settled) } : res;
+  return res;
 }
 
 /** Tells `observe` of each message in `text`: scanned when it is one object (unless `whole`), parsed otherwise. */
