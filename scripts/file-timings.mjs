@@ -4,7 +4,7 @@
  * file's path, with the time from its process's start; this writes one line per file, slowest
  * first, as `<seconds>\t<file>`, when the run ends. scripts/run-tests.sh prints the first ten.
  * The runner runs the compiled tree (scripts/compile-tests.mjs) from its root: a file is named
- * by its source, `test/x.test.ts`, so timings.txt orders the next run whichever way it runs.
+ * by its source (the `.test.ts`), so timings.txt orders the next run whichever way it runs.
  */
 import { relative } from 'node:path';
 

@@ -5,7 +5,7 @@
 #
 # The files run compiled (scripts/compile-tests.mjs: a tree under .test-build/ with each .ts's
 # .js beside it), not under tsx: its loader cost about 1.1 s of CPU in each of some 500
-# processes a run starts. Names in the output are the sources' (test/x.test.ts).
+# processes a run starts. Names in the output are the sources' (the .ts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
