@@ -74,6 +74,21 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
   // backends (config/live-config.ts).
   const paths = derived(config, pathRequirements);
   const verifiedOnConnection = new WeakMap<object, VerifiedHeader>();
+  /**
+   * One entry per verified token, shared by every connection that sends it (keyed by the
+   * verifier's principal, one object per cached token): each connection's own would keep its
+   * copy of the header — a JWT, about 0.65 KiB — for as long as the connection lives, which
+   * for an idle SSE stream is hours (issue 45 §3: 10,000 idle streams of 100 users).
+   */
+  const verifiedByPrincipal = new WeakMap<Principal, VerifiedHeader>();
+
+  function shared(header: string, token: string, principal: Principal): VerifiedHeader {
+    const known = verifiedByPrincipal.get(principal);
+    if (known !== undefined && known.header === header) return known;
+    const verified = { header, token, principal };
+    verifiedByPrincipal.set(principal, verified);
+    return verified;
+  }
 
   /** Lets the request in (true) or answers it with the path's refusal. */
   function admit(request: FastifyRequest, reply: FastifyReply, backendName: string | undefined, path: PathRequirement, keepsToken: boolean, verified: VerifiedHeader): boolean {
@@ -122,7 +137,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
     }
     verifier.verify(token).then(
       (principal) => {
-        const verified = { header: header!, token, principal };
+        const verified = shared(header!, token, principal);
         verifiedOnConnection.set(socket, verified);
         if (admit(request, reply, backendName, path, keepsToken, verified)) done();
       },
