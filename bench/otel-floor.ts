@@ -23,7 +23,8 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,7 +91,9 @@ try {
   const encode = (serializer: { serializeRequest(spans: ReadableSpan[]): Uint8Array | undefined }) => () => {
     for (let i = 0; i < N / 512; i++) serializer.serializeRequest(kept);
   };
-  const histogram = new MeterProvider().getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's' });
+  // A meter provider without a reader records nothing: this one has the gateway's (OTLP/HTTP, exporting once a minute).
+  const meters = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: url.replace('/v1/traces', '/v1/metrics') }), exportIntervalMillis: 60_000 })] });
+  const histogram = meters.getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's', advice: { explicitBucketBoundaries: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300] } });
   const propagator = new W3CTraceContextPropagator();
   const carrier = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
   const figures: Record<string, number[]> = { 'span, exported over OTLP/HTTP': [], 'span, not exported': [], 'OTLP JSON encoding alone': [], 'OTLP protobuf encoding alone': [], 'histogram record (9 attributes)': [], 'traceparent extract + inject': [] };
@@ -115,7 +118,7 @@ try {
   for (const [name, xs] of Object.entries(figures)) console.log(`${name.padEnd(34)} ${median(xs).toFixed(2).padStart(6)} µs CPU each  (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
   const counts = (await (await fetch(url.replace('/v1/traces', '/counts'))).json()) as Record<string, { requests: number; bytes: number }>;
   console.log(`receiver: ${counts['/v1/traces']?.requests ?? 0} posts, ${((counts['/v1/traces']?.bytes ?? 0) / 1e6).toFixed(1)} MB; spans dropped: ${dropped}`);
-  await Promise.all([tracers.exported.provider.shutdown(), tracers.local.provider.shutdown()]);
+  await Promise.all([tracers.exported.provider.shutdown(), tracers.local.provider.shutdown(), meters.shutdown()]);
 } finally {
   await sink.stop();
 }
