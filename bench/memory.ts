@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   const gateway = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', nodeArgs, root });
   const stats = new Redis(redis.url);
   try {
-    const tokens = await Promise.all(Array.from({ length: users }, (_, i) => oauth.token({ sub: `bench-memory-user-${i}`, aud: gateway.audience })));
+    // One at a time: 100 token requests at once timed out at the issuer on a busy machine.
+    const tokens: string[] = [];
+    for (let i = 0; i < users; i++) tokens.push(await oauth.token({ sub: `bench-memory-user-${i}`, aud: gateway.audience }));
     const memory = memorySampler(gateway, { ...SETTLE_BOUNDS.full, maxWaitMs: settleMs }, snapshotDir);
     const idle = await memory.sample();
     const stored = await measureStoredSessions(gateway, tokens.map(baseHeaders), stats, streams);
