@@ -76,7 +76,7 @@ declare module 'fastify' {
   }
 }
 
-const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections)(\/|$)/;
+const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections|approve)(\/|$)/;
 
 /**
  * Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).
@@ -122,7 +122,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
     { get maxPerUser() { return config.sessions.maxPerUser; } /* read per session: it reloads */, onEvicted: (principal, evicted) => endEvictedSessions(ctx, principal, evicted, app.log) },
   );
   const exchange = createTokenExchange(config, store, metrics);
-  const { telemetry, audit, policyFace } = await observe(config, metrics, app.log, options.auditSink);
+  const { telemetry, audit, policyFace } = await observe(config, metrics, app.log, options.auditSink, store);
   // Tool-definition pinning (issue 31 §2), on every backend whose `pinning.mode` is not off.
   const pinning = new Pinning({ store, metrics, audit: () => audit.current, log: app.log, broadcast: (m) => coordinator.broadcast(m), listChanged: (backend) => toolsApproved(streams, config, ctx, backend) });
   const backendParts = { bridges, modern, exchange, metrics, policyFace, telemetry, pinningFace: (b: McpBackend) => pinning.face(b) };
@@ -173,10 +173,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
  * (free while both are off). `audit.sink: otlp` writes through the telemetry's OTLP log sink,
  * made once: `telemetry` needs a restart, so that sink outlives any reload of `audit`.
  */
-async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger, override: AuditSink | undefined) {
+async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger, override: AuditSink | undefined, store: StateStore) {
   const telemetry = await startTelemetry(config, log, (reason, count) => metrics.telemetrySpansDropped.inc({ reason }, count));
   const otlp = telemetry ? await telemetry.auditSink() : undefined;
-  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp });
+  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp }, store);
   return { telemetry, audit, policyFace };
 }
 

@@ -62,6 +62,7 @@ p,ul,dl{margin:0 0 1rem}
 .panel>:last-child{margin-bottom:0}
 dt{font-weight:600}
 dd{margin:0 0 .5rem}
+pre{white-space:pre-wrap;margin:0 0 1rem}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9375em}
 ul.scopes{padding-left:1.25rem}
 ul.list{list-style:none;padding:0}

@@ -21,7 +21,7 @@ export const CSRF_FIELD = 'csrf';
 /** Redirects of the browser flows are not cached and carry no referrer to other sites. */
 export const REDIRECT_HEADERS = { 'cache-control': 'no-store', 'referrer-policy': 'same-origin' } as const;
 
-function page(status: number, title: string, body: SafeHtml, formActions: readonly string[] = []): Page {
+export function page(status: number, title: string, body: SafeHtml, formActions: readonly string[] = []): Page {
   return {
     status,
     html: layout({ title, body }),
@@ -29,7 +29,7 @@ function page(status: number, title: string, body: SafeHtml, formActions: readon
   };
 }
 
-const csrfInput = (token: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}">`;
+export const csrfInput = (token: string) => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}">`;
 
 export function consentPage(o: {
   serverName: string;

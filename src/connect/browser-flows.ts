@@ -1,6 +1,7 @@
 /**
  * Wiring of the URL-mode elicitation flow (SPEC §4): token vault, elicitation records,
- * browser sign-in, the connect/callback/connections pages, and the upstream authorization
+ * browser sign-in, the connect/callback/connections pages, the approval page of calls held
+ * by `confirm` rules (issue 46), and the upstream authorization
  * the MCP layer consults for backends with `upstreamAuth`. `hooks.afterLink` runs after a
  * user's tokens are stored (from an elicitation, after its completion notification, or from
  * Connect on /connections): the MCP layer can bring sessions waiting for the link to life.
@@ -23,6 +24,8 @@ import type { StateStore } from '../state/store.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
 import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
+import { registerApprovalRoutes } from './approval-routes.js';
+import { ApprovalStore } from '../policy/approvals.js';
 import { registerClientMetadataRoute } from './client-metadata-route.js';
 import { ElicitationStore } from './elicitations.js';
 import { registerLoginRoutes } from '../browser/login-routes.js';
@@ -53,6 +56,7 @@ export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps
   registerConnectRoutes(app, flow);
   registerCallbackRoutes(app, flow);
   registerConnectionsRoutes(app, flow);
+  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store) });
   registerClientMetadataRoute(app, config);
   return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }

@@ -35,12 +35,16 @@ import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type 
 import { editAnswer, fieldOf, idKey, LIST_KEYS, type ListKey, type StrictListRead } from './answer-edit.js';
 import { AUDITED_METHODS, callerBase, outcomeOf, requestFacts } from './audit-calls.js';
 import { derived } from '../config/live-config.js';
+import type { StateStore } from '../state/store.js';
+import { ApprovalStore } from './approvals.js';
+import { ListedTools } from './listed-tools.js';
 import { CelRules, type RuleDecision } from './cel-rules.js';
 import { claimValues } from './backend-access.js';
 import { policyVariables, type RequestFacts } from './policy-input.js';
 import { toolListEntry } from './tool-policy.js';
 import { failedCall, settledAtEnd } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
+import { confirmHold, type ConfirmParts } from './confirm-hold.js';
 
 const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/discover']);
 /** MCP 2025-11-25 Resources, "Error Handling": the answer to a read of a resource that is not there. */
@@ -56,6 +60,8 @@ export interface RulePolicyParts {
   /** The audit as the config has it now (ops/live-audit.ts); undefined while off. */
   audit: () => Audit | undefined;
   metrics: Metrics;
+  /** Where `confirm` rules hold calls and find their approvals (issue 46). */
+  confirm?: ConfirmParts;
 }
 
 export class RulePolicyBackend extends DecoratedBackend {
@@ -97,9 +103,10 @@ export class RulePolicyBackend extends DecoratedBackend {
       const facts = requestFacts(m, this.name);
       const rules = this.parts.rules();
       const decision = rules.size ? rules.decide(policyVariables(caller, facts)) : undefined;
-      if (decision && decision.effect !== 'allow') {
+      const refusal = decision && decision.effect !== 'allow' ? await this.#refusal(caller, m as Request, facts, decision, started) : undefined;
+      if (refusal) {
         denied.add(m);
-        errors.push(this.#refuse(caller, m as Request, facts, decision, started));
+        errors.push(refusal);
       } else {
         const list = LIST_KEYS[m.method!];
         if (list && this.parts.rules().size) listIds.set(idKey(m.id!), list);
@@ -121,7 +128,10 @@ export class RulePolicyBackend extends DecoratedBackend {
       throw err;
     }
     if (res.status < 200 || res.status >= 300) this.#settle(pending, started, { outcome: 'error' });
-    const visible = (entry: unknown, key: ListKey) => this.#listable(caller, key, entry);
+    const visible = (entry: unknown, key: ListKey) => {
+      if (key === 'tools') this.parts.confirm?.tools.seen(this.name, entry);
+      return this.#listable(caller, key, entry);
+    };
     const observe = pending.size ? (msg: JsonRpcMessage) => this.#observed(pending, started, msg) : undefined;
     const edited = editAnswer(res, { errors, listIds, visible, observe, strict: this.#strict(rest, forward, caller) });
     // A record still pending when the answer's body is done never got its response.
@@ -140,6 +150,16 @@ export class RulePolicyBackend extends DecoratedBackend {
         caller.log.warn({ backend, unreadable: error.rpcData.unreadable }, 'list answer refused: policy.rules cannot filter it');
       },
     };
+  }
+
+  /**
+   * A denied request's answer, or a `confirm` rule's: the call held until the caller approves
+   * it (confirm-hold.ts), or undefined when an approval lets it through now. Without the store
+   * for approvals (a hand-built gateway) a confirm rule refuses as a deny rule does.
+   */
+  async #refusal(caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision, started: number): Promise<JsonRpcMessage | undefined> {
+    if (decision.effect !== 'confirm' || !this.parts.confirm) return this.#refuse(caller, m, facts, decision, started);
+    return confirmHold(this.parts.confirm, caller, m.id, facts, decision, this.parts.rules().version);
   }
 
   /** The denial's answer; its record and count. */
@@ -235,13 +255,15 @@ function inflightKey(caller: BackendCaller, id: string): string {
 /**
  * The live audit (ops/live-audit.ts: reopened when a reload changes `audit`) and the face that
  * puts the rules and the audit in front of a backend (backend-set.ts applies it to every
- * backend, at start and to those a reload adds). The face is always there, so a reload can turn
+ * backend, at start and to those a reload adds). `store`: where `confirm` rules keep held
+ * calls and approvals (the shared store: the retry may come to any replica). The face is always there, so a reload can turn
  * on the first rule or the audit; with neither it passes each request on before parsing it
  * (bench/policy-cost.ts "off"). The rules follow the live config.
  */
-export function rulePolicyFace(config: Config, metrics: Metrics, sinks: AuditSinks = {}): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
+export function rulePolicyFace(config: Config, metrics: Metrics, sinks: AuditSinks = {}, store?: StateStore): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
   const tenantClaim = config.auth.tenantClaim;
   const audit = new LiveAudit(config, sinks, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
   const rules = derived(config, (c) => new CelRules(c.policy));
-  return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit: () => audit.current, metrics }) };
+  const confirm = store ? { approvals: new ApprovalStore(store), publicUrl: config.publicUrl, tools: new ListedTools() } : undefined;
+  return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit: () => audit.current, metrics, ...(confirm ? { confirm } : {}) }) };
 }

@@ -71,6 +71,12 @@ export const ValueKeys = {
   bridgeSessionSlot: (userKey: string, slot: number) => `${userKey}:bridge-slot:${slot}`,
   /** A session the gateway keeps for a 2025-11-25 client of a 2026-07-28 backend, which has none (backends/modern/adapted-sessions.ts). */
   adaptedSession: (userKey: string, sessionId: string) => `${userKey}:adapted-session:${sessionId}`,
+  /** A call held by a `confirm` rule, waiting for (or holding) its approval (policy/approvals.ts, issue 46). */
+  approval: (userKey: string, id: string) => `${userKey}:approval:${id}`,
+  /** The approval a call is bound to, by the digest of its backend, tool, argument hash and policy version. */
+  approvalCall: (userKey: string, binding: string) => `${userKey}:approval-call:${binding}`,
+  /** The one decision taken on an approval (approved or denied): whoever writes it first decides. */
+  approvalDecision: (userKey: string, id: string) => `${userKey}:approval-decided:${id}`,
   /** The pinned tool definitions of a backend with `pinning.scope: backend`, a field per tool (`StateStore.putField`; pinning/pin-book.ts). */
   pins: (backend: string) => `pins:${backend}`,
   /** The changed definitions of that backend's tools waiting for approval, a field per tool. */

@@ -1,0 +1,68 @@
+/**
+ * A `tools/call` that a `confirm` rule matched (issue 46 §1, §2, §4): it reaches the backend
+ * only with an approval bound to it, which the caller gives on the gateway's own signed-in
+ * page (connect/approval-routes.ts) — never through the client, so neither the client nor the
+ * model can approve for the user.
+ *
+ * - No approval for this call yet: it is held (approvals.ts) and the client is told where to
+ *   approve it, as linking tells it where to link: a client that declared `elicitation.url`
+ *   gets -32042 URLElicitationRequired with the page's URL (MCP 2025-11-25 "Elicitation",
+ *   §URL Elicitation Required Error); any other gets the link as a tool result with
+ *   `isError: true`, which the user sees. Form mode is never used: a client could fill a form
+ *   in by itself (issue 46 §2). A retry while the approval is pending gets the same link.
+ * - Approved: the call goes through, once (the approval is used up).
+ * - Denied: refused, as long as the denied request lives (its `ttl`); a denial is final.
+ * - A rule with `approvers` (four-eyes) is refused: this version cannot take another
+ *   person's approval yet, and the caller must never approve such a call themself.
+ *
+ * Nothing of the arguments is logged; the rule's name goes to the log, not to the client.
+ */
+import type { BackendCaller } from '../backends/backend.js';
+import { ErrorCode, errorResponse, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { approvalUrl, type Approval, type ApprovalStore, type HeldCall } from './approvals.js';
+import type { RuleDecision } from './cel-rules.js';
+import type { ListedTools } from './listed-tools.js';
+import type { RequestFacts } from './policy-input.js';
+
+export interface ConfirmParts {
+  approvals: ApprovalStore;
+  publicUrl: string;
+  tools: ListedTools;
+}
+
+/** The answer to a held call, or undefined when an approval lets it through now. */
+export async function confirmHold(parts: ConfirmParts, caller: BackendCaller, id: JsonRpcId, facts: RequestFacts, decision: RuleDecision, policyVersion: string): Promise<JsonRpcMessage | undefined> {
+  const log = { backend: facts.backend, tool: facts.tool, rule: decision.rule };
+  if (decision.confirm!.approvers) {
+    caller.log.info(log, 'call refused: its confirm rule wants another approver, which this version cannot take');
+    return errorResponse(id, ErrorCode.AccessDenied, 'This call needs the approval of another person, which this gateway cannot take yet');
+  }
+  const listed = parts.tools.of(facts.backend, facts.tool ?? '');
+  const call: HeldCall = { backend: facts.backend, tool: facts.tool ?? '', arguments: facts.arguments ?? {}, policyVersion, rule: decision.rule, ttlMs: decision.confirm!.ttlMs, toolTitle: listed.title, toolDescription: listed.description };
+  const existing = await parts.approvals.forCall(caller.principal, call);
+  if (existing?.status === 'approved' && (await parts.approvals.use(existing, call))) {
+    caller.log.info({ ...log, approval: existing.id }, 'confirmed call goes through');
+    return undefined;
+  }
+  if (existing?.status === 'denied') {
+    caller.log.info({ ...log, approval: existing.id }, 'call refused: its confirmation was denied');
+    return errorResponse(id, ErrorCode.AccessDenied, 'You denied this call; it will not run');
+  }
+  const approval = existing?.status === 'pending' ? existing : await parts.approvals.hold(caller.principal, call);
+  caller.log.info({ ...log, approval: approval.id }, 'call held for confirmation');
+  return confirmationRequired(id, approval, approvalUrl(parts.publicUrl, approval.id), declaresUrlElicitation(caller.clientCapabilities));
+}
+
+/** -32042 with the page's URL, or the link as a tool result the user sees. */
+function confirmationRequired(id: JsonRpcId, approval: Approval, url: string, urlMode: boolean): JsonRpcMessage {
+  const message = `"${approval.tool}" on "${approval.backend}" waits for your confirmation before it runs.`;
+  if (urlMode) return errorResponse(id, ErrorCode.UrlElicitationRequired, message, { elicitations: [{ mode: 'url', elicitationId: approval.id, url, message }] });
+  const text = `${message} Open ${url} in your browser, sign in, check the call and approve it, then retry.`;
+  return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }], isError: true } };
+}
+
+/** Whether `initialize` declared URL-mode elicitation (2025-11-25 `capabilities.elicitation.url`). */
+function declaresUrlElicitation(capabilities: Record<string, unknown> | undefined): boolean {
+  const elicitation = capabilities?.elicitation;
+  return typeof elicitation === 'object' && elicitation !== null && 'url' in elicitation;
+}
