@@ -340,6 +340,10 @@ export const configSchema = z
     if (linksAccounts && !c.auth.login) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['auth', 'login'], message: 'is required when backends use upstreamAuth (users sign in to link accounts)' });
     }
+    // A call a confirm rule holds is approved on a signed-in page (issue 46; policy/confirm-hold.ts).
+    if (!c.auth.login && c.policy.rules.some((r) => r.effect === 'confirm')) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['auth', 'login'], message: 'is required when a policy rule has effect confirm (the caller approves the call on a signed-in page)' });
+    }
     // Several replicas must share the keys that seal tokens and sign cookies.
     if (c.redis && (linksAccounts || c.auth.login)) {
       for (const key of ['cookieKey', 'tokenKey'] as const) {

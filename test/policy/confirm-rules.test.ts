@@ -1,6 +1,6 @@
 /**
  * `effect: confirm` in `policy.rules` without a gateway (issue 46 §1): its `ttl` (default 10m)
- * and `approvers` read and checked, refused on other effects; a confirm rule judges
+ * and `approvers` read and checked, refused on other effects; `auth.login` required; a confirm rule judges
  * `tools/call` only, holds a call whose expression fails (fail closed), lists its tool, and
  * the policy version changes with any rule.
  */
@@ -12,10 +12,10 @@ import type { ConfigInput } from '../../src/config/schema.js';
 import { CelRules } from '../../src/policy/cel-rules.js';
 import { policyVariables } from '../../src/policy/policy-input.js';
 
-function config(policy: ConfigInput['policy']) {
+function config(policy: ConfigInput['policy'], login = true) {
   return parseConfig({
     publicUrl: 'https://mcp.example.com',
-    auth: { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp' },
+    auth: { issuer: 'https://idp.example.com', audience: 'https://mcp.example.com/mcp', ...(login ? { login: { clientId: 'switchboard-web' } } : {}) },
     backends: [{ name: 'bank', url: 'http://127.0.0.1:9999/mcp' }],
     policy,
   });
@@ -42,6 +42,11 @@ describe('confirm in the config', () => {
     assert.throws(() => config({ rules: [{ ...BIG, approvers: { claims: {} } }] }), /approvers\.claims: must name at least one claim/);
     assert.throws(() => config({ rules: [{ ...BIG, approvers: { claims: { groups: [] } } }] }), /must list at least one value/);
     assert.throws(() => config({ rules: [{ ...BIG, approvers: { groups: ['x'] } as never }] }), /approvers/);
+  });
+
+  test('a confirm rule needs the browser sign-in: the caller approves on a signed-in page', () => {
+    assert.throws(() => config({ rules: [BIG] }, false), /auth\.login: is required when a policy rule has effect confirm/);
+    assert.doesNotThrow(() => config({ rules: [{ name: 'd', effect: 'deny', when: 'true' }] }, false));
   });
 });
 
