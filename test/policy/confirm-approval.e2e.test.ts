@@ -8,7 +8,8 @@
  * approved → the retry on the other replica runs once; the same call again is held again and
  * the old link is spent; changed arguments are held again; another user sees nothing of the
  * call; a denial is final; an approval expires with its `ttl`; a client without URL
- * elicitation gets the link as text. No argument value and no token is logged.
+ * elicitation gets the link as text; `/mcp` holds a member's call the same way. No argument
+ * value and no token is logged.
  */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
@@ -77,11 +78,11 @@ after(async () => {
   await Promise.allSettled([rig.bank?.close(), rig.idp?.stop(), rig.redis?.stop()]);
 });
 
-/** An SDK client of `sub` on a replica; `url`: whether it declares URL-mode elicitation. */
-async function clientOf(gateway: GatewayHandle, sub: string, url = true): Promise<Client> {
+/** An SDK client of `sub` on a replica (`/mcp/bank`, or `/mcp` with `aggregated`); `url`: whether it declares URL-mode elicitation. */
+async function clientOf(gateway: GatewayHandle, sub: string, url = true, aggregated = false): Promise<Client> {
   const token = await rig.idp.token({ sub, aud: AUDIENCE });
   const client = new Client({ name: 'confirm-client', version: '1.0.0' }, { capabilities: { elicitation: url ? { form: {}, url: {} } : { form: {} } } });
-  await client.connect(new StreamableHTTPClientTransport(gateway.endpoint('bank'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(new StreamableHTTPClientTransport(aggregated ? new URL(`${gateway.url}/mcp`) : gateway.endpoint('bank'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   clients.push(client);
   return client;
 }
@@ -222,6 +223,23 @@ describe('a call held for confirmation', () => {
     const text = (result.content as Array<{ type: string; text: string }>)[0]!.text;
     assert.match(text, new RegExp(`Open ${rig.replicaA.url}/approve\\?id=[A-Za-z0-9_-]{32} in your browser`));
     assert.equal(formAsked, false);
+  });
+
+  test('/mcp: a call of a member is held with the real backend and tool on the page, and runs once approved', async () => {
+    const client = await clientOf(rig.replicaB, 'alice', true, true);
+    assert.ok((await client.listTools()).tools.some((t) => t.name === 'bank__transfer'));
+    const before = transfers();
+    const args = { amount: 4000, to: 'frank' };
+    const asked = await held(client, 'bank__transfer', args);
+    const { page, text } = await opened(asked.url, 'alice', 'Alice Example');
+    assert.match(text, /Server\s*bank\b/);
+    assert.match(text, /The bank's transfer/);
+    assert.match(await decide(page, 'approve'), /Call approved/);
+    const result = await client.callTool({ name: 'bank__transfer', arguments: args });
+    assert.notEqual(result.isError, true, JSON.stringify(result));
+    assert.equal(transfers(), before + 1);
+    await held(client, 'bank__transfer', args);
+    assert.equal(transfers(), before + 1, 'no replay on /mcp either');
   });
 
   test('no argument value and no token in any log line', () => {
