@@ -6,10 +6,10 @@
  *
  * Held → the page (who asks by name, the tool's description, the exact arguments escaped) →
  * approved → the retry on the other replica runs once; the same call again is held again and
- * the old link is spent; changed arguments are held again; another user sees nothing of the
- * call; a denial is final; an approval expires with its `ttl`; a client without URL
- * elicitation gets the link as text; `/mcp` holds a member's call the same way. No argument
- * value and no token is logged.
+ * the old link is spent; changed arguments, and a reloaded policy, need a new approval;
+ * another user sees nothing of the call; a denial is final; an approval expires with its
+ * `ttl`; a client without URL elicitation gets the link as text; `/mcp` holds a member's call
+ * the same way. No argument value and no token is logged.
  */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
@@ -240,6 +240,23 @@ describe('a call held for confirmation', () => {
     assert.equal(transfers(), before + 1);
     await held(client, 'bank__transfer', args);
     assert.equal(transfers(), before + 1, 'no replay on /mcp either');
+  });
+
+  test('a reloaded policy needs a new approval', async () => {
+    const client = await clientOf(rig.replicaA, 'alice');
+    const before = transfers();
+    const args = { amount: 7000, to: 'gina' };
+    const { asked } = await heldAndDecided(client, args, 'approve');
+    // One more rule, which decides nothing: the policy, and so its version, changed.
+    const reloaded = (gateway: GatewayHandle) => {
+      const { policy } = gateway.config;
+      return gateway.app.applyConfig({ ...gateway.config, policy: { ...policy, rules: [...policy.rules, { name: 'reloaded', effect: 'allow', when: 'false' }] } });
+    };
+    assert.equal(reloaded(rig.replicaA), 'applied');
+    assert.equal(reloaded(rig.replicaB), 'applied');
+    const again = await held(client, 'transfer', args);
+    assert.notEqual(again.elicitationId, asked.elicitationId);
+    assert.equal(transfers(), before, 'the approval under the old policy does not unlock the call');
   });
 
   test('no argument value and no token in any log line', () => {
