@@ -8,8 +8,8 @@
  * approved → the retry on the other replica runs once; the same call again is held again and
  * the old link is spent; changed arguments, and a reloaded policy, need a new approval;
  * another user sees nothing of the call; a denial is final; an approval expires with its
- * `ttl`; a client without URL elicitation gets the link as text; `/mcp` holds a member's call
- * the same way. No argument value and no token is logged.
+ * `ttl`; a client without URL elicitation gets the link as text; `/mcp` and WebSocket hold a
+ * call the same way. No argument value and no token is logged.
  */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
@@ -17,12 +17,14 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { startBankBackend, type BankBackend } from '../fixtures/bank-backend.js';
 import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { WsTransport } from '../helpers/ws-transport.js';
 
 const AUDIENCE = 'https://switchboard.test/mcp';
 /** A value no log line may carry (it is an argument of the held calls). */
@@ -78,11 +80,20 @@ after(async () => {
   await Promise.allSettled([rig.bank?.close(), rig.idp?.stop(), rig.redis?.stop()]);
 });
 
-/** An SDK client of `sub` on a replica (`/mcp/bank`, or `/mcp` with `aggregated`); `url`: whether it declares URL-mode elicitation. */
-async function clientOf(gateway: GatewayHandle, sub: string, url = true, aggregated = false): Promise<Client> {
+/** Where a client connects: `/mcp/bank`, the aggregated `/mcp`, or `/ws/mcp/bank` (WebSocket). */
+type Path = 'backend' | 'aggregated' | 'websocket';
+
+function transportTo(gateway: GatewayHandle, path: Path, token: string): Transport {
+  const headers = { Authorization: `Bearer ${token}` };
+  if (path === 'websocket') return new WsTransport(`${gateway.url.replace(/^http/, 'ws')}/ws/mcp/bank`, headers);
+  return new StreamableHTTPClientTransport(path === 'aggregated' ? new URL(`${gateway.url}/mcp`) : gateway.endpoint('bank'), { requestInit: { headers } });
+}
+
+/** An SDK client of `sub` on a replica; `url`: whether it declares URL-mode elicitation. */
+async function clientOf(gateway: GatewayHandle, sub: string, url = true, path: Path = 'backend'): Promise<Client> {
   const token = await rig.idp.token({ sub, aud: AUDIENCE });
   const client = new Client({ name: 'confirm-client', version: '1.0.0' }, { capabilities: { elicitation: url ? { form: {}, url: {} } : { form: {} } } });
-  await client.connect(new StreamableHTTPClientTransport(aggregated ? new URL(`${gateway.url}/mcp`) : gateway.endpoint('bank'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(transportTo(gateway, path, token));
   clients.push(client);
   return client;
 }
@@ -226,7 +237,7 @@ describe('a call held for confirmation', () => {
   });
 
   test('/mcp: a call of a member is held with the real backend and tool on the page, and runs once approved', async () => {
-    const client = await clientOf(rig.replicaB, 'alice', true, true);
+    const client = await clientOf(rig.replicaB, 'alice', true, 'aggregated');
     assert.ok((await client.listTools()).tools.some((t) => t.name === 'bank__transfer'));
     const before = transfers();
     const args = { amount: 4000, to: 'frank' };
@@ -240,6 +251,19 @@ describe('a call held for confirmation', () => {
     assert.equal(transfers(), before + 1);
     await held(client, 'bank__transfer', args);
     assert.equal(transfers(), before + 1, 'no replay on /mcp either');
+  });
+
+  test('WebSocket: held, approved, and run once', async () => {
+    const client = await clientOf(rig.replicaA, 'alice', true, 'websocket');
+    const before = transfers();
+    const args = { amount: 6000, to: 'hank' };
+    await heldAndDecided(client, args, 'approve');
+    assert.equal(transfers(), before);
+    const result = await client.callTool({ name: 'transfer', arguments: args });
+    assert.notEqual(result.isError, true, JSON.stringify(result));
+    assert.equal(transfers(), before + 1);
+    await held(client, 'transfer', args);
+    assert.equal(transfers(), before + 1, 'no replay over WebSocket either');
   });
 
   test('a reloaded policy needs a new approval', async () => {
