@@ -1,0 +1,85 @@
+/**
+ * The approvals of `confirm` rules in a real Redis (issue 46 §4), as two replicas see them (two
+ * store connections, one Redis): an approval is found only under its caller's key; bound to
+ * backend, tool, argument hash (member order aside) and policy version; decided once when two
+ * decisions race; used once when two retries race; gone after its ttl.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { userKeyOf, type Principal } from '../../src/auth/principal.js';
+import { ApprovalStore, type HeldCall } from '../../src/policy/approvals.js';
+import { RedisStore } from '../../src/state/redis-store.js';
+import { startRedis, type RedisHandle } from '../helpers/redis.js';
+
+let redis: RedisHandle;
+const stores: RedisStore[] = [];
+
+before(async () => {
+  redis = await startRedis();
+});
+
+after(async () => {
+  await Promise.allSettled(stores.map((s) => s.close()));
+  await redis?.stop();
+});
+
+/** Two replicas' views of one Redis under one prefix. */
+async function replicas(): Promise<[ApprovalStore, ApprovalStore]> {
+  const keyPrefix = `approvals-${randomUUID()}:`;
+  const made = [new RedisStore({ url: redis.url, keyPrefix }), new RedisStore({ url: redis.url, keyPrefix })];
+  for (const store of made) {
+    await store.ready(10_000);
+    stores.push(store);
+  }
+  return [new ApprovalStore(made[0]!), new ApprovalStore(made[1]!)];
+}
+
+const principal = (sub: string): Principal => ({ iss: 'https://idp.example', sub, userKey: userKeyOf('https://idp.example', sub), scopes: new Set(), exp: 0, claims: {} });
+const alice = principal('alice');
+const CALL: HeldCall = { backend: 'bank', tool: 'transfer', arguments: { amount: 5000, to: 'bob' }, policyVersion: 'v1', rule: 'big-transfers', ttlMs: 60_000 };
+
+describe('approvals in Redis', () => {
+  test('found by its caller only, and bound to the call', async () => {
+    const [a, b] = await replicas();
+    const held = await a.hold(alice, CALL);
+    assert.equal((await b.get(alice.userKey, held.id))?.status, 'pending');
+    assert.equal(await b.get(principal('mallory').userKey, held.id), undefined, 'another user finds nothing');
+    assert.equal((await b.forCall(alice, { ...CALL, arguments: { to: 'bob', amount: 5000 } }))?.id, held.id, 'member order does not matter');
+    assert.equal(await b.forCall(alice, { ...CALL, arguments: { amount: 5001, to: 'bob' } }), undefined);
+    assert.equal(await b.forCall(alice, { ...CALL, policyVersion: 'v2' }), undefined);
+    assert.equal(await b.forCall(alice, { ...CALL, tool: 'other' }), undefined);
+    assert.equal(await b.forCall(principal('mallory'), CALL), undefined);
+    assert.equal((await b.hold(alice, CALL)).id, held.id, 'a second hold of the same call finds the first');
+  });
+
+  test('two decisions at once: one is taken', async () => {
+    const [a, b] = await replicas();
+    const held = await a.hold(alice, CALL);
+    const [approved, denied] = await Promise.all([a.decide(held, 'approved'), b.decide(held, 'denied')]);
+    assert.equal([approved, denied].filter(Boolean).length, 1);
+    const status = (await a.get(alice.userKey, held.id))!.status;
+    assert.equal(status, (approved ?? denied)!.status);
+  });
+
+  test('two retries at once: one uses the approval', async () => {
+    const [a, b] = await replicas();
+    const held = await a.hold(alice, CALL);
+    await a.decide(held, 'approved');
+    const [seenA, seenB] = await Promise.all([a.forCall(alice, CALL), b.forCall(alice, CALL)]);
+    const used = await Promise.all([a.use(seenA!, CALL), b.use(seenB!, CALL)]);
+    assert.deepEqual(used.sort(), [false, true]);
+    assert.equal((await a.get(alice.userKey, held.id))!.status, 'used');
+    assert.equal(await b.forCall(alice, CALL), undefined, 'the next call needs a new approval');
+    assert.equal(await a.decide((await a.get(alice.userKey, held.id))!, 'approved'), undefined, 'a used approval is not decided again');
+  });
+
+  test('gone after its ttl', async () => {
+    const [a, b] = await replicas();
+    const held = await a.hold(alice, { ...CALL, ttlMs: 300 });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(await b.get(alice.userKey, held.id), undefined);
+    assert.equal(await b.forCall(alice, CALL), undefined);
+    assert.equal(await b.decide(held, 'approved'), undefined);
+  });
+});
