@@ -11,9 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import { parseConfig } from '../../src/config/load.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/stdio-backend.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 const VERSION = '2025-11-25';
 
 let oauth: OAuthHandle;
@@ -23,7 +23,7 @@ before(async () => {
   oauth = await startOAuthServer();
   gateway = await startGateway({
     issuer: oauth.issuer,
-    backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: ['--import', TSX, FIXTURE], timeout: '15s' }],
+    backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: nodeEntry(FIXTURE), timeout: '15s' }],
     overrides: { bridge: { maxSessions: 3, maxSessionsPerUser: 2 }, limits: { rateLimit: { enabled: false } } },
   });
 });

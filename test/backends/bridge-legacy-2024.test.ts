@@ -25,9 +25,9 @@ import { withDeadline } from '../helpers/deadline.js';
 import { messageOf, SseReader } from '../helpers/sse-client.js';
 import { LEGACY_SERVER_NAME, LEGACY_TOOL, startLegacy2024SseServer, type Legacy2024Session, type Legacy2024SseServer } from '../fixtures/legacy-2024-sse-server.js';
 import { assertMcpError, connectClient, failure, textOf, type Connected } from './bridge-support.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const STDIO_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-2024-stdio-server.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 const PROMPT_MS = 5_000;
 const BOGUS_VERSION = 'not-a-revision';
 
@@ -57,7 +57,7 @@ before(async () => {
     backends: [
       { name: 'legacy', transport: 'sse', url: legacy.url, timeout: '10s' },
       { name: 'bogus', transport: 'sse', url: `${legacy.url}?answer=${BOGUS_VERSION}`, timeout: '10s' },
-      { name: 'legacy-stdio', transport: 'stdio', command: process.execPath, args: ['--import', TSX, STDIO_FIXTURE], timeout: '15s' },
+      { name: 'legacy-stdio', transport: 'stdio', command: process.execPath, args: nodeEntry(STDIO_FIXTURE), timeout: '15s' },
     ],
   });
   token = await oauth.token({ sub: 'legacy-user', aud: gateway.audience });

@@ -20,10 +20,10 @@ import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { assertMcpError, connectClient, exerciseBackend, expectSessionEnded, failure, textOf, type Connected } from './bridge-support.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/stdio-backend.ts', import.meta.url));
 /** Absolute, so the child needs no particular working directory to load TypeScript. */
-const TSX = import.meta.resolve('tsx');
 /** A client-visible error that the bridge produces should arrive well within this. */
 const PROMPT_MS = 5_000;
 
@@ -31,7 +31,7 @@ const fixtureBackend = (name: string) => ({
   name,
   transport: 'stdio' as const,
   command: process.execPath,
-  args: ['--import', TSX, FIXTURE],
+  args: nodeEntry(FIXTURE),
   env: { FIXTURE_GREETING: 'configured env reaches the child' },
   timeout: '15s',
 });
