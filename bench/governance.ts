@@ -31,11 +31,11 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnChild, type ChildHandle } from '../test/helpers/child.js';
+import type { ChildHandle } from '../test/helpers/child.js';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { baseHeaders, closedLoop, median, openLoop, openPath, percentiles, type Path } from './load.js';
-import { startBackend, startGateway, type Backend, type Gateway } from './processes.js';
+import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { checkErrors, cpuNow, log, round, sleep, type ErrorSink } from './sampling.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -122,19 +122,6 @@ function configOf(which: GovernanceConfig, collector: string, auditFile: string)
   }
 }
 
-/** The collector: a real OTLP/HTTP receiver that keeps nothing (bench/otlp-sink.ts). */
-async function startCollector(): Promise<{ child: ChildHandle; url: string }> {
-  const child = await spawnChild({
-    name: 'otlp sink',
-    command: process.execPath,
-    args: ['--import', 'tsx', join(ROOT, 'bench', 'otlp-sink.ts')],
-    cwd: ROOT,
-    stdin: 'pipe',
-    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
-  });
-  return { child, url: `http://127.0.0.1:${(JSON.parse(child.readyLine!) as { port: number }).port}` };
-}
-
 interface Running {
   backends: Backend[];
   gateways: Partial<Record<GovernanceConfig, Gateway>>;
@@ -151,7 +138,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
   ACTIVE = baseRoot ? [...CONFIGS, ...BASE_CONFIGS] : CONFIGS;
   const run: Running = { backends: [], gateways: {}, pools: [], files: [] };
   try {
-    run.collector = await startCollector();
+    run.collector = await startOtlpSink();
     run.backends.push(...(await Promise.all(GOVERNANCE_SHAPES.map(async (shape) => ({ ...(await startBackend(false, false, shape)), name: `gov-${shape}` })))));
     if (s.profile) {
       mkdirSync(GOVERNANCE_PROFILE_DIR, { recursive: true });

@@ -26,13 +26,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { spawnChild } from '../test/helpers/child.js';
 import { BoundedSpanQueue } from '../src/telemetry/span-queue.js';
 import { median } from './load.js';
+import { startOtlpSink } from './processes.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const N = Number(process.argv[2] ?? 20_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
 
@@ -57,16 +54,9 @@ async function perOp(run: () => void | Promise<void>, n: number): Promise<number
   return (cpuNow() - before) / n;
 }
 
-const sink = await spawnChild({
-  name: 'otlp sink',
-  command: process.execPath,
-  args: ['--import', 'tsx', join(ROOT, 'bench', 'otlp-sink.ts')],
-  cwd: ROOT,
-  stdin: 'pipe',
-  ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
-});
+const { child: sink, url: sinkUrl } = await startOtlpSink();
 try {
-  const url = `http://127.0.0.1:${(JSON.parse(sink.readyLine!) as { port: number }).port}/v1/traces`;
+  const url = `${sinkUrl}/v1/traces`;
   let dropped = 0;
   const exported = new BoundedSpanQueue(new OTLPTraceExporter({ url }), (_reason, n) => (dropped += n));
   // The tracer's work alone: a processor that takes the span and lets it go.

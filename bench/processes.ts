@@ -21,6 +21,19 @@ export interface Backend {
   name?: string;
 }
 
+/** The collector: a real OTLP/HTTP receiver that keeps nothing (bench/otlp-sink.ts), and its base URL. */
+export async function startOtlpSink(): Promise<{ child: ChildHandle; url: string }> {
+  const child = await spawnChild({
+    name: 'otlp sink',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(ROOT, 'bench', 'otlp-sink.ts')],
+    cwd: ROOT,
+    stdin: 'pipe',
+    ready: (line, stream) => stream === 'stdout' && line.startsWith('{"port":'),
+  });
+  return { child, url: `http://127.0.0.1:${(JSON.parse(child.readyLine!) as { port: number }).port}` };
+}
+
 /** The minimal backend (bench/fast-backend.ts); `split`: head and body of each answer in two writes. */
 export async function startBackend(sse: boolean, split = false, answer?: 'chunked' | 'sse-one' | 'sse-progress'): Promise<Backend> {
   const child = await spawnChild({
