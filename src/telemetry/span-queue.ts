@@ -8,8 +8,9 @@
  * and counted (`queue_full`). Batches of up to `batchSize` leave when that many are waiting, or
  * `delayMs` after the first; exactly one export is in flight at a time, so a collector that
  * stalls (accepts and never answers) holds one batch for at most `exportTimeoutMs` — the
- * exporter's own request timeout is the same bound — and one that refuses connections fails
- * each batch at once. A batch that was not accepted in time is dropped and counted
+ * exporter's own request timeout is the same bound. One that refuses connections holds a batch
+ * as long: the OTLP exporter retries ECONNREFUSED with backoff (1 s, 1.5 s, …) until that
+ * deadline, which rides out a collector's restart. A batch that was not accepted in time is dropped and counted
  * (`export_failed`): the exporter is not waited on twice, and nothing is kept to retry, so
  * memory stays at the queue's bound whatever the collector does.
  *

@@ -5,15 +5,16 @@
  *
  *   healthy   the real OTLP/HTTP receiver (test/fixtures/otlp-receiver.ts): the baseline;
  *   stalled   a local server that accepts connections, reads what is sent and never answers;
- *   refused   a closed port: every connection is refused.
+ *   refused   a closed port: every connection is refused (the exporter retries it with backoff
+ *             until its deadline, so a batch is held there as long as on the stalled one).
  *
  * The same tools/call goes to the three in turn, call after call, so that whatever else the
  * machine does falls on all three alike. Calls through the stalled and the refusing gateway
  * take no longer than through the healthy one (p50 and p90 within a bound relative to it, not
  * a fixed time), and the drops are counted: the stalled gateway holds at most its queue and
  * one batch, every other span is counted — `export_failed` for each batch the collector never
- * answers, `queue_full` beyond the bound — and the refused collector's batches are
- * `export_failed` at once. (The queue's own bound, filled in a moment: span-queue.test.ts.)
+ * answers, `queue_full` beyond the bound — and the refused collector's alike. (The queue's own
+ * bound, filled in a moment: span-queue.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -115,12 +116,16 @@ test('a stalled or refusing collector adds no latency to calls, and the spans it
   // Stalled: at most the queue and one batch in flight are held; every other span is counted —
   // beyond the queue's bound (queue_full), or in a batch the collector never answered within the
   // export timeout (export_failed; then the next batch goes, and stalls in turn).
+  // Refused: the same, though how many fall to each reason depends on how fast the calls came
+  // while the exporter retried its batch (a CI run once filled the queue with 60 to spare).
   const spans = 2 * CALLS;
-  const stalled = { queueFull: await dropped(gateways.stalled, 'queue_full'), exportFailed: await dropped(gateways.stalled, 'export_failed') };
-  assert.ok(stalled.queueFull + stalled.exportFailed >= spans - SPAN_QUEUE_DEFAULTS.maxQueue - SPAN_QUEUE_DEFAULTS.batchSize, `all but a queue and a batch of ${spans} spans counted dropped: ${JSON.stringify(stalled)}`);
-  // Refused: each batch fails at once and is counted; nothing waits, so the queue never fills.
+  const bound = spans - SPAN_QUEUE_DEFAULTS.maxQueue - SPAN_QUEUE_DEFAULTS.batchSize;
+  for (const kind of ['stalled', 'refused'] as const) {
+    const counted = { queueFull: await dropped(gateways[kind], 'queue_full'), exportFailed: await dropped(gateways[kind], 'export_failed') };
+    assert.ok(counted.queueFull + counted.exportFailed >= bound, `${kind}: all but a queue and a batch of ${spans} spans counted dropped: ${JSON.stringify(counted)}`);
+  }
+  // And the refused batches themselves are counted once the exporter gives up on them.
   await waitUntil(async () => ((await dropped(gateways.refused, 'export_failed')) >= SPAN_QUEUE_DEFAULTS.batchSize ? true : undefined), { what: 'export_failed counted on the refusing gateway', timeoutMs: 30_000, intervalMs: 200 });
-  assert.equal(await dropped(gateways.refused, 'queue_full'), 0);
   // The healthy one drops nothing.
   assert.equal(await dropped(gateways.healthy, 'queue_full'), 0);
   assert.equal(await dropped(gateways.healthy, 'export_failed'), 0);
