@@ -40,6 +40,8 @@ export class BoundedSpanQueue implements SpanProcessor {
   #exporting: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Whether the last batch to settle was not taken: a flush stops there. */
+  #lastFailed = false;
 
   constructor(
     private readonly exporter: SpanExporter,
@@ -82,6 +84,7 @@ export class BoundedSpanQueue implements SpanProcessor {
         if (done) return;
         done = true;
         clearTimeout(timeout);
+        this.#lastFailed = !ok;
         if (!ok) this.dropped('export_failed', batch.length);
         resolve();
       };
@@ -94,12 +97,29 @@ export class BoundedSpanQueue implements SpanProcessor {
     });
   }
 
-  /** Exports everything queued now (graceful shutdown, SPEC §5), each batch within its bound. */
+  /**
+   * Exports everything queued now (graceful shutdown, SPEC §5), batch after batch, and stops at
+   * the first batch the collector did not take: the spans left are counted as dropped
+   * (`export_failed`). So a collector that stalls costs a shutdown one export timeout, not one
+   * per batch (a full queue is five of them, 50 s, past Kubernetes' default grace period).
+   */
   async forceFlush(): Promise<void> {
+    this.#lastFailed = false;
     while (this.#exporting || this.#queue.length) {
       if (!this.#exporting) this.#exportNext();
       await this.#exporting;
+      if (this.#lastFailed) {
+        this.#dropQueued();
+        return;
+      }
     }
+  }
+
+  #dropQueued(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#queue.length) this.dropped('export_failed', this.#queue.length);
+    this.#queue = [];
   }
 
   async shutdown(): Promise<void> {

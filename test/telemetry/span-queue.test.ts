@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { TracerProvider } from '@opentelemetry/sdk-trace';
+import { TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import { BoundedSpanQueue, type SpanDropReason } from '../../src/telemetry/span-queue.js';
 import type { Recorded } from '../fixtures/otlp-receiver.js';
 import { waitUntil } from '../helpers/child.js';
@@ -78,4 +78,26 @@ test('a healthy collector gets every span, batched, and nothing is counted dropp
   const recorded = (await (await fetch(`${receiver!.url}/recorded`)).json()) as Recorded;
   assert.equal(recorded.spans.filter((s) => s.name.startsWith('healthy ')).length, LIMITS.batchSize * 2 + 1);
   assert.deepEqual(drops, { queue_full: 0, export_failed: 0 });
+});
+
+test('shutdown with a collector that never answers gives up at the first batch it did not take, and counts the rest dropped', async () => {
+  const port = (stalling.address() as { port: number }).port;
+  const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
+  const exporter = new OTLPTraceExporter({ url: `http://127.0.0.1:${port}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs });
+  let exports = 0;
+  const counting: SpanExporter = {
+    export: (spans, done) => {
+      exports++;
+      exporter.export(spans, done);
+    },
+    shutdown: () => exporter.shutdown(),
+  };
+  const provider = new TracerProvider({ spanProcessors: [new BoundedSpanQueue(counting, (reason, n) => (drops[reason] += n), LIMITS)] });
+  const tracer = provider.getTracer('span-queue-shutdown');
+  // One batch in flight (it hangs) and a full queue behind it: two more batches' worth.
+  for (let i = 0; i < LIMITS.batchSize + LIMITS.maxQueue; i++) tracer.startSpan(`held ${i}`).end();
+  await provider.shutdown();
+  // The hung batch was the only export: the flush did not send the queued batches to a collector that took none.
+  assert.equal(exports, 1);
+  assert.deepEqual(drops, { queue_full: 0, export_failed: LIMITS.batchSize + LIMITS.maxQueue });
 });
