@@ -19,10 +19,10 @@ import { StdioBackend } from '../../src/backends/bridge/stdio-backend.js';
 import { parseConfig } from '../../src/config/load.js';
 import { eventDataOf } from '../../src/wire/sse.js';
 import { withDeadline } from '../helpers/deadline.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/stdio-backend.ts', import.meta.url));
 const BROKEN = fileURLToPath(new URL('../fixtures/broken-stdio-backend.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 const VERSION = '2025-11-25';
 
 interface LogRecord {
@@ -33,14 +33,14 @@ interface LogRecord {
 
 const backends: StdioBackend[] = [];
 
-/** A StdioBackend for `args` (run by node with tsx), and what it logged. */
-function stdioBackend(args: string[], bridge: { maxSessions?: number; maxSessionsPerUser?: number } = {}, timeout = '15s'): { backend: StdioBackend; logged: LogRecord[] } {
+/** A StdioBackend for the script `file` with `args` (compiled under npm test, else with tsx: nodeEntry), and what it logged. */
+function stdioBackend([file, ...args]: [string, ...string[]], bridge: { maxSessions?: number; maxSessionsPerUser?: number } = {}, timeout = '15s'): { backend: StdioBackend; logged: LogRecord[] } {
   const logged: LogRecord[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logged.push(JSON.parse(line) as LogRecord) });
   const config = parseConfig({
     publicUrl: 'http://127.0.0.1:1',
     auth: { issuer: 'http://127.0.0.1:2', audience: 'http://127.0.0.1:1/mcp' },
-    backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: ['--import', TSX, ...args], timeout }],
+    backends: [{ name: 'local', transport: 'stdio', command: process.execPath, args: [...nodeEntry(file), ...args], timeout }],
   }).backends[0]!;
   const backend = new StdioBackend({ backend: config, idleMs: 60_000, ...bridge, log });
   backends.push(backend);

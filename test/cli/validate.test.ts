@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { before, describe, test } from 'node:test';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 const NO_NETWORK = fileURLToPath(new URL('../fixtures/no-network.mjs', import.meta.url));
 /** Validation alone takes well under this; a command that waited on a socket would not end. */
 const DEADLINE_MS = 30_000;
@@ -31,7 +31,7 @@ function cli(args: string[], env: Record<string, string> = {}, cwd = tmp): Promi
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', TSX, '--import', NO_NETWORK, join(ROOT, 'src/cli.ts'), ...args],
+      ['--import', NO_NETWORK, ...nodeEntry(join(ROOT, 'src/cli.ts')), ...args],
       { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: DEADLINE_MS, killSignal: 'SIGKILL' },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr }),
     );
