@@ -1,9 +1,10 @@
 /**
  * The official conformance suite's CLIENT scenarios through the gateway (issue 33, "Done
  * when"): for each scenario the suite starts its servers (an MCP server and, for `auth/*`,
- * its authorization server) and runs test/fixtures/conformance-client.ts, which puts a real
- * gateway between the official SDK client and those servers and links the account in
- * Chromium when a call answers -32042. The suite's own checks judge the gateway: as an MCP
+ * its authorization server) and runs the client command, whose journey
+ * (test/fixtures/conformance-journey.ts, run in this process) puts a real gateway between the
+ * official SDK client and those servers and links the account in Chromium when a call answers
+ * -32042. The suite's own checks judge the gateway: as an MCP
  * client of the backend, and as the OAuth client of the backend's authorization server
  * (discovery order, registration, Client ID Metadata Documents, auth methods, scopes,
  * 2025-03-26 fallbacks).
