@@ -76,7 +76,7 @@ declare module 'fastify' {
   }
 }
 
-const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections|approve)(\/|$)/;
+const BROWSER_ROUTE = /^\/(connect|oauth\/callback|login|logout|connections|approve|approvals)(\/|$)/;
 
 /**
  * Broker mode (SPEC §8): the gateway is its clients' authorization server (src/broker/).

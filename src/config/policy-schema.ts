@@ -13,9 +13,9 @@
  *
  * `effect: confirm` (issue 46) holds a matching `tools/call` until a person approves it out of
  * band, on a signed-in page (policy/confirm-hold.ts). Its `ttl` is how long the request and
- * the approval are good for; `approvers` (four-eyes: someone else approves) is read and
- * checked here, but this version cannot take such an approval yet, so a call under a rule
- * with `approvers` is refused (docs/policy-and-audit.md says what is built).
+ * the approval are good for; with `approvers` (four-eyes) someone else decides: a signed-in
+ * user whose ID-token claims match, never the caller (policy/approvers.ts; the claims named
+ * are kept in the browser session, policy/policy-claims.ts).
  */
 import { z } from 'zod';
 import { compileCel } from './cel.js';

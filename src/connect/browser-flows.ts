@@ -56,7 +56,7 @@ export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps
   registerConnectRoutes(app, flow);
   registerCallbackRoutes(app, flow);
   registerConnectionsRoutes(app, flow);
-  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store) });
+  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store), config });
   registerClientMetadataRoute(app, config);
   return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }

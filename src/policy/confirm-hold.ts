@@ -12,8 +12,10 @@
  *   in by itself (issue 46 §2). A retry while the approval is pending gets the same link.
  * - Approved: the call goes through, once (the approval is used up).
  * - Denied: refused, as long as the denied request lives (its `ttl`); a denial is final.
- * - A rule with `approvers` (four-eyes) is refused: this version cannot take another
- *   person's approval yet, and the caller must never approve such a call themself.
+ * - A rule with `approvers` (four-eyes): the same, but the decision is another person's — a
+ *   signed-in user whose claims match, never the caller (connect/approval-routes.ts); the
+ *   caller's link leads to a page that shows the request waiting and who may approve it.
+ * - A caller (or a four-eyes rule) with as many open requests as it may have: refused.
  *
  * Nothing of the arguments is logged; the rule's name goes to the log, not to the client.
  */
@@ -33,12 +35,9 @@ export interface ConfirmParts {
 /** The answer to a held call, or undefined when an approval lets it through now. */
 export async function confirmHold(parts: ConfirmParts, caller: BackendCaller, id: JsonRpcId, facts: RequestFacts, decision: RuleDecision, policyVersion: string): Promise<JsonRpcMessage | undefined> {
   const log = { backend: facts.backend, tool: facts.tool, rule: decision.rule };
-  if (decision.confirm!.approvers) {
-    caller.log.info(log, 'call refused: its confirm rule wants another approver, which this version cannot take');
-    return errorResponse(id, ErrorCode.AccessDenied, 'This call needs the approval of another person, which this gateway cannot take yet');
-  }
+  const { ttlMs, approvers } = decision.confirm!;
   const listed = parts.tools.of(facts.backend, facts.tool ?? '');
-  const call: HeldCall = { backend: facts.backend, tool: facts.tool ?? '', arguments: facts.arguments ?? {}, policyVersion, rule: decision.rule, ttlMs: decision.confirm!.ttlMs, toolTitle: listed.title, toolDescription: listed.description };
+  const call: HeldCall = { backend: facts.backend, tool: facts.tool ?? '', arguments: facts.arguments ?? {}, policyVersion, rule: decision.rule, ttlMs, toolTitle: listed.title, toolDescription: listed.description, ...(approvers ? { approvers } : {}) };
   const existing = await parts.approvals.forCall(caller.principal, call);
   if (existing?.status === 'approved' && (await parts.approvals.use(existing, call))) {
     caller.log.info({ ...log, approval: existing.id }, 'confirmed call goes through');
@@ -46,18 +45,22 @@ export async function confirmHold(parts: ConfirmParts, caller: BackendCaller, id
   }
   if (existing?.status === 'denied') {
     caller.log.info({ ...log, approval: existing.id }, 'call refused: its confirmation was denied');
-    return errorResponse(id, ErrorCode.AccessDenied, 'You denied this call; it will not run');
+    return errorResponse(id, ErrorCode.AccessDenied, approvers ? 'This call was denied by an approver; it will not run' : 'You denied this call; it will not run');
   }
   const approval = existing?.status === 'pending' ? existing : await parts.approvals.hold(caller.principal, call);
+  if (!approval) {
+    caller.log.info(log, 'call refused: too many calls wait for approval');
+    return errorResponse(id, ErrorCode.AccessDenied, 'Too many calls wait for approval; decide or let some expire, then retry');
+  }
   caller.log.info({ ...log, approval: approval.id }, 'call held for confirmation');
   return confirmationRequired(id, approval, approvalUrl(parts.publicUrl, approval.id), declaresUrlElicitation(caller.clientCapabilities));
 }
 
 /** -32042 with the page's URL, or the link as a tool result the user sees. */
 function confirmationRequired(id: JsonRpcId, approval: Approval, url: string, urlMode: boolean): JsonRpcMessage {
-  const message = `"${approval.tool}" on "${approval.backend}" waits for your confirmation before it runs.`;
+  const message = approval.approvers ? `"${approval.tool}" on "${approval.backend}" waits for the approval of another person before it runs.` : `"${approval.tool}" on "${approval.backend}" waits for your confirmation before it runs.`;
   if (urlMode) return errorResponse(id, ErrorCode.UrlElicitationRequired, message, { elicitations: [{ mode: 'url', elicitationId: approval.id, url, message }] });
-  const text = `${message} Open ${url} in your browser, sign in, check the call and approve it, then retry.`;
+  const text = approval.approvers ? `${message} Open ${url} in your browser to follow it; retry once it is approved.` : `${message} Open ${url} in your browser, sign in, check the call and approve it, then retry.`;
   return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }], isError: true } };
 }
 

@@ -21,9 +21,10 @@ export function ruleClaimNames(config: Config): string[] {
   return config.policy.rules.flatMap((r) => [...r.when.matchAll(JWT_CLAIM)].map((m) => (m[1] ?? m[2] ?? m[3])!));
 }
 
-/** Top-level names of the claims that `auth.tenantClaim`, `backends[].access.claims` and `policy.rules` read. */
+/** Top-level names of the claims that `auth.tenantClaim`, `backends[].access.claims`, `policy.rules` and their `approvers` (issue 46 four-eyes) read. */
 export function policyClaimNames(config: Config): string[] {
-  const names = [config.auth.tenantClaim, ...config.backends.flatMap((b) => Object.keys(b.access.claims)), ...ruleClaimNames(config)].filter((n): n is string => !!n);
+  const approvers = config.policy.rules.flatMap((r) => Object.keys(r.approvers?.claims ?? {}));
+  const names = [config.auth.tenantClaim, ...config.backends.flatMap((b) => Object.keys(b.access.claims)), ...ruleClaimNames(config), ...approvers].filter((n): n is string => !!n);
   // `realm_access.roles` is read from the top-level `realm_access` unless that exact name exists.
   return [...new Set(names.flatMap((n) => (n.includes('.') ? [n, n.split('.')[0]!] : [n])))].filter((n) => !RESERVED.has(n));
 }

@@ -77,6 +77,12 @@ export const ValueKeys = {
   approvalCall: (userKey: string, binding: string) => `${userKey}:approval-call:${binding}`,
   /** The one decision taken on an approval (approved or denied): whoever writes it first decides. */
   approvalDecision: (userKey: string, id: string) => `${userKey}:approval-decided:${id}`,
+  /** The caller's open approvals (pending, or approved and unused), a field per approval (policy/approval-index.ts). */
+  approvalsOpen: (userKey: string) => `${userKey}:approvals-open`,
+  /** The pending approvals of a four-eyes rule, a field per approval naming its caller: what its approvers may decide. */
+  approvalQueue: (rule: string) => `approval-queue:${rule}`,
+  /** A four-eyes approval this approver decided, naming its caller's key (so the approver's link still finds it). */
+  approvalDecidedBy: (approverKey: string, id: string) => `${approverKey}:approval-decided-by:${id}`,
   /** The pinned tool definitions of a backend with `pinning.scope: backend`, a field per tool (`StateStore.putField`; pinning/pin-book.ts). */
   pins: (backend: string) => `pins:${backend}`,
   /** The changed definitions of that backend's tools waiting for approval, a field per tool. */

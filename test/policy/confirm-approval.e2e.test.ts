@@ -12,72 +12,32 @@
  * call the same way. No argument value and no token is logged.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { startBankBackend, type BankBackend } from '../fixtures/bank-backend.js';
-import { launchBrowser, type BrowserHandle } from '../helpers/browser.js';
-import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
-import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
-import { startRedis, type RedisHandle } from '../helpers/redis.js';
+import { CONFIRM_AUDIENCE as AUDIENCE, decideOn as decide, heldCall as held, openedAs, startConfirmRig, type ConfirmRig, type UrlElicitation } from '../helpers/confirm-rig.js';
+import type { GatewayHandle } from '../helpers/gateway.js';
 import { WsTransport } from '../helpers/ws-transport.js';
 
-const AUDIENCE = 'https://switchboard.test/mcp';
 /** A value no log line may carry (it is an argument of the held calls). */
 const MEMO = 'memo-never-logged <b>rent</b> & "more"';
-/** What the tests run on, started once for the file. */
-interface Rig {
-  redis: RedisHandle;
-  idp: OAuthHandle;
-  bank: BankBackend;
-  browser: BrowserHandle;
-  replicaA: GatewayHandle;
-  replicaB: GatewayHandle;
-}
-const rig = {} as Rig;
-const logLines: string[] = [];
-const clients: Client[] = [];
-
-function gatewayOn(name: string): Promise<GatewayHandle> {
-  const { idp, bank, redis } = rig;
-  return startGateway({
-    issuer: idp.issuer,
-    backends: [{ name: 'bank', url: bank.url, protocol: '2025-11-25' }],
-    overrides: {
-      redis: { url: redis.url, keyPrefix: 'confirm:' },
-      secrets: { cookieKey: 'confirm-cookie-key-0123456789abcdef01234567', tokenKey: 'confirm-token-key-0123456789abcdef012345678' },
-      auth: { issuer: idp.issuer, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], login: { clientId: 'switchboard-web', scopes: ['openid'] } },
-      policy: {
-        rules: [
-          { name: 'big-transfers', effect: 'confirm', when: 'mcp.tool.name == "transfer" && mcp.tool.arguments.amount >= 1000' },
-          { name: 'deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account"', ttl: '10s' },
-        ],
-      },
-      log: { level: 'debug' },
-    },
-    logStream: new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logLines.push(`${name} ${chunk.toString()}`);
-        done();
-      },
-    }),
-  });
-}
+let rig: ConfirmRig;
 
 before(async () => {
-  [rig.redis, rig.idp, rig.bank, rig.browser] = await Promise.all([startRedis(), startOAuthServer(), startBankBackend('legacy'), launchBrowser()]);
-  [rig.replicaA, rig.replicaB] = await Promise.all([gatewayOn('A'), gatewayOn('B')]);
+  rig = await startConfirmRig({
+    name: 'confirm',
+    rules: [
+      { name: 'big-transfers', effect: 'confirm', when: 'mcp.tool.name == "transfer" && mcp.tool.arguments.amount >= 1000' },
+      { name: 'deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account"', ttl: '10s' },
+    ],
+  });
 });
 
 after(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await rig.browser?.close();
-  await Promise.allSettled([rig.replicaA?.close(), rig.replicaB?.close()]);
-  await Promise.allSettled([rig.bank?.close(), rig.idp?.stop(), rig.redis?.stop()]);
+  await rig?.close();
 });
 
 /** Where a client connects: `/mcp/bank`, the aggregated `/mcp`, or `/ws/mcp/bank` (WebSocket). */
@@ -94,39 +54,12 @@ async function clientOf(gateway: GatewayHandle, sub: string, url = true, path: P
   const token = await rig.idp.token({ sub, aud: AUDIENCE });
   const client = new Client({ name: 'confirm-client', version: '1.0.0' }, { capabilities: { elicitation: url ? { form: {}, url: {} } : { form: {} } } });
   await client.connect(transportTo(gateway, path, token));
-  clients.push(client);
+  rig.clients.push(client);
   return client;
 }
 
-type UrlElicitation = { mode: string; elicitationId: string; url: string; message: string };
-
-/** The call's -32042 and its one URL elicitation. */
-async function held(client: Client, name: string, args: Record<string, unknown>): Promise<UrlElicitation> {
-  const refused = await client.callTool({ name, arguments: args }).then(
-    (result) => new Error(`expected -32042, got ${JSON.stringify(result)}`),
-    (err: unknown) => err,
-  );
-  assert.ok(refused instanceof McpError, String(refused));
-  assert.equal(refused.code, -32042, refused.message);
-  const [elicitation, ...more] = (refused.data as { elicitations: UrlElicitation[] }).elicitations;
-  assert.equal(more.length, 0);
-  assert.equal(elicitation!.mode, 'url');
-  return elicitation!;
-}
-
 /** A signed-in browser of `sub` (its ID token names it `name`) at the link. */
-async function opened(link: string, sub: string, name?: string): Promise<{ page: Page; status: number | undefined; text: string }> {
-  const context = await rig.browser.newContext();
-  await context.addCookies([rig.idp.subjectCookie(sub), ...(name ? [rig.idp.claimsCookie({ name, email: `${sub}@example.com` })] : [])]);
-  const page = await context.newPage();
-  const landing = await page.goto(link);
-  return { page, status: landing?.status(), text: (await page.textContent('body')) ?? '' };
-}
-
-async function decide(page: Page, action: 'approve' | 'deny'): Promise<string> {
-  await Promise.all([page.waitForURL(/\/approve$/), page.click(`button[value="${action}"]`)]);
-  return (await page.textContent('body')) ?? '';
-}
+const opened = (link: string, sub: string, name?: string) => openedAs(rig, link, sub, name ? { name, email: `${sub}@example.com` } : undefined);
 
 /** A call held, then decided on its page by its caller. */
 async function heldAndDecided(client: Client, args: Record<string, unknown>, action: 'approve' | 'deny'): Promise<{ asked: UrlElicitation; page: Page }> {
@@ -284,7 +217,7 @@ describe('a call held for confirmation', () => {
   });
 
   test('no argument value and no token in any log line', () => {
-    const logs = logLines.join('');
+    const logs = rig.logLines.join('');
     assert.match(logs, /call held for confirmation/);
     assert.match(logs, /confirmed call goes through/);
     assert.ok(!logs.includes('memo-never-logged'), 'argument values are not logged');

@@ -1,0 +1,186 @@
+/**
+ * Four-eyes approval of `confirm` rules end to end (issue 46 §1, §3): a rule with
+ * `approvers: { claims: { groups: [finance-approvers] } }`, with real parts only — Redis shared
+ * by two gateway replicas, the real OAuth server (MCP tokens, and the browser sign-in whose ID
+ * token carries `groups`), the bank backend that records every call reaching it, the SDK
+ * client v1 and Chromium.
+ *
+ * The caller's link leads to a waiting page without buttons, and a decision they post
+ * themself (with a valid CSRF token of their own session) is refused — even though the caller
+ * is in the approvers' group; someone signed in outside the group sees nothing of the call; a
+ * matching approver sees it and approves it, and the caller's retry on the other replica runs
+ * once; an approver's denial is final; `/approvals` lists only what each viewer may decide.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CONFIRM_AUDIENCE as AUDIENCE, decideOn as decide, heldCall as held, openedAs, startConfirmRig, type ConfirmRig } from '../helpers/confirm-rig.js';
+import type { GatewayHandle } from '../helpers/gateway.js';
+
+/** A value no log line and no refusal may carry (an argument of the held calls). */
+const MEMO = 'four-eyes-memo <i>payroll</i>';
+const APPROVERS = ['finance-approvers'];
+let rig: ConfirmRig;
+
+before(async () => {
+  rig = await startConfirmRig({
+    name: 'four-eyes',
+    rules: [
+      { name: 'big-transfers', effect: 'confirm', when: 'mcp.tool.name == "transfer" && mcp.tool.arguments.amount >= 1000', approvers: { claims: { groups: APPROVERS } } },
+      { name: 'deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account"' },
+    ],
+  });
+});
+
+after(async () => {
+  await rig?.close();
+});
+
+/** People: their `sub`, the name their tokens carry, and their groups. */
+const ALICE = { sub: 'alice', name: 'Alice Example', groups: APPROVERS };
+const BOB = { sub: 'bob', name: 'Bob Approver', groups: APPROVERS };
+const MALLORY = { sub: 'mallory', name: 'Mallory Outsider', groups: ['sales'] };
+type Person = typeof ALICE;
+
+/** An SDK client of the caller (URL elicitation declared), its access token naming them. */
+async function clientOf(gateway: GatewayHandle, who: Person): Promise<Client> {
+  const token = await rig.idp.token({ sub: who.sub, aud: AUDIENCE, claims: { name: who.name } });
+  const client = new Client({ name: 'four-eyes-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+  await client.connect(new StreamableHTTPClientTransport(gateway.endpoint('bank'), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  rig.clients.push(client);
+  return client;
+}
+
+/** A signed-in browser of `who` (ID token: name, email, groups) at `link`. */
+const opened = (link: string, who: Person) => openedAs(rig, link, who.sub, { name: who.name, email: `${who.sub}@example.com`, groups: who.groups });
+
+/**
+ * Posts a decision on request `id` through the Approve form of another page `page` shows (one
+ * the user may decide), its hidden id changed: the browser's own form post, with the
+ * session's cookie, its CSRF token and the page's Origin.
+ */
+async function postThroughForm(page: Page, formUrl: string, id: string): Promise<{ status: number | undefined; text: string }> {
+  await page.goto(formUrl);
+  await page.locator('input[name="id"]').evaluate((input, value) => ((input as HTMLInputElement).value = value), id);
+  const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/approve') && r.request().method() === 'POST'), page.click('button[value="approve"]')]);
+  return { status: response.status(), text: (await page.textContent('body')) ?? '' };
+}
+
+/** A form post made by hand with the context's cookies and a same-origin Origin header. */
+async function postByHand(page: Page, origin: string, form: Record<string, string>): Promise<number> {
+  const res = await page.context().request.post(`${origin}/approve`, { form, headers: { origin }, maxRedirects: 0 });
+  return res.status();
+}
+
+const transfers = () => rig.bank.calls.filter((c) => c === 'transfer').length;
+
+describe('four-eyes approval', () => {
+  test('the caller waits and cannot approve; an outsider sees nothing; an approver approves; the retry runs once', async () => {
+    const onA = await clientOf(rig.replicaA, ALICE);
+    await onA.listTools();
+    const args = { amount: 25_000, to: 'supplier', memo: MEMO };
+    const asked = await held(onA, 'transfer', args);
+    assert.match(asked.message, /approval of another person/);
+    assert.equal(transfers(), 0);
+
+    // The caller's link: a waiting page, who may approve, no buttons.
+    const waiting = await opened(asked.url, ALICE);
+    assert.equal(waiting.status, 200);
+    assert.match(waiting.text, /Waiting for approval/);
+    assert.match(waiting.text, /groups: finance-approvers/);
+    assert.equal(await waiting.page.locator('button[value="approve"], button[value="deny"]').count(), 0);
+
+    // The caller posts an approval anyway, through the form of one of their own requests they
+    // may decide (valid session, CSRF token and Origin), its id changed: refused.
+    const own = await held(onA, 'delete_account', { id: 'acc-alice' });
+    const selfApproval = await postThroughForm(waiting.page, own.url, asked.elicitationId);
+    assert.equal(selfApproval.status, 403);
+    assert.match(selfApproval.text, /Another person must decide this call/);
+    assert.equal((await held(onA, 'transfer', args)).elicitationId, asked.elicitationId, 'still pending: the retry is held on the same request');
+
+    // Signed in outside the approvers' group: refused, nothing of the call shown.
+    const outsider = await opened(asked.url, MALLORY);
+    assert.equal(outsider.status, 403);
+    assert.match(outsider.text, /may not decide this request/);
+    for (const secret of ['transfer', '25000', 'four-eyes-memo', 'payroll', 'big-transfers', 'bank', 'Alice']) assert.ok(!outsider.text.includes(secret), `the refusal shows nothing of the call (${secret})`);
+    assert.equal(await outsider.page.locator('button[value="approve"]').count(), 0);
+    assert.equal(await postByHand(outsider.page, rig.replicaA.url, { id: asked.elicitationId, csrf: 'x', action: 'approve' }), 403);
+
+    // A matching approver: the call as it will run, who asks by name; approves it.
+    const approver = await opened(asked.url, BOB);
+    assert.equal(approver.status, 200, approver.text);
+    assert.match(approver.text, /Approve a call/);
+    assert.match(approver.text, /Asked by\s*Alice Example/);
+    assert.match(approver.text, /You decide it as Bob Approver/);
+    assert.deepEqual(JSON.parse((await approver.page.locator('pre code').textContent()) ?? ''), args);
+    assert.match(await decide(approver.page, 'approve'), /Call approved/);
+    assert.equal(transfers(), 0, 'approving does not run the call');
+    const again = await approver.page.goto(asked.url);
+    assert.equal(again?.status(), 410, 'the approver finds it decided');
+
+    // The caller's page tells who approved; the retry on the other replica runs once.
+    await waiting.page.goto(asked.url);
+    assert.match((await waiting.page.textContent('body')) ?? '', /Approved by\s*Bob Approver/);
+    const onB = await clientOf(rig.replicaB, ALICE);
+    const result = await onB.callTool({ name: 'transfer', arguments: args });
+    assert.notEqual(result.isError, true, JSON.stringify(result));
+    assert.equal(transfers(), 1);
+    const next = await held(onB, 'transfer', args);
+    assert.notEqual(next.elicitationId, asked.elicitationId, 'single use: the same call again is a new request');
+    assert.equal(transfers(), 1);
+  });
+
+  test("an approver's denial is final", async () => {
+    const client = await clientOf(rig.replicaB, ALICE);
+    const args = { amount: 40_000, to: 'unknown' };
+    const asked = await held(client, 'transfer', args);
+    const approver = await opened(asked.url, BOB);
+    assert.match(await decide(approver.page, 'deny'), /Call denied/);
+    const refused = await client.callTool({ name: 'transfer', arguments: args }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    assert.ok(refused instanceof McpError);
+    assert.equal(refused.code, -32015);
+    assert.match(refused.message, /denied by an approver/);
+    const waiting = await opened(asked.url, ALICE);
+    assert.match(waiting.text, /Denied by\s*Bob Approver/);
+    assert.equal((await approver.page.goto(asked.url))?.status(), 410, 'a denied request cannot be approved afterwards');
+  });
+
+  test('/approvals lists only what the viewer may decide, on either replica', async () => {
+    const client = await clientOf(rig.replicaA, ALICE);
+    const theirs = await held(client, 'transfer', { amount: 31_000, to: 'listed' });
+    const own = await held(client, 'delete_account', { id: 'acc-listed' });
+    const listOf = async (who: Person, gateway: GatewayHandle) => {
+      const { page, status } = await opened(`${gateway.url}/approvals`, who);
+      assert.equal(status, 200);
+      const hrefs = await page.locator('a[href^="/approve?id="]').evaluateAll((links) => links.map((a) => a.getAttribute('href')!));
+      return { page, ids: hrefs.map((h) => new URLSearchParams(h.split('?')[1]).get('id')!), text: (await page.textContent('body')) ?? '' };
+    };
+    const bob = await listOf(BOB, rig.replicaB);
+    assert.ok(bob.ids.includes(theirs.elicitationId), "the approver lists the caller's four-eyes request");
+    assert.ok(!bob.ids.includes(own.elicitationId), "not the caller's own confirmation");
+    assert.match(bob.text, /Alice Example/);
+    assert.ok(!bob.text.includes('acc-listed') && !bob.text.includes('31000'), 'no arguments in the list');
+    const alice = await listOf(ALICE, rig.replicaA);
+    assert.ok(alice.ids.includes(own.elicitationId), 'the caller lists what they confirm themself');
+    assert.ok(!alice.ids.includes(theirs.elicitationId), 'not their own four-eyes request, which they may not decide');
+    const mallory = await listOf(MALLORY, rig.replicaA);
+    assert.deepEqual(mallory.ids, []);
+    assert.match(mallory.text, /Nothing waits for your decision/);
+    // The list's link opens the approver's page.
+    await Promise.all([bob.page.waitForURL(/\/approve\?id=/), bob.page.click(`a[href="/approve?id=${theirs.elicitationId}"]`)]);
+    assert.match((await bob.page.textContent('body')) ?? '', /Approve a call/);
+  });
+
+  test('no argument value and no token in any log line', () => {
+    const logs = rig.logLines.join('');
+    assert.match(logs, /caller refused: a four-eyes request is decided by another person/);
+    assert.ok(!logs.includes('four-eyes-memo'), 'argument values are not logged');
+    assert.ok(!/eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}/.test(logs), 'no JWT is logged');
+  });
+});
