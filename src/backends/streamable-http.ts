@@ -8,13 +8,16 @@
  * cookies and its gateway session id never reach the backend (no token passthrough); of the
  * 2026-07-28 request headers the MCP layer hands over, only the standard ones are. A local
  * bridge (its key among the static headers) is also told the caller's user key, so that it
- * can cap sessions per user (bridge/bridge-headers.ts); no other backend is.
+ * can cap sessions per user (bridge/bridge-headers.ts); no other backend is. A `DPoP <token>`
+ * authorization goes with a proof of the link's key on every request (dpop-exchange.ts).
  */
 import { Agent } from 'undici';
 import type { BackendCallHeaders, BackendResponse, McpBackend } from './backend.js';
 import type { BackendConfig } from '../config/schema.js';
 import { untilAborted } from './abortable.js';
-import { toBackendError } from './errors.js';
+import { BackendError, toBackendError } from './errors.js';
+import { dpopKeyFor } from './dpop.js';
+import { dpopExchange } from './dpop-exchange.js';
 import { exchange } from './exchange.js';
 import { BRIDGE_KEY_HEADER, BRIDGE_USER_HEADER } from './bridge/bridge-headers.js';
 import { mediaTypeOf } from '../wire/headers.js';
@@ -77,12 +80,12 @@ export class StreamableHttpBackend implements McpBackend {
     if (h.tracestate) headers.tracestate = h.tracestate;
     if (h.baggage) headers.baggage = h.baggage;
     if (this.#isBridge && h.caller) headers[BRIDGE_USER_HEADER] = h.caller.principal.userKey;
-    try {
-      const res = await exchange(this.#agent, {
+    const send = (withHeaders: Record<string, string>) =>
+      exchange(this.#agent, {
         origin: this.#origin,
         path: this.#path,
         method,
-        headers,
+        headers: withHeaders,
         body,
         signal,
         headersTimeout: this.#timeoutMs,
@@ -90,6 +93,11 @@ export class StreamableHttpBackend implements McpBackend {
         // progress within the backend's timeout.
         bodyTimeout: method === 'GET' ? 0 : this.#timeoutMs,
       });
+    // A DPoP-bound token (RFC 9449 §7): a proof per request, the server's nonce honoured.
+    const dpop = dpopKeyFor(h.authorization);
+    if (dpop === null) throw new BackendError(this.name, 'protocol', `no DPoP key is held for the linked account of backend "${this.name}"`);
+    try {
+      const res = dpop ? await dpopExchange(this.name, dpop, method, `${this.#origin}${this.#path}`, headers, send) : await send(headers);
       return { status: res.status, headers: res.headers, body: res.body, contentType: mediaTypeOf(res.headers['content-type']) };
     } catch (err) {
       throw toBackendError(this.name, err, 'connect');

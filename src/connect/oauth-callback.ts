@@ -23,6 +23,7 @@ import type { Elicitation, ElicitationStore } from './elicitations.js';
 import { connectedPage, errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler, type Page } from '../browser/pages.js';
 import { callbackMismatch, parsePending, readPending, takePending, type CallbackMismatch, type PendingAuthorization } from './pending-authorization.js';
 import { exchangeCode, ProviderError } from '../providers/provider-client.js';
+import { dpopKey, generateDpopKey } from '../backends/dpop.js';
 import { sameIssuer, type EndpointResolver } from '../providers/provider-endpoints.js';
 import type { TokenVault } from './token-vault.js';
 
@@ -120,9 +121,12 @@ async function exchangeAndStore(
     }
     // The scopes this request asked for (a step-up link's own): the granted ones when the answer does not name them.
     const endpoints = pending.scopes ? { ...discovered, scopes: pending.scopes } : discovered;
-    const tokens = await exchangeCode(endpoints, { code, redirectUri: pending.redirectUri, codeVerifier: pending.codeVerifier }, endpoints.request);
+    // A server that takes DPoP (RFC 9449): the link gets a key pair of its own, proved at the exchange and kept with its tokens.
+    const dpopJwk = endpoints.dpop ? await generateDpopKey() : undefined;
+    const options = { ...endpoints.request, ...(dpopJwk ? { dpop: await dpopKey(dpopJwk) } : {}) };
+    const tokens = await exchangeCode(endpoints, { code, redirectUri: pending.redirectUri, codeVerifier: pending.codeVerifier }, options);
     // The link records where it was made: once its backend names another server it is not used there (upstream-auth.ts).
-    await deps.vault.put(user.userKey, pending.provider, { ...tokens, ...(discovered.issuer ? { issuer: discovered.issuer } : {}) });
+    await deps.vault.put(user.userKey, pending.provider, { ...tokens, ...(discovered.issuer ? { issuer: discovered.issuer } : {}), ...(dpopJwk ? { dpopKey: dpopJwk } : {}) });
     return true;
   } catch (err) {
     const detail = err instanceof ProviderError && err.kind === 'oauth' ? `The provider refused the exchange (${err.oauthError ?? 'error'}).` : 'The provider could not be reached.';

@@ -11,12 +11,16 @@
  * sliding), so a TTL never ends a link that could still be refreshed, while tokens of
  * users who never come back do not stay in Redis forever. `retentionMs: 0` disables it.
  *
- * Nothing here logs or throws a token: messages name the provider and the reason only.
+ * A link made at a server that takes DPoP (RFC 9449) also holds its key pair's private JWK
+ * (`dpopKey`), sealed in the same value as the tokens.
+ *
+ * Nothing here logs or throws a token or a key: messages name the provider and the reason only.
  */
 import type { StateStore } from '../state/store.js';
 import type { TokenCipher } from '../state/secrets.js';
 import type { ProviderTokens } from '../providers/provider-client.js';
 import { ValueKeys } from '../state/value-keys.js';
+import { isDpopPrivateJwk } from '../backends/dpop.js';
 
 /** 400 days, in milliseconds. */
 export const DEFAULT_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
@@ -77,6 +81,8 @@ export class TokenVault {
     if (tokens.expiresAt !== undefined) record.expiresAt = tokens.expiresAt;
     if (tokens.scope !== undefined) record.scope = tokens.scope;
     if (tokens.issuer !== undefined) record.issuer = tokens.issuer;
+    // The link's DPoP private key (RFC 9449) is sealed with its tokens, as the refresh token is.
+    if (tokens.dpopKey !== undefined) record.dpopKey = tokens.dpopKey;
     const sealed = this.#cipher.seal(JSON.stringify({ v: 1, ...record }), key);
     await this.#store.putValue(key, sealed, this.#retentionMs > 0 ? this.#retentionMs : undefined);
   }
@@ -104,5 +110,10 @@ function parse(plain: string | undefined): ProviderTokens | undefined {
   if (typeof v.expiresAt === 'number' && Number.isFinite(v.expiresAt)) tokens.expiresAt = v.expiresAt;
   if (typeof v.scope === 'string') tokens.scope = v.scope;
   if (typeof v.issuer === 'string') tokens.issuer = v.issuer;
+  if (v.dpopKey !== undefined) {
+    // A DPoP-bound link without a key it can sign with is no link: treated as absent.
+    if (!isDpopPrivateJwk(v.dpopKey)) return undefined;
+    tokens.dpopKey = v.dpopKey;
+  }
   return tokens;
 }

@@ -19,6 +19,7 @@ import type { TokenVault } from './token-vault.js';
 import { usableToken } from './usable-token.js';
 import { ProviderError } from '../providers/provider-client.js';
 import { BackendError } from '../backends/errors.js';
+import { bindDpop, dpopKey, dpopKeyFor } from '../backends/dpop.js';
 import { challengeScopes, insufficientScope, splitScopes } from '../providers/www-authenticate.js';
 
 export type UpstreamDecision = { authorization: string } | { elicitation: Elicitation };
@@ -75,7 +76,7 @@ export class UpstreamAuth {
       endpoints,
     );
     if (!tokens || !(await this.#madeAtCurrentServer(principal, backend, tokens))) return undefined;
-    return `Bearer ${tokens.accessToken}`;
+    return authorizationOf(tokens);
   }
 
   /** The endpoints, `issuer`'s when this replica holds an older discovery; a failed discovery is the provider's failure. */
@@ -191,6 +192,19 @@ export class UpstreamAuth {
     await this.forget(principal, backend);
     return this.elicit(principal, backend, mcpSessionId);
   }
+}
+
+/**
+ * The Authorization header of a link's tokens: `DPoP <token>` for a DPoP-bound token (RFC 9449
+ * §7.1), bound to the link's key so the backend client proves it on each request
+ * (backends/dpop-exchange.ts); else `Bearer <token>`. A DPoP token without a key is unusable.
+ */
+async function authorizationOf(tokens: ProviderTokens): Promise<string | undefined> {
+  if (tokens.tokenType.toLowerCase() !== 'dpop') return `Bearer ${tokens.accessToken}`;
+  if (!tokens.dpopKey) return undefined;
+  const authorization = `DPoP ${tokens.accessToken}`;
+  bindDpop(authorization, dpopKeyFor(authorization) ?? (await dpopKey(tokens.dpopKey)));
+  return authorization;
 }
 
 /**

@@ -22,6 +22,7 @@ import type { StateStore } from '../state/store.js';
 import { ProviderError, refreshTokens, type ProviderEndpoints, type ProviderRequestOptions, type ProviderTokens } from '../providers/provider-client.js';
 import type { TokenVault } from './token-vault.js';
 import { ValueKeys } from '../state/value-keys.js';
+import { dpopKey } from '../backends/dpop.js';
 
 export type RefreshOutcome = 'ok' | 'invalid_grant' | 'error';
 
@@ -128,7 +129,9 @@ async function refreshHolding(
   let fresh: ProviderTokens;
   try {
     const resolved = typeof endpoints === 'function' ? await endpoints(stored) : endpoints;
-    fresh = await refreshTokens(resolved, stored.refreshToken, request ?? ('request' in resolved ? (resolved.request as ProviderRequestOptions | undefined) : undefined));
+    const options = request ?? ('request' in resolved ? (resolved.request as ProviderRequestOptions | undefined) : undefined);
+    // A link with a DPoP key proves it at the refresh too (RFC 9449 §5: its refresh token may be bound to it).
+    fresh = await refreshTokens(resolved, stored.refreshToken, stored.dpopKey ? { ...options, dpop: await dpopKey(stored.dpopKey) } : options);
   } catch (err) {
     if (err instanceof ProviderError && err.kind === 'oauth' && err.oauthError === 'invalid_grant') {
       deps.onRefresh?.('invalid_grant');
@@ -145,9 +148,10 @@ async function refreshHolding(
     );
     throw err;
   }
-  const merged: ProviderTokens = { ...fresh, scope: fresh.scope ?? stored.scope, issuer: stored.issuer };
+  const merged: ProviderTokens = { ...fresh, scope: fresh.scope ?? stored.scope, issuer: stored.issuer, dpopKey: stored.dpopKey };
   if (merged.scope === undefined) delete merged.scope;
   if (merged.issuer === undefined) delete merged.issuer;
+  if (merged.dpopKey === undefined) delete merged.dpopKey;
   await deps.vault.put(userKey, provider, merged);
   deps.onRefresh?.('ok');
   return merged;

@@ -19,6 +19,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { errorCauseCode } from '../wire/error-cause.js';
 import { errorAnswer, ProviderError, tokenAnswer, toTokens, type ProviderAnswer } from './provider-response.js';
 import { SafeFetchError } from './safe-fetch.js';
+import type { DpopKey, DpopPrivateJwk } from '../backends/dpop.js';
+import { checkTokenType, postWithProof } from './dpop-token.js';
 
 export { ProviderError, type ProviderErrorKind } from './provider-response.js';
 
@@ -34,6 +36,11 @@ export interface ProviderTokens {
    * discovered: a backend that moved to another server no longer takes them (SEP-2352).
    */
   issuer?: string;
+  /**
+   * The private key of the link's DPoP key pair (RFC 9449; backends/dpop.ts), when the link was
+   * made at a server that takes DPoP: sealed with the tokens, as the refresh token is, never logged.
+   */
+  dpopKey?: DpopPrivateJwk;
 }
 
 export interface ProviderEndpoints {
@@ -61,6 +68,12 @@ export interface ProviderEndpoints {
   tokenEndpointAuthMethod?: TokenEndpointAuthMethod;
   /** How this provider departs from OAuth 2.1 (a preset's); absent = by the book. */
   quirks?: ProviderQuirks;
+  /**
+   * The authorization server (or the backend's RFC 9728 metadata) takes DPoP proofs with ES256
+   * (`dpop_signing_alg_values_supported`): a link holds a key and proves it (RFC 9449);
+   * `boundTokensRequired`: the backend's `dpop_bound_access_tokens_required`.
+   */
+  dpop?: { boundTokensRequired: boolean };
 }
 
 /** The token endpoint authentication methods the gateway speaks (RFC 6749 §2.3.1, OAuth 2.1 §2.4). */
@@ -112,6 +125,8 @@ export interface ProviderRequestOptions {
    * for endpoints that came from discovery rather than from configuration.
    */
   fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  /** The link's DPoP key: the request carries a proof of it (RFC 9449 §5; dpop-token.ts). */
+  dpop?: DpopKey;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -173,7 +188,7 @@ export async function exchangeCode(
   if (resource) body.set('resource', resource);
   const startedAt = Date.now();
   const json = await tokenResponse(p, body, [o.code, o.codeVerifier], options);
-  const tokens = toTokens(json, startedAt);
+  const tokens = checkTokenType(toTokens(json, startedAt), options.dpop !== undefined, p);
   const requested = joinScopes(p);
   if (tokens.scope === undefined && requested) tokens.scope = requested;
   return tokens;
@@ -194,7 +209,7 @@ export async function refreshTokens(p: ProviderEndpoints, refreshToken: string, 
   if (scope) body.set('scope', scope);
   const startedAt = Date.now();
   const json = await tokenResponse(p, body, [refreshToken], options);
-  const tokens = toTokens(json, startedAt);
+  const tokens = checkTokenType(toTokens(json, startedAt), options.dpop !== undefined, p);
   tokens.refreshToken ??= refreshToken;
   return tokens;
 }
@@ -228,7 +243,7 @@ export type TokenEndpoint = Pick<ProviderEndpoints, 'tokenUrl' | 'clientId' | 'c
  */
 export async function requestTokens(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions = {}): Promise<ProviderTokens> {
   const startedAt = Date.now();
-  return toTokens(await tokenResponse(p, body, secrets, options), startedAt);
+  return checkTokenType(toTokens(await tokenResponse(p, body, secrets, options), startedAt), options.dpop !== undefined, {});
 }
 
 /**
@@ -240,7 +255,7 @@ export async function requestTokens(p: TokenEndpoint, body: URLSearchParams, sec
  * nothing of `secrets` or the client secret.
  */
 export async function tokenResponse(p: TokenEndpoint, body: URLSearchParams, secrets: string[], options: ProviderRequestOptions = {}): Promise<Record<string, unknown>> {
-  const res = await post(p, p.tokenUrl, body, options, 'token');
+  const res = options.dpop ? await postWithProof(p.tokenUrl, options.dpop, (proof) => post(p, p.tokenUrl, body, options, 'token', proof)) : await post(p, p.tokenUrl, body, options, 'token');
   return tokenAnswer(res, [...secrets, p.clientSecret], p.quirks);
 }
 
@@ -270,8 +285,10 @@ async function post(
   body: URLSearchParams,
   options: ProviderRequestOptions,
   what: 'token' | 'revocation',
+  extraHeaders: Record<string, string> = {},
 ): Promise<ProviderAnswer> {
   const headers: Record<string, string> = {
+    ...extraHeaders,
     'content-type': 'application/x-www-form-urlencoded',
     // Asked for explicitly: GitHub answers form-encoded otherwise (provider-response.ts reads both).
     accept: 'application/json',
@@ -304,7 +321,8 @@ async function post(
     if (err instanceof ProviderError) throw err;
     throw transportError(err, `${what} endpoint ${where}`);
   }
-  return { status: res.status, contentType: (res.headers.get('content-type') ?? '').toLowerCase(), text };
+  const dpopNonce = res.headers.get('dpop-nonce');
+  return { status: res.status, contentType: (res.headers.get('content-type') ?? '').toLowerCase(), text, ...(dpopNonce === null ? {} : { dpopNonce }) };
 }
 
 /** `application/x-www-form-urlencoded` encoding of one value (RFC 6749 Appendix B). */

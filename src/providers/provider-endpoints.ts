@@ -129,7 +129,7 @@ async function discoverProvider(deps: ClientIdentityDeps, publicUrl: string, bac
   const challenge = await backendChallenge(backend.url!, { allowLoopback });
   const found = await discoverUpstreamAuth(backend.url!, challenge, { allowLoopback });
   const client = await upstreamClient(deps, upstream, found, callbackUri(publicUrl, upstream.provider), backend.name);
-  log?.info({ provider: upstream.provider, foundBy: found.foundBy, issuer: found.authorizationServer, client: client.source, tokenEndpointAuthMethod: client.tokenEndpointAuthMethod }, 'authorization server discovered');
+  log?.info({ provider: upstream.provider, foundBy: found.foundBy, issuer: found.authorizationServer, client: client.source, tokenEndpointAuthMethod: client.tokenEndpointAuthMethod, dpop: found.dpop !== undefined }, 'authorization server discovered');
   const resource = upstream.resource ?? found.resource;
   return {
     authorizationUrl: found.authorizationUrl,
@@ -143,6 +143,8 @@ async function discoverProvider(deps: ClientIdentityDeps, publicUrl: string, bac
     // RFC 9207: what the callback compares the authorization response's `iss` with.
     issuer: found.authorizationServer,
     ...(found.issParameterSupported ? { requireIssParameter: true } : {}),
+    // RFC 9449: a link at this server holds a key and proves it (connect/oauth-callback.ts).
+    ...(found.dpop ? { dpop: found.dpop } : {}),
     request: { fetch: guardedFetch({ allowLoopback }) },
   };
 }

@@ -38,6 +38,8 @@ export interface ProviderAnswer {
   /** Lower-cased Content-Type, '' when absent. */
   contentType: string;
   text: string;
+  /** The `DPoP-Nonce` header (RFC 9449 §8) as fetch gives it (repeated ones joined), when present. */
+  dpopNonce?: string;
 }
 
 /** RFC 6749 §5.2: error codes are printable ASCII except `"` and `\`. */

@@ -27,6 +27,7 @@
 import { checkUrl } from './safe-fetch.js';
 import { describeUrl, DiscoveryError, discoveryFetch, type DiscoveryOptions } from './discovery-fetch.js';
 import { parseWwwAuthenticate } from './www-authenticate.js';
+import { DPOP_ALG } from '../backends/dpop.js';
 
 export interface UpstreamAuthMetadata {
   /** RFC 8707 resource indicator to send (the PRM `resource`); absent for a 2025-03-26 server without PRM. */
@@ -52,6 +53,14 @@ export interface UpstreamAuthMetadata {
   tokenEndpointAuthMethods?: string[];
   /** `client_id_metadata_document_supported: true` (MCP 2025-11-25, Client ID Metadata Documents). */
   clientIdMetadataDocuments?: boolean;
+  /** RFC 8414 `dpop_signing_alg_values_supported` of the authorization server (RFC 9449 §5.1), when listed. */
+  dpopAlgs?: string[];
+  /**
+   * DPoP is to be used (RFC 9449; issue 42 cause 12): the authorization server or the backend's
+   * metadata lists ES256 in `dpop_signing_alg_values_supported` (and neither lists algorithms
+   * without it), or the backend requires bound tokens (`dpop_bound_access_tokens_required`).
+   */
+  dpop?: { boundTokensRequired: boolean };
   /** How the server was found: `prm` (RFC 9728), or the 2025-03-26 fallbacks `origin-metadata` and `default-endpoints`. */
   foundBy: 'prm' | 'origin-metadata' | 'default-endpoints';
 }
@@ -104,7 +113,8 @@ function authorizationServerOf(backend: URL, prm: FoundDocument): string {
 /** The `resource_metadata` and `scope` of the Bearer challenge (RFC 9728 §5.1; MCP 2025-11-25 scope selection). */
 function readChallenge(header: string | undefined): { resourceMetadata?: string; scopes?: string[] } {
   const challenges = header ? parseWwwAuthenticate(header) : [];
-  const bearer = challenges.find((c) => c.scheme === 'bearer');
+  // A backend that wants DPoP-bound tokens challenges with the DPoP scheme (RFC 9449 §7.1).
+  const bearer = challenges.find((c) => c.scheme === 'bearer') ?? challenges.find((c) => c.scheme === 'dpop');
   const resourceMetadata = bearer?.params.resource_metadata ?? challenges.find((c) => c.params.resource_metadata)?.params.resource_metadata;
   const scopes = bearer?.params.scope?.split(' ').filter((s) => s !== '');
   return { ...(resourceMetadata ? { resourceMetadata } : {}), ...(scopes ? { scopes } : {}) };
@@ -124,7 +134,17 @@ async function fromProtectedResource(backend: URL, prm: FoundDocument, options: 
   result.resource = prm.doc.resource as string;
   const scopes = stringArray(prm.doc.scopes_supported);
   if (scopes) result.scopesSupported = scopes;
+  const dpop = dpopOf(result.dpopAlgs, stringArray(prm.doc.dpop_signing_alg_values_supported), prm.doc.dpop_bound_access_tokens_required === true);
+  if (dpop) result.dpop = dpop;
+  else delete result.dpop;
   return result;
+}
+
+/** The ES256 proofs the gateway signs (backends/dpop.ts) are taken where every list offered names ES256; bound tokens required is a signal of its own. */
+function dpopOf(asAlgs: string[] | undefined, prmAlgs: string[] | undefined, boundTokensRequired: boolean): { boundTokensRequired: boolean } | undefined {
+  const lists = [asAlgs, prmAlgs].filter((l): l is string[] => l !== undefined && l.length > 0);
+  if (lists.length === 0 ? !boundTokensRequired : !lists.every((l) => l.includes(DPOP_ALG))) return undefined;
+  return { boundTokensRequired };
 }
 
 /**
@@ -183,6 +203,12 @@ function fromServerMetadata(as: FoundDocument, issuerUrl: URL, options: Discover
   if (meta.client_id_metadata_document_supported === true) result.clientIdMetadataDocuments = true;
   if (stringArray(meta.scopes_supported)?.includes(OFFLINE_ACCESS)) result.offlineAccess = true;
   if (meta.authorization_response_iss_parameter_supported === true) result.issParameterSupported = true;
+  const dpopAlgs = stringArray(meta.dpop_signing_alg_values_supported);
+  if (dpopAlgs) {
+    result.dpopAlgs = dpopAlgs;
+    const dpop = dpopOf(dpopAlgs, undefined, false);
+    if (dpop) result.dpop = dpop;
+  }
   return result;
 }
 

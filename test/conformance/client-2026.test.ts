@@ -7,7 +7,8 @@
  * with a 2025-11-25 user (the SDK v1 client, bridged by the gateway) and with a 2026-07-28 user
  * (`@modelcontextprotocol/client` 2.x, pinned to 2026-07-28). The user's journey is the
  * fixture's `--explore` one: every tool called (the scenario's `toolCalls` arguments), every
- * resource read, every prompt got.
+ * resource read, every prompt got. The DPoP extension's two scenarios (`auth/dpop`,
+ * `auth/dpop-nonce`) run beside them, for both users too.
  *
  * Real parts shared by all runs (issue 43: the suite's time): one Redis, the gateway's own
  * MCP authorization server and one Chromium; one gateway per run. A run that still fails is
@@ -16,7 +17,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { CLIENT_SCENARIOS_2026, runClientScenario, startSharedParts } from '../helpers/conformance-client.js';
+import { CLIENT_SCENARIOS_2026, CLIENT_SCENARIOS_DPOP, runClientScenario, startSharedParts } from '../helpers/conformance-client.js';
 
 type User = '2025-11-25' | '2026-07-28';
 
@@ -25,7 +26,9 @@ const WAITING: Readonly<Record<string, string>> = {
 };
 
 const only = process.env.CONFORMANCE_CLIENT_SCENARIOS?.split(',').filter((s) => s !== '');
-const scenarios = only?.length ? CLIENT_SCENARIOS_2026.filter((s) => only.includes(s)) : CLIENT_SCENARIOS_2026;
+/** The 18 of 2026-07-28 and the DPoP extension's two (issue 42 cause 12). */
+const ALL = [...CLIENT_SCENARIOS_2026, ...CLIENT_SCENARIOS_DPOP];
+const scenarios = only?.length ? ALL.filter((s) => only.includes(s)) : ALL;
 const users = (process.env.CONFORMANCE_CLIENT_USERS?.split(',') ?? ['2025-11-25', '2026-07-28']).filter((u): u is User => u === '2025-11-25' || u === '2026-07-28');
 
 let shared: { stop: () => Promise<void> } | undefined;
@@ -37,7 +40,7 @@ before(async () => {
 
 after(async () => {
   for (const [user, names] of passed) {
-    process.stderr.write(`# 2026-07-28 client scenarios through the gateway, ${user} user: ${names.length} of ${scenarios.length} passed (${names.join(', ')})\n`);
+    process.stderr.write(`# 2026-07-28 (and DPoP) client scenarios through the gateway, ${user} user: ${names.length} of ${scenarios.length} passed (${names.join(', ')})\n`);
   }
   await shared?.stop();
 });

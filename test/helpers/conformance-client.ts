@@ -1,10 +1,12 @@
 /**
  * The official conformance suite's CLIENT scenarios (@modelcontextprotocol/conformance
  * 0.1.16, and 0.2.0-alpha.11's new 2026-07-28 ones) run through a Switchboard gateway (issue 33): `conformance client --scenario X
- * --command "<node> --import tsx test/fixtures/conformance-client.ts"`, the scenario's
- * servers as the gateway's backend, one gateway per scenario.
+ * --command "<node> test/fixtures/conformance-client-shim.mjs"`, the scenario's servers as the
+ * gateway's backend, one gateway per scenario; the shim hands each journey to this process
+ * (conformance-fixture-host.ts), which runs it (test/fixtures/conformance-journey.ts).
  *
- * - CLIENT_SCENARIOS_2026: the 2026-07-28 ones (issue 42), each with either era's user.
+ * - CLIENT_SCENARIOS_2026: the 2026-07-28 ones (issue 42), each with either era's user;
+ *   CLIENT_SCENARIOS_DPOP: the DPoP extension's two (issue 42 cause 12), run beside them.
  * - CLIENT_SCENARIOS: what the issue counts (draft and extension scenarios left out).
  * - launchSharedBrowser(): Chromium started once with playwright-core's `launchServer`; the
  *   fixture of each scenario connects to its WebSocket endpoint.
@@ -20,7 +22,7 @@ import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from './browser.js';
 import { startOAuthServer } from './oauth.js';
 import { startRedis } from './redis.js';
 import { CONFORMANCE_2026_CLI, CONFORMANCE_CLI, PROJECT_ROOT, runCli, type ConformanceCheck } from './conformance.js';
-import { nodeEntry } from './node-entry.js';
+import { startFixtureHost } from './conformance-fixture-host.js';
 
 /** The 20 client scenarios of 0.1.16 for 2025-11-25, 2025-06-18 and 2025-03-26 (`conformance list`). */
 export const CLIENT_SCENARIOS: readonly string[] = [
@@ -72,7 +74,16 @@ export const CLIENT_SCENARIOS_2026: readonly string[] = [
   'json-schema-2020-12-preservation',
 ];
 
-const FIXTURE = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-client.ts');
+/**
+ * The DPoP extension's client scenarios (`io.modelcontextprotocol/auth/dpop`, SEP-1932; issue 42
+ * cause 12): a DPoP-bound token asked for with a proof at the token endpoint and presented
+ * with the DPoP scheme and a fresh proof on every request, and (`-nonce`) the authorization
+ * server's and the MCP server's `use_dpop_nonce` answered by one retry with their nonce.
+ */
+export const CLIENT_SCENARIOS_DPOP: readonly string[] = ['auth/dpop', 'auth/dpop-nonce'];
+
+/** The command the suite starts per scenario: it hands the scenario to this process's fixture host (startSharedParts). */
+const SHIM = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-client-shim.mjs');
 
 /**
  * What every scenario's fixture shares (issue 43: the suite's time): one Redis, the gateway's
@@ -84,8 +95,11 @@ export async function startSharedParts(): Promise<{ stop: () => Promise<void> }>
   process.env.CONFORMANCE_REDIS_URL = redis.url;
   process.env.CONFORMANCE_IDP_ISSUER = idp.issuer;
   process.env.CONFORMANCE_BROWSER_WS = browser.wsEndpoint();
+  const host = await startFixtureHost({ redisUrl: redis.url, issuer: idp.issuer, browserWs: browser.wsEndpoint(), ...(process.env.CONFORMANCE_GATEWAY_LOG ? { gatewayLog: process.env.CONFORMANCE_GATEWAY_LOG } : {}) });
+  process.env.CONFORMANCE_FIXTURE_HOST = host.url;
   return {
     stop: async () => {
+      await host.stop();
       await browser.close();
       await Promise.allSettled([idp.stop(), redis.stop()]);
     },
@@ -121,7 +135,7 @@ export async function runClientScenario(scenario: string, options: ClientScenari
   const outDir = await mkdtemp(path.join(tmpdir(), 'sb-conformance-client-'));
   try {
     const flags = [...(options.suite2026 ? ['--explore'] : []), ...(options.user === '2026-07-28' ? ['--user=2026-07-28'] : [])];
-    const command = [process.execPath, ...nodeEntry(FIXTURE), ...flags].join(' ');
+    const command = [process.execPath, SHIM, ...flags].join(' ');
     const run = await runCli(options.suite2026 ? CONFORMANCE_2026_CLI : CONFORMANCE_CLI, ['client', '--scenario', scenario, '--command', command, '--timeout', String(timeoutMs), '-o', outDir], timeoutMs + 60_000);
     const checks = await readChecks(outDir);
     return { passed: run.exitCode === 0 && checks.length > 0, checks, output: `${run.stdout}\n${run.stderr}` };
