@@ -26,6 +26,7 @@ import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
 import { registerApprovalRoutes } from './approval-routes.js';
 import { ApprovalStore } from '../policy/approvals.js';
+import { approvalEvents } from '../policy/approval-events.js';
 import { registerClientMetadataRoute } from './client-metadata-route.js';
 import { ElicitationStore } from './elicitations.js';
 import { registerLoginRoutes } from '../browser/login-routes.js';
@@ -56,7 +57,8 @@ export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps
   registerConnectRoutes(app, flow);
   registerCallbackRoutes(app, flow);
   registerConnectionsRoutes(app, flow);
-  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store), config });
+  // Decisions and expiries noticed here are audited like those of the calls (policy/approval-events.ts).
+  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store, approvalEvents({ audit: () => app.audit })), config });
   registerClientMetadataRoute(app, config);
   return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }

@@ -49,6 +49,22 @@ export interface AuditEvent {
   traceId?: string;
 }
 
+/** A step of a held call's approval, as {@link Audit.approval} records it. */
+export interface ApprovalAuditEvent {
+  step: 'requested' | 'approved' | 'denied' | 'expired' | 'used';
+  /** The caller's key (the record shows its digest, as `user`). */
+  userKey: string;
+  /** Who decided (approved, denied): their key, shown as its digest. */
+  approverKey?: string;
+  approval: string;
+  rule: string;
+  backend: string;
+  tool: string;
+  argumentsHash: string;
+  fourEyes: boolean;
+  expiresAt: number;
+}
+
 /** What an HTTP-level refusal knows of its request (a Fastify request has these). */
 export interface AuditedHttpRequest {
   url: string;
@@ -221,6 +237,32 @@ export class Audit {
     const decision = e.mode === 'block' ? 'deny' : e.mode === 'hold' ? 'hold' : 'allow';
     const record = { schema: AUDIT_SCHEMA, time: new Date().toISOString(), event: 'tool-definition-changed', backend: e.backend, tool: e.tool, decision, rule: `backends.${e.backend}.pinning.mode`, mode: e.mode, pinnedSha256: e.pinned, seenSha256: e.seen };
     this.sink.write(JSON.stringify(record) + '\n');
+  }
+
+  /**
+   * A step of a held call's approval (issue 46 §5, policy/approval-events.ts): event
+   * `approval-requested`, `approval-approved`, `approval-denied`, `approval-expired` or
+   * `approval-used`, with the caller's digest, the approver's digest (who decided), the rule,
+   * backend, tool and the arguments' hash — never the arguments, whatever
+   * `audit.arguments.include` says: the approval page is where they are shown.
+   */
+  approval(e: ApprovalAuditEvent): void {
+    const record: Record<string, unknown> = {
+      schema: AUDIT_SCHEMA,
+      time: isoNow(),
+      event: `approval-${e.step}`,
+      user: e.userKey.slice(0, AUDIT_USER_CHARS),
+      backend: e.backend,
+      tool: e.tool,
+      argumentsSha256: e.argumentsHash,
+      rule: e.rule,
+      approval: e.approval,
+      fourEyes: e.fourEyes,
+      approver: e.approverKey?.slice(0, AUDIT_USER_CHARS),
+      expiresAt: new Date(e.expiresAt).toISOString(),
+    };
+    if (this.sink.writeRecord) this.sink.writeRecord(record);
+    else this.sink.write(JSON.stringify(record) + '\n');
   }
 
   close(): Promise<void> {

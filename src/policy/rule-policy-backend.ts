@@ -45,6 +45,7 @@ import { toolListEntry } from './tool-policy.js';
 import { failedCall, settledAtEnd } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
 import { confirmHold, type ConfirmParts } from './confirm-hold.js';
+import { approvalEvents } from './approval-events.js';
 
 const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/discover']);
 /** MCP 2025-11-25 Resources, "Error Handling": the answer to a read of a resource that is not there. */
@@ -264,6 +265,6 @@ export function rulePolicyFace(config: Config, metrics: Metrics, sinks: AuditSin
   const tenantClaim = config.auth.tenantClaim;
   const audit = new LiveAudit(config, sinks, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
   const rules = derived(config, (c) => new CelRules(c.policy));
-  const confirm = store ? { approvals: new ApprovalStore(store), publicUrl: config.publicUrl, tools: new ListedTools() } : undefined;
+  const confirm = store ? { approvals: new ApprovalStore(store, approvalEvents({ audit: () => audit.current })), publicUrl: config.publicUrl, tools: new ListedTools() } : undefined;
   return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit: () => audit.current, metrics, ...(confirm ? { confirm } : {}) }) };
 }

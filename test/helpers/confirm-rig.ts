@@ -38,15 +38,15 @@ export interface ConfirmRigOptions {
   name: string;
   /** `policy.rules`. */
   rules: NonNullable<ConfigInput['policy']>['rules'];
-  /** More top-level config (audit, approvals), the same on both replicas. */
-  overrides?: Partial<ConfigInput>;
+  /** More top-level config (audit, approvals) of the replica `A` or `B`. */
+  overrides?: (replica: 'A' | 'B') => Partial<ConfigInput>;
 }
 
 export async function startConfirmRig(options: ConfirmRigOptions): Promise<ConfirmRig> {
   const [redis, idp, bank, browser] = await Promise.all([startRedis(), startOAuthServer(), startBankBackend('legacy'), launchBrowser()]);
   const logLines: string[] = [];
   const key = (what: string) => `${options.name}-${what}-key-0123456789abcdef0123456789abcdef`;
-  const gatewayOn = (letter: string) =>
+  const gatewayOn = (letter: 'A' | 'B') =>
     startGateway({
       issuer: idp.issuer,
       backends: [{ name: 'bank', url: bank.url, protocol: '2025-11-25' }],
@@ -56,7 +56,7 @@ export async function startConfirmRig(options: ConfirmRigOptions): Promise<Confi
         auth: { issuer: idp.issuer, audience: CONFIRM_AUDIENCE, algorithms: ['RS256', 'ES256'], login: { clientId: 'switchboard-web', scopes: ['openid'] } },
         policy: { rules: options.rules },
         log: { level: 'debug' },
-        ...options.overrides,
+        ...options.overrides?.(letter),
       },
       logStream: new Writable({
         write(chunk: Buffer, _encoding, done) {

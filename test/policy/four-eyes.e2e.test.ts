@@ -12,6 +12,9 @@
  * once; an approver's denial is final; `/approvals` lists only what each viewer may decide.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,25 +22,48 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CONFIRM_AUDIENCE as AUDIENCE, decideOn as decide, heldCall as held, openedAs, startConfirmRig, type ConfirmRig } from '../helpers/confirm-rig.js';
 import type { GatewayHandle } from '../helpers/gateway.js';
+import { userKeyOf } from '../../src/auth/principal.js';
+import { argumentsHash } from '../../src/policy/approvals.js';
 
 /** A value no log line and no refusal may carry (an argument of the held calls). */
 const MEMO = 'four-eyes-memo <i>payroll</i>';
 const APPROVERS = ['finance-approvers'];
 let rig: ConfirmRig;
+/** Each replica's audit file (arguments opted in: approval records must still carry none). */
+let auditDir: string;
+const auditPath = (replica: 'A' | 'B') => join(auditDir, `audit-${replica}.jsonl`);
 
 before(async () => {
+  auditDir = await mkdtemp(join(tmpdir(), 'sb-four-eyes-'));
   rig = await startConfirmRig({
     name: 'four-eyes',
     rules: [
       { name: 'big-transfers', effect: 'confirm', when: 'mcp.tool.name == "transfer" && mcp.tool.arguments.amount >= 1000', approvers: { claims: { groups: APPROVERS } } },
+      { name: 'quick-deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account" && mcp.tool.arguments.id == "acc-expiring"', ttl: '10s' },
       { name: 'deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account"' },
     ],
+    overrides: (replica) => ({ audit: { sink: 'file', path: auditPath(replica), arguments: { include: true } } }),
   });
 });
 
 after(async () => {
   await rig?.close();
+  await rm(auditDir, { recursive: true, force: true });
 });
+
+/** The approval records of both replicas' audit files. */
+async function approvalRecords(): Promise<Array<Record<string, unknown>>> {
+  const texts = await Promise.all((['A', 'B'] as const).map((r) => readFile(auditPath(r), 'utf8').catch(() => '')));
+  return texts
+    .flatMap((t) => t.split('\n').filter(Boolean))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((r) => String(r.event).startsWith('approval-'));
+}
+
+/** The events recorded for one approval, in the order written. */
+const stepsOf = (records: Array<Record<string, unknown>>, id: string) => records.filter((r) => r.approval === id).map((r) => r.event);
+/** Approval ids seen by the tests, to check their audit records at the end. */
+const seen: { approved?: string; denied?: string } = {};
 
 /** People: their `sub`, the name their tokens carry, and their groups. */
 const ALICE = { sub: 'alice', name: 'Alice Example', groups: APPROVERS };
@@ -130,6 +156,7 @@ describe('four-eyes approval', () => {
     assert.equal(transfers(), 1);
     const next = await held(onB, 'transfer', args);
     assert.notEqual(next.elicitationId, asked.elicitationId, 'single use: the same call again is a new request');
+    seen.approved = asked.elicitationId;
     assert.equal(transfers(), 1);
   });
 
@@ -137,6 +164,7 @@ describe('four-eyes approval', () => {
     const client = await clientOf(rig.replicaB, ALICE);
     const args = { amount: 40_000, to: 'unknown' };
     const asked = await held(client, 'transfer', args);
+    seen.denied = asked.elicitationId;
     const approver = await opened(asked.url, BOB);
     assert.match(await decide(approver.page, 'deny'), /Call denied/);
     const refused = await client.callTool({ name: 'transfer', arguments: args }).then(
@@ -175,6 +203,35 @@ describe('four-eyes approval', () => {
     // The list's link opens the approver's page.
     await Promise.all([bob.page.waitForURL(/\/approve\?id=/), bob.page.click(`a[href="/approve?id=${theirs.elicitationId}"]`)]);
     assert.match((await bob.page.textContent('body')) ?? '', /Approve a call/);
+  });
+
+  test('audit: requested, approved, denied, used and expired, with who decided and the argument hash, never the arguments', async () => {
+    const client = await clientOf(rig.replicaA, ALICE);
+    const expiring = await held(client, 'delete_account', { id: 'acc-expiring' });
+    await new Promise((resolve) => setTimeout(resolve, 10_500));
+    // The caller's next request to hold (or /approvals) notices the expiry, once.
+    await held(client, 'delete_account', { id: 'acc-after-expiry' });
+    await openedAs(rig, `${rig.replicaB.url}/approvals`, ALICE.sub, { name: ALICE.name });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const records = await approvalRecords();
+    const bobDigest = userKeyOf(rig.idp.issuer, BOB.sub).slice(0, 16);
+    const aliceDigest = userKeyOf(rig.idp.issuer, ALICE.sub).slice(0, 16);
+    assert.deepEqual(stepsOf(records, seen.approved!), ['approval-requested', 'approval-approved', 'approval-used']);
+    assert.deepEqual(stepsOf(records, seen.denied!), ['approval-requested', 'approval-denied']);
+    assert.deepEqual(stepsOf(records, expiring.elicitationId), ['approval-requested', 'approval-expired']);
+    const approved = records.find((r) => r.approval === seen.approved && r.event === 'approval-approved')!;
+    assert.equal(approved.approver, bobDigest, 'who decided, as a digest');
+    assert.equal(approved.user, aliceDigest, 'the caller, as a digest');
+    assert.equal(approved.rule, 'big-transfers');
+    assert.equal(approved.backend, 'bank');
+    assert.equal(approved.tool, 'transfer');
+    assert.equal(approved.fourEyes, true);
+    assert.equal(approved.argumentsSha256, argumentsHash({ amount: 25_000, to: 'supplier', memo: MEMO }));
+    const expired = records.find((r) => r.approval === expiring.elicitationId && r.event === 'approval-expired')!;
+    assert.equal(expired.rule, 'quick-deletes');
+    const text = JSON.stringify(records);
+    for (const value of ['four-eyes-memo', 'supplier', 'acc-expiring', 'acc-after-expiry', 'Alice Example', 'Bob Approver']) assert.ok(!text.includes(value), `no argument or name in an approval record (${value})`);
+    assert.ok(records.every((r) => !('arguments' in r)));
   });
 
   test('no argument value and no token in any log line', () => {
