@@ -9,7 +9,7 @@
  * What is checked is what those servers saw: a proof of one key per link at the code exchange,
  * the refresh and every request to the backend (`typ`, public `jwk`, fresh `jti`, `htm`, `htu`
  * without query, `iat`, `ath`), the DPoP scheme, each server's `use_dpop_nonce` answered by one
- * retry with its nonce; and what the gateway refuses (a malformed nonce, a token type it did
+ * retry with its nonce; and what the gateway refuses (a malformed nonce, a second challenge, a token type it did
  * not ask for) without losing the link. The key is sealed in the vault, never logged.
  */
 import assert from 'node:assert/strict';
@@ -161,6 +161,22 @@ test('a use_dpop_nonce without a readable nonce is the backend\'s failure, and t
     assert.ok(await shared.vault.get(userKeyOf(idp.issuer, 'alice'), 'bound'), 'not taken for a refused token: still linked');
   } finally {
     server.malformedResourceNonce = false;
+    await client.close();
+  }
+});
+
+test('a backend that asks for a nonce again after the retry gets two requests, and the call -32010; the link stays', { timeout: 60_000 }, async () => {
+  const { client } = await watchedClient(gateway.endpoint('bound'), await idp.token({ sub: 'alice', aud: gateway.audience }), 'dpop-forgetful');
+  server.forgetfulResource = true;
+  const from = server.records.length;
+  try {
+    const refused = await client.callTool({ name: 'whoami', arguments: {} }).then(() => undefined, (err: unknown) => err);
+    assert.ok(refused instanceof McpError && refused.code === -32010, `expected -32010, got ${String(refused)}`);
+    assert.match(refused.message, /again after the retry/);
+    assert.deepEqual(server.records.slice(from).map((r) => r.error), ['use_dpop_nonce', 'use_dpop_nonce'], 'one retry, no more');
+    assert.ok(await shared.vault.get(userKeyOf(idp.issuer, 'alice'), 'bound'), 'still linked');
+  } finally {
+    server.forgetfulResource = false;
     await client.close();
   }
 });
