@@ -176,7 +176,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
 async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger, override: AuditSink | undefined, store: StateStore) {
   const telemetry = await startTelemetry(config, log, (reason, count) => metrics.telemetrySpansDropped.inc({ reason }, count));
   const otlp = telemetry ? await telemetry.auditSink() : undefined;
-  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp }, store);
+  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp }, store, log);
   return { telemetry, audit, policyFace };
 }
 

@@ -20,6 +20,7 @@
 import { z } from 'zod';
 import { compileCel } from './cel.js';
 import { DURATION_JSON_SCHEMA, parseDuration } from './duration.js';
+import { httpUrl } from './http-url.js';
 import { jsonHint } from './json-hints.js';
 
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
@@ -96,3 +97,28 @@ export const auditSchema = z
   .superRefine((a, ctx) => {
     if (a.sink === 'file' && !a.path) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['path'], message: 'is required for sink file' });
   });
+
+/**
+ * `approvals` (issue 46 §3): `notify` POSTs each new request of a `confirm` rule to a webhook
+ * (policy/approval-notify.ts) — its id, link, rule, backend, tool, the caller's name and the
+ * expiry, never the arguments — through the gateway's outbound SSRF guard, within `timeout`.
+ */
+export const approvalsSchema = z
+  .object({
+    notify: z
+      .object({
+        /** Where each new request is POSTed as JSON (https; http only to a loopback host while `publicUrl` is loopback http). */
+        url: httpUrl,
+        /** The whole exchange, after which it is given up (and counted as failed). */
+        timeout: jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
+          .default('5s')
+          .transform((value, ctx) => {
+            const ms = parseDuration(value);
+            if (ms === undefined || ms < 1_000 || ms > 30_000) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${value}" must be a duration between 1s and 30s (e.g. 5s)` });
+            return ms ?? 0;
+          }),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();

@@ -3,7 +3,7 @@
  * rest of the gateway needs (durations in ms, URLs without trailing slashes, defaults filled
  * in) so that no other module re-interprets raw config.
  */
-import { auditSchema, policySchema } from './policy-schema.js';
+import { approvalsSchema, auditSchema, policySchema } from './policy-schema.js';
 import { telemetrySchema } from './telemetry-schema.js';
 import { z } from 'zod';
 import { redisSchema } from './redis-schema.js';
@@ -311,6 +311,8 @@ export const configSchema = z
     policy: policySchema.default({}),
     /** The audit trail of decisions (issue 30 §2; off by default). */
     audit: auditSchema.default({}),
+    /** What `confirm` rules' requests also do: `notify`, a webhook for each new one (issue 46; policy-schema.ts). */
+    approvals: approvalsSchema.default({}),
     /** The admin routes on the metrics listener (pinning-schema.ts). */
     admin: adminSchema.default({}),
     /** OpenTelemetry traces and metrics over OTLP/HTTP (issue 30 §1; telemetry-schema.ts); absent = off. */

@@ -68,6 +68,8 @@ export class Metrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60],
     registers: [this.registry],
   });
+  /** outcome: sent (2xx) | status (another answer) | url | address | dns | redirect | timeout | too_large | network (safe-fetch.ts refusals and failures). */
+  readonly approvalNotifications = new Counter({ name: 'switchboard_approval_notifications_total', help: 'approvals.notify webhook POSTs of new held-call requests, by outcome', labelNames: ['outcome'], registers: [this.registry] });
   readonly authFailures = new Counter({ name: 'switchboard_auth_failures_total', help: 'Requests refused by token checks', labelNames: ['reason'], registers: [this.registry] });
   readonly elicitations = new Counter({ name: 'switchboard_elicitations_total', help: 'URL-mode elicitations by provider and event (started, completed, declined, expired)', labelNames: ['provider', 'event'], registers: [this.registry] });
   readonly tokenRefreshes = new Counter({ name: 'switchboard_token_refreshes_total', help: 'Third-party token refreshes by provider and outcome', labelNames: ['provider', 'outcome'], registers: [this.registry] });

@@ -24,6 +24,7 @@
  *
  * Put in front of a backend only when there are rules or an audit: otherwise it costs nothing.
  */
+import type { FastifyBaseLogger } from 'fastify';
 import type { BackendCallHeaders, BackendCaller, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
@@ -46,6 +47,7 @@ import { failedCall, settledAtEnd } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
 import { confirmHold, type ConfirmParts } from './confirm-hold.js';
 import { approvalEvents } from './approval-events.js';
+import { approvalNotifier } from './approval-notify.js';
 
 const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/discover']);
 /** MCP 2025-11-25 Resources, "Error Handling": the answer to a read of a resource that is not there. */
@@ -259,12 +261,14 @@ function inflightKey(caller: BackendCaller, id: string): string {
  * backend, at start and to those a reload adds). `store`: where `confirm` rules keep held
  * calls and approvals (the shared store: the retry may come to any replica). The face is always there, so a reload can turn
  * on the first rule or the audit; with neither it passes each request on before parsing it
- * (bench/policy-cost.ts "off"). The rules follow the live config.
+ * (bench/policy-cost.ts "off"). The rules follow the live config. `log`: where the
+ * `approvals.notify` webhook's failures are logged (approval-notify.ts); without it, no webhook.
  */
-export function rulePolicyFace(config: Config, metrics: Metrics, sinks: AuditSinks = {}, store?: StateStore): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
+export function rulePolicyFace(config: Config, metrics: Metrics, sinks: AuditSinks = {}, store?: StateStore, log?: FastifyBaseLogger): { audit: LiveAudit; face: (backend: McpBackend) => McpBackend } {
   const tenantClaim = config.auth.tenantClaim;
   const audit = new LiveAudit(config, sinks, (claims) => (tenantClaim ? claimValues(claims, tenantClaim)[0] : undefined));
   const rules = derived(config, (c) => new CelRules(c.policy));
-  const confirm = store ? { approvals: new ApprovalStore(store, approvalEvents({ audit: () => audit.current })), publicUrl: config.publicUrl, tools: new ListedTools() } : undefined;
+  const notify = log ? approvalNotifier(config, { metrics, log }) : undefined;
+  const confirm = store ? { approvals: new ApprovalStore(store, approvalEvents({ audit: () => audit.current, notify })), publicUrl: config.publicUrl, tools: new ListedTools() } : undefined;
   return { audit, face: (backend) => new RulePolicyBackend(backend, { rules, audit: () => audit.current, metrics, ...(confirm ? { confirm } : {}) }) };
 }

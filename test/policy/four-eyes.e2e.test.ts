@@ -9,10 +9,14 @@
  * themself (with a valid CSRF token of their own session) is refused — even though the caller
  * is in the approvers' group; someone signed in outside the group sees nothing of the call; a
  * matching approver sees it and approves it, and the caller's retry on the other replica runs
- * once; an approver's denial is final; `/approvals` lists only what each viewer may decide.
+ * once; an approver's denial is final; `/approvals` lists only what each viewer may decide;
+ * the audit records of each step (no arguments); the `approvals.notify` webhook (a receiver on
+ * 127.0.0.1, no arguments), and one aimed at a link-local address refused by the SSRF guard.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -33,8 +37,27 @@ let rig: ConfirmRig;
 let auditDir: string;
 const auditPath = (replica: 'A' | 'B') => join(auditDir, `audit-${replica}.jsonl`);
 
+/** What the `approvals.notify` receiver on 127.0.0.1 got: each POST's content type and body. */
+const hooks: Array<{ contentType: string | undefined; body: string }> = [];
+let receiver: Server;
+
+function startReceiver(): Promise<string> {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method === 'POST' && req.url === '/hook') hooks.push({ contentType: req.headers['content-type'], body: Buffer.concat(chunks).toString() });
+      res.writeHead(204).end();
+    });
+  });
+  return new Promise((resolve) => receiver.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`)));
+}
+
 before(async () => {
   auditDir = await mkdtemp(join(tmpdir(), 'sb-four-eyes-'));
+  const hookUrl = await startReceiver();
+  // Replica A notifies the local receiver; B a link-local address (a cloud metadata service), which the SSRF guard refuses.
+  const notifyOf = (replica: 'A' | 'B') => ({ url: replica === 'A' ? hookUrl : 'https://169.254.169.254/latest/hook' });
   rig = await startConfirmRig({
     name: 'four-eyes',
     rules: [
@@ -42,12 +65,13 @@ before(async () => {
       { name: 'quick-deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account" && mcp.tool.arguments.id == "acc-expiring"', ttl: '10s' },
       { name: 'deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account"' },
     ],
-    overrides: (replica) => ({ audit: { sink: 'file', path: auditPath(replica), arguments: { include: true } } }),
+    overrides: (replica) => ({ audit: { sink: 'file', path: auditPath(replica), arguments: { include: true } }, approvals: { notify: notifyOf(replica) } }),
   });
 });
 
 after(async () => {
   await rig?.close();
+  receiver?.close();
   await rm(auditDir, { recursive: true, force: true });
 });
 
@@ -58,6 +82,15 @@ async function approvalRecords(): Promise<Array<Record<string, unknown>>> {
     .flatMap((t) => t.split('\n').filter(Boolean))
     .map((line) => JSON.parse(line) as Record<string, unknown>)
     .filter((r) => String(r.event).startsWith('approval-'));
+}
+
+/** The value `find` returns once it returns one, within 10 s. */
+async function until<T>(find: () => T | undefined): Promise<T> {
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    const found = find();
+    if (found !== undefined) return found;
+  }
+  throw new Error('not seen within 10 s');
 }
 
 /** The events recorded for one approval, in the order written. */
@@ -232,6 +265,29 @@ describe('four-eyes approval', () => {
     const text = JSON.stringify(records);
     for (const value of ['four-eyes-memo', 'supplier', 'acc-expiring', 'acc-after-expiry', 'Alice Example', 'Bob Approver']) assert.ok(!text.includes(value), `no argument or name in an approval record (${value})`);
     assert.ok(records.every((r) => !('arguments' in r)));
+  });
+
+  test('approvals.notify: each new request is POSTed without arguments; a webhook at a refused address is blocked by the SSRF guard', async () => {
+    const onA = await clientOf(rig.replicaA, ALICE);
+    const args = { amount: 12_345, to: 'webhook-target', memo: MEMO };
+    const asked = await held(onA, 'transfer', args);
+    const hook = await until(() => hooks.find((h) => h.body.includes(asked.elicitationId)));
+    assert.match(hook.contentType ?? '', /^application\/json/);
+    const body = JSON.parse(hook.body) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(body).sort(), ['backend', 'caller', 'expiresAt', 'id', 'link', 'rule', 'tool']);
+    assert.deepEqual({ ...body, expiresAt: undefined }, { id: asked.elicitationId, link: asked.url, rule: 'big-transfers', backend: 'bank', tool: 'transfer', caller: 'Alice Example', expiresAt: undefined });
+    assert.ok(Date.parse(String(body.expiresAt)) > Date.now());
+    for (const value of ['12345', 'webhook-target', 'four-eyes-memo']) assert.ok(!hook.body.includes(value), `no argument in the webhook (${value})`);
+
+    // Replica B's webhook is aimed at 169.254.169.254: refused before any connection, logged and
+    // counted; the call is held all the same.
+    const onB = await clientOf(rig.replicaB, ALICE);
+    const heldOnB = await held(onB, 'transfer', { amount: 54_321, to: 'elsewhere' });
+    await until(() => rig.logLines.find((l) => l.startsWith('B ') && l.includes('approvals.notify: the webhook could not be reached') && l.includes('"reason":"address"')));
+    assert.ok(!rig.logLines.some((l) => l.includes('169.254.169.254/latest/hook')), 'the webhook URL is not logged');
+    const metrics = await (await fetch(`${rig.replicaB.url}/metrics`)).text();
+    assert.match(metrics, /switchboard_approval_notifications_total\{outcome="address"\} [1-9]/);
+    assert.ok(!hooks.some((h) => h.body.includes(heldOnB.elicitationId)), 'nothing reached the receiver from B');
   });
 
   test('no argument value and no token in any log line', () => {
