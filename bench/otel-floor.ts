@@ -4,12 +4,15 @@
  * process, CPU time (user + system) of this process.
  *
  * - span: `startSpan` with the attributes a gateway SERVER span carries (12), `end`, and its
- *   export: the gateway's span queue (src/telemetry/span-queue.ts) and the real OTLP/HTTP
- *   exporter to a real receiver (bench/otlp-sink.ts, its own process), flushed before the
- *   clock stops — the JSON encoding and the posts included;
+ *   export: the gateway's span queue (src/telemetry/span-queue.ts) and an OTLP/HTTP exporter to
+ *   a real receiver (bench/otlp-sink.ts, its own process), flushed before the clock stops — the
+ *   JSON encoding and the posts included. Twice: with the SDK's `OTLPTraceExporter` (its
+ *   `JsonTraceSerializer`), and with the gateway's (src/telemetry/otlp-trace-exporter.ts: the
+ *   SDK's HTTP export delegate, our encoder);
  * - span, not exported: the same without the queue's export (the tracer's work alone);
- * - encoding alone: a batch of 512 such spans as the OTLP JSON the exporter posts, and as
- *   OTLP protobuf, per span;
+ * - encoding alone: a batch of 512 such spans as the OTLP JSON the exporter posts — by the SDK's
+ *   `JsonTraceSerializer` and by ours (src/telemetry/otlp-json-spans.ts), checked to be the same
+ *   text first — and as OTLP protobuf, per span;
  * - histogram: one `record` with the 9 metric attributes of a call, a new object each time as
  *   the gateway's (the SDK hashes them);
  * - context: W3C `traceparent` extracted from text and injected back (what each hop does).
@@ -26,6 +29,8 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { OtlpJsonTraceSerializer } from '../src/telemetry/otlp-json-spans.js';
+import { OtlpJsonTraceExporter } from '../src/telemetry/otlp-trace-exporter.js';
 import { BoundedSpanQueue } from '../src/telemetry/span-queue.js';
 import { median } from './load.js';
 import { startOtlpSink } from './processes.js';
@@ -58,10 +63,12 @@ const { child: sink, url: sinkUrl } = await startOtlpSink();
 try {
   const url = `${sinkUrl}/v1/traces`;
   let dropped = 0;
-  const exported = new BoundedSpanQueue(new OTLPTraceExporter({ url }), (_reason, n) => (dropped += n));
+  const exportedSdk = new BoundedSpanQueue(new OTLPTraceExporter({ url }), (_reason, n) => (dropped += n));
+  const exported = new BoundedSpanQueue(new OtlpJsonTraceExporter({ url }), (_reason, n) => (dropped += n));
   // The tracer's work alone: a processor that takes the span and lets it go.
   const nothing: SpanProcessor = { onStart: () => {}, onEnd: () => {}, forceFlush: async () => {}, shutdown: async () => {} };
   const tracers = {
+    exportedSdk: { provider: new TracerProvider({ spanProcessors: [exportedSdk] }) },
     exported: { provider: new TracerProvider({ spanProcessors: [exported] }) },
     local: { provider: new TracerProvider({ spanProcessors: [nothing] }) },
   };
@@ -78,6 +85,8 @@ try {
   const kept: ReadableSpan[] = [];
   const keeping = new TracerProvider({ spanProcessors: [{ ...nothing, onEnd: (span: ReadableSpan) => void kept.push(span) }] }).getTracer('floor');
   for (let i = 0; i < 512; i++) keeping.startSpan('tools/call echo', { kind: SpanKind.SERVER, attributes: { ...ATTRIBUTES } }).end();
+  const text = (bytes: Uint8Array | undefined) => Buffer.from(bytes!).toString('utf8');
+  if (text(OtlpJsonTraceSerializer.serializeRequest(kept)) !== text(JsonTraceSerializer.serializeRequest(kept))) throw new Error('our OTLP JSON differs from the SDK serializer\'s');
   const encode = (serializer: { serializeRequest(spans: ReadableSpan[]): Uint8Array | undefined }) => () => {
     for (let i = 0; i < N / 512; i++) serializer.serializeRequest(kept);
   };
@@ -86,11 +95,12 @@ try {
   const histogram = meters.getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's', advice: { explicitBucketBoundaries: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300] } });
   const propagator = new W3CTraceContextPropagator();
   const carrier = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
-  const figures: Record<string, number[]> = { 'span, exported over OTLP/HTTP': [], 'span, not exported': [], 'OTLP JSON encoding alone': [], 'OTLP protobuf encoding alone': [], 'histogram record (9 attributes)': [], 'traceparent extract + inject': [] };
   const runs: Array<[string, () => void | Promise<void>]> = [
-    ['span, exported over OTLP/HTTP', spans(tracers.exported.provider)],
+    ['span, exported (SDK encoder)', spans(tracers.exportedSdk.provider)],
+    ['span, exported (our encoder)', spans(tracers.exported.provider)],
     ['span, not exported', spans(tracers.local.provider)],
-    ['OTLP JSON encoding alone', encode(JsonTraceSerializer)],
+    ['OTLP JSON encoding (SDK)', encode(JsonTraceSerializer)],
+    ['OTLP JSON encoding (ours)', encode(OtlpJsonTraceSerializer)],
     ['OTLP protobuf encoding alone', encode(ProtobufTraceSerializer)],
     ['histogram record (9 attributes)', () => {
       for (let i = 0; i < N; i++) histogram.record(0.001 * (i % 7), { ...METRIC_ATTRIBUTES }); // a new object per call, as the gateway's
@@ -103,12 +113,16 @@ try {
       }
     }],
   ];
+  const figures: Record<string, number[]> = Object.fromEntries(runs.map(([name]) => [name, []]));
   for (const [, run] of runs) await run(); // warm-up
   for (let r = 0; r < ROUNDS; r++) for (const [name, run] of runs) figures[name]!.push(await perOp(run, N));
   for (const [name, xs] of Object.entries(figures)) console.log(`${name.padEnd(34)} ${median(xs).toFixed(2).padStart(6)} µs CPU each  (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
+  // Ours ÷ the SDK's within each round (the machine may be loaded: the ratio of one round is steadier than either figure).
+  const ratio = (ours: string, sdk: string) => median(figures[ours]!.map((x, i) => x / figures[sdk]![i]!)).toFixed(2);
+  console.log(`ours ÷ SDK, median of rounds: encoding ${ratio('OTLP JSON encoding (ours)', 'OTLP JSON encoding (SDK)')}, exported span ${ratio('span, exported (our encoder)', 'span, exported (SDK encoder)')}`);
   const counts = (await (await fetch(url.replace('/v1/traces', '/counts'))).json()) as Record<string, { requests: number; bytes: number }>;
   console.log(`receiver: ${counts['/v1/traces']?.requests ?? 0} posts, ${((counts['/v1/traces']?.bytes ?? 0) / 1e6).toFixed(1)} MB; spans dropped: ${dropped}`);
-  await Promise.all([tracers.exported.provider.shutdown(), tracers.local.provider.shutdown(), meters.shutdown()]);
+  await Promise.all([tracers.exportedSdk.provider.shutdown(), tracers.exported.provider.shutdown(), tracers.local.provider.shutdown(), meters.shutdown()]);
 } finally {
   await sink.stop();
 }

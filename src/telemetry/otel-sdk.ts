@@ -1,7 +1,7 @@
 /**
  * The OpenTelemetry SDK behind `telemetry` (issue 30 §1), loaded only by a dynamic import from
  * telemetry.ts. No auto-instrumentation and no global registration: one tracer provider
- * (parent-based ratio sampler, batch processor, OTLP/HTTP exporter to `{endpoint}/v1/traces`),
+ * (parent-based ratio sampler, bounded span queue, OTLP/HTTP exporter to `{endpoint}/v1/traces`),
  * one meter provider (OTLP/HTTP to `{endpoint}/v1/metrics`), W3C trace context and baggage,
  * and contexts passed by hand from the SERVER span to the CLIENT spans (the request carries it).
  *
@@ -18,7 +18,6 @@ import { randomUUID } from 'node:crypto';
 import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type Histogram, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
@@ -30,6 +29,7 @@ import { headerValue } from '../wire/headers.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { cappedJson, describeMessage, metricAttributes, responseError, serverOf, type Attributes } from './mcp-attributes.js';
+import { OtlpJsonTraceExporter } from './otlp-trace-exporter.js';
 import { BoundedSpanQueue, SPAN_QUEUE_DEFAULTS } from './span-queue.js';
 import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
 
@@ -53,8 +53,9 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   const tracerProvider = new TracerProvider({
     resource,
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling.ratio) }),
-    // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts).
-    spanProcessors: [new BoundedSpanQueue(new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: SPAN_QUEUE_DEFAULTS.exportTimeoutMs }), dropped)],
+    // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts);
+    // the SDK's OTLP/HTTP export with our OTLP/JSON encoder (otlp-trace-exporter.ts).
+    spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: SPAN_QUEUE_DEFAULTS.exportTimeoutMs }), dropped)],
   });
   const meterProvider = new MeterProvider({
     resource,

@@ -1,13 +1,14 @@
 /**
  * The span export's bounded queue (src/telemetry/span-queue.ts, issue 44 part 1) with the real
- * SDK tracer and the real OTLP/HTTP exporter, against collectors on loopback: one that accepts
+ * SDK tracer and the gateway's OTLP/HTTP exporter (the SDK's HTTP export delegate with our JSON
+ * encoder, src/telemetry/otlp-trace-exporter.ts), against collectors on loopback: one that accepts
  * and never answers, one that refuses connections (a closed port), and the real receiver
  * (test/fixtures/otlp-receiver.ts). Small limits, so the bound is reached with a few spans.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
 import { TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import { BoundedSpanQueue, type SpanDropReason } from '../../src/telemetry/span-queue.js';
 import type { Recorded } from '../fixtures/otlp-receiver.js';
@@ -38,7 +39,7 @@ after(async () => {
 /** A tracer exporting through the queue to `endpoint`, and the drops it counted. */
 function tracing(endpoint: string) {
   const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
-  const queue = new BoundedSpanQueue(new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs }), (reason, n) => (drops[reason] += n), LIMITS);
+  const queue = new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs }), (reason, n) => (drops[reason] += n), LIMITS);
   const provider = new TracerProvider({ spanProcessors: [queue] });
   const tracer = provider.getTracer('span-queue-test');
   const spans = (n: number, name = 'call') => {
@@ -83,7 +84,7 @@ test('a healthy collector gets every span, batched, and nothing is counted dropp
 test('shutdown with a collector that never answers gives up at the first batch it did not take, and counts the rest dropped', async () => {
   const port = (stalling.address() as { port: number }).port;
   const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
-  const exporter = new OTLPTraceExporter({ url: `http://127.0.0.1:${port}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs });
+  const exporter = new OtlpJsonTraceExporter({ url: `http://127.0.0.1:${port}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs });
   let exports = 0;
   const counting: SpanExporter = {
     export: (spans, done) => {

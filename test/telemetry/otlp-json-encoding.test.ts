@@ -1,0 +1,117 @@
+/**
+ * The gateway's OTLP/JSON span encoder (src/telemetry/otlp-json-spans.ts, issue 44 part 1) against
+ * the SDK's own (`JsonTraceSerializer` of @opentelemetry/otlp-transformer, imported here only):
+ * spans made by the real SDK TracerProvider — every attribute value type, arrays, empty and
+ * unicode strings, characters JSON must escape, events with attributes, links, an error status
+ * with its message, remote and local parents, trace state, several resources and scopes, dropped
+ * counts — encode to the same document once parsed.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes } from '@opentelemetry/api';
+import { TraceState } from '@opentelemetry/core';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { traceRequestJson, OtlpJsonTraceSerializer } from '../../src/telemetry/otlp-json-spans.js';
+import { jsonString, nanosString } from '../../src/telemetry/otlp-json-values.js';
+
+const TRICKY = ['', 'plain', 'quote " and \\ backslash', 'controls \u0000\u0001\b\f\n\r\t\u001f\u007f', 'unicode é ü 日本語 🚀', 'lone surrogates \ud800 x \udfff', '\u2028\u2029 </script>', 'emoji pair \ud83d\ude80 then lone \ud83d'];
+
+const ATTRIBUTES: Attributes = {
+  'str': 'value', 'str.empty': '', 'str.escape': TRICKY[2], 'str.controls': TRICKY[3], 'str.unicode': TRICKY[4], 'str.surrogate': TRICKY[5],
+  'int': 42, 'int.negative': -7, 'int.zero': 0, 'int.negzero': -0, 'int.big': Number.MAX_SAFE_INTEGER, 'double': 3.25, 'double.tiny': 1e-300, 'double.huge': 1.5e300, 'double.nan': Number.NaN, 'double.inf': Number.POSITIVE_INFINITY,
+  'bool.true': true, 'bool.false': false,
+  'arr.str': ['a', '', 'ü"\\'], 'arr.int': [1, 2, -3], 'arr.double': [1.5, 2.25], 'arr.bool': [true, false], 'arr.empty': [], 'arr.holes': ['a', null, undefined, 'b'],
+  'key "quoted" \\ é\n': 'k',
+};
+
+/** A provider whose ended spans are kept, with its own resource. */
+function keeping(resource: ReturnType<typeof resourceFromAttributes>, kept: ReadableSpan[], limits?: ConstructorParameters<typeof TracerProvider>[0]) {
+  const processor: SpanProcessor = { onStart: () => {}, onEnd: (s) => void kept.push(s), forceFlush: async () => {}, shutdown: async () => {} };
+  return new TracerProvider({ resource, spanProcessors: [processor], ...limits });
+}
+
+/** A varied batch: two resources (one with a schema URL), three scopes, spans of every kind. */
+function variedSpans(): ReadableSpan[] {
+  const kept: ReadableSpan[] = [];
+  const a = keeping(resourceFromAttributes({ 'service.name': 'switchboard', 'service.version': '1.2.3', 'service.instance.id': 'ïd "x"', 'host.cpus': 2, 'arr': ['x', 'y'] }), kept);
+  const b = keeping(resourceFromAttributes({ 'service.name': 'other' }, { schemaUrl: 'https://opentelemetry.io/schemas/1.30.0' }), kept, {
+    spanLimits: { attributeCountLimit: 3, eventCountLimit: 1, linkCountLimit: 1, attributePerEventCountLimit: 1, attributePerLinkCountLimit: 1, attributeValueLengthLimit: 4 },
+  });
+  const remoteParent = trace.setSpanContext(ROOT_CONTEXT, { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState: new TraceState('vendor=a,other=b"') });
+  const linked = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.NONE, isRemote: true, traceState: new TraceState('k=v') };
+  const localLinked = { traceId: '0af7651916cd43dd8448eb211c80319d', spanId: 'b7ad6b7169203332', traceFlags: TraceFlags.SAMPLED };
+
+  const gateway = a.getTracer('switchboard', '9.9.9');
+  const server = gateway.startSpan('tools/call echo', { kind: SpanKind.SERVER, attributes: ATTRIBUTES, links: [{ context: linked, attributes: { 'link.attr': 'ü', 'n': 1 } }, { context: localLinked }] }, remoteParent);
+  server.addEvent('event with attributes', { 'e.str': TRICKY[6], 'e.arr': [1, 2], 'e.bool': false });
+  server.addEvent('event without');
+  server.addEvent(TRICKY[7]!, { x: 1.5 }, [1_700_000_000, 5]);
+  server.setStatus({ code: SpanStatusCode.ERROR, message: 'failed: "quoted" \n é' });
+  const client = gateway.startSpan('tools/call echo', { kind: SpanKind.CLIENT, attributes: { 'server.port': 8080 } }, trace.setSpan(ROOT_CONTEXT, server));
+  client.setStatus({ code: SpanStatusCode.OK });
+  client.end();
+  server.end();
+  for (const kind of [SpanKind.INTERNAL, SpanKind.PRODUCER, SpanKind.CONSUMER]) gateway.startSpan(`kind ${kind}`, { kind, startTime: [1, 0] }).end([1, 999_999_999]);
+  a.getTracer('no-version').startSpan('', { attributes: {} }).end();
+  a.getTracer('scoped', '1', { schemaUrl: 'https://example.com/schema' }).startSpan('scoped span').end();
+  gateway.startSpan('same scope again, after another scope').end();
+
+  // Limits: attributes, events, links and their attributes dropped; long strings cut.
+  const limited = b.getTracer('limited').startSpan('limited', { attributes: { a: 'abcdefgh', b: ['long string', 'x'], c: 3, d: 4, e: 5 }, links: [{ context: linked, attributes: { p: 1, q: 2 } }, { context: localLinked }] });
+  limited.addEvent('first', { p: 1, q: 2, r: 3 });
+  limited.addEvent('second');
+  limited.setStatus({ code: SpanStatusCode.ERROR });
+  limited.end();
+  return kept;
+}
+
+const parsedSdk = (spans: ReadableSpan[]) => JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)!)) as unknown;
+const parsedOurs = (spans: ReadableSpan[]) => JSON.parse(Buffer.from(OtlpJsonTraceSerializer.serializeRequest(spans)!).toString('utf8')) as unknown;
+
+test('a varied batch of real SDK spans: our document is the SDK serializer\'s, field for field', () => {
+  const spans = variedSpans();
+  assert.ok(spans.length >= 9);
+  const limited = spans.find((s) => s.name === 'limited')!;
+  assert.ok(limited.droppedAttributesCount > 0 && limited.droppedEventsCount > 0 && limited.droppedLinksCount > 0, 'the limits dropped something');
+  assert.deepStrictEqual(parsedOurs(spans), parsedSdk(spans));
+  const doc = parsedOurs(spans) as { resourceSpans: Array<{ scopeSpans: unknown[] }> };
+  assert.equal(doc.resourceSpans.length, 2);
+  assert.equal(doc.resourceSpans[0]!.scopeSpans.length, 3);
+  // Written in the SDK's field order too: the very same text.
+  assert.equal(Buffer.from(OtlpJsonTraceSerializer.serializeRequest(spans)!).toString('utf8'), new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)!));
+});
+
+test('each span alone, and in the reverse order (grouping follows first appearance)', () => {
+  const spans = variedSpans();
+  for (const s of spans) assert.deepStrictEqual(parsedOurs([s]), parsedSdk([s]), s.name);
+  const reversed = [...spans].reverse();
+  assert.deepStrictEqual(parsedOurs(reversed), parsedSdk(reversed));
+});
+
+test('an empty batch', () => {
+  assert.deepStrictEqual(parsedOurs([]), parsedSdk([]));
+  assert.equal(traceRequestJson([]), '{"resourceSpans":[]}');
+});
+
+test('strings are written exactly as JSON.stringify writes them, lone surrogates included', () => {
+  for (const s of [...TRICKY, '"', '\\', '\u001f', '\ud800', '\udc00', 'a\ud83d\ude80b']) assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
+  for (let c = 0; c < 0x10000; c += 7) {
+    const s = `x${String.fromCharCode(c)}y`;
+    assert.equal(jsonString(s), JSON.stringify(s));
+  }
+});
+
+test('times are exact decimal nanoseconds, as BigInt computes them', () => {
+  const cases: Array<[number, number]> = [[1_700_000_000, 0], [1_700_000_000, 5], [1_700_000_000, 999_999_999], [1, 1], [0, 0], [0, 123], [4_102_444_800, 1_000]];
+  for (let i = 0; i < 1000; i++) cases.push([Math.floor(Math.random() * 4e9), Math.floor(Math.random() * 1e9)]);
+  for (const [s, ns] of cases) assert.equal(nanosString([s, ns]), `"${BigInt(s) * 1_000_000_000n + BigInt(ns)}"`, `${s},${ns}`);
+});
+
+test('the collector\'s answer: empty, a partial success, or unreadable', () => {
+  assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new Uint8Array()), {});
+  const partial = { partialSuccess: { rejectedSpans: 2, errorMessage: 'x' } };
+  assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new TextEncoder().encode(JSON.stringify(partial))), JsonTraceSerializer.deserializeResponse(new TextEncoder().encode(JSON.stringify(partial))));
+  assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new TextEncoder().encode('not json')), {});
+});
