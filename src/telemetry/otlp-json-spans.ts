@@ -129,15 +129,16 @@ function link(l: Link): string {
 }
 
 /**
- * The serializer the SDK's OTLP/HTTP export delegate takes (otlp-trace-exporter.ts): the request
- * as UTF-8 bytes; the collector's answer (an `ExportTraceServiceResponse`, possibly empty) read
- * as JSON, an unreadable one as empty with a diagnostic warning — what the SDK's JSON serializer does.
+ * A serializer as the SDK's OTLP/HTTP export delegate takes it: the request as UTF-8 bytes of
+ * its own (the exporter's, otlp-trace-exporter.ts, writes into buffers it reuses); the
+ * collector's answer (an `ExportTraceServiceResponse`, possibly empty) read as JSON, an
+ * unreadable one as empty with a diagnostic warning — what the SDK's JSON serializer does.
  */
 export const OtlpJsonTraceSerializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
   serializeRequest: (spans) => {
     const writer = new Utf8BatchWriter();
     writeTraceRequest(spans, (text) => writer.write(text));
-    return writer.bytes();
+    return writer.copy();
   },
   deserializeResponse: (data) => {
     if (data.length === 0) return {};

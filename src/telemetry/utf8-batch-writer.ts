@@ -1,47 +1,81 @@
 /**
  * A request body made of many small strings, written as UTF-8 the moment each is made (issue 44
  * part 1, the OTLP/JSON span export: otlp-json-spans.ts). Kept apart from the encoding because
- * it is about the garbage collector, not about OTLP.
+ * it is about memory, not about OTLP.
  *
  * The two obvious ways cost more than writing the text. One string grown by `+=` over a batch of
  * 512 spans is a rope of tens of thousands of parts, flattened at the end; a list of one string
  * per span keeps every span's text (and its rope) alive until the end, so it survives the young
- * generation's collections and is copied by them. Here each piece is copied into one scratch
- * buffer as soon as it is made and dies young; the request is one copy of the bytes written.
+ * generation's collections and is copied by them. Here each piece is copied into one buffer as
+ * soon as it is made and dies young.
  *
- * The scratch buffer is the module's, reused by every batch: writing is synchronous, and the
- * body handed to the transport is always a copy of its own. It grows to the largest batch, and
- * goes back to its first size after a batch larger than {@link KEPT_BYTES}.
+ * The buffers are reused. A fresh buffer the size of a batch (about 560 KB for 512 gateway
+ * spans) cost more CPU on this machine than writing the whole batch's text into it — about
+ * 3.9 µs a span, the kernel's work on new pages (bench/otel-floor.ts) — and the SDK's encoder
+ * pays it on every export. A {@link RequestBuffers} hands the exporter a buffer per request and
+ * takes it back once that export has settled (otlp-trace-exporter.ts); without one (tests, the
+ * bench), the text goes into the module's scratch buffer and the body is a copy of its own.
  */
 
 const FIRST_BYTES = 64 * 1024;
-/** The most the scratch buffer is kept at between batches. */
-const KEPT_BYTES = 1024 * 1024;
+/** The largest buffer kept for reuse; a larger batch's is left to the garbage collector. */
+const KEPT_BYTES = 2 * 1024 * 1024;
+/** Buffers kept free: one export is in flight at a time (span-queue.ts), one more rides out a timeout. */
+const KEPT_FREE = 2;
 
 let scratch = Buffer.allocUnsafeSlow(FIRST_BYTES);
 
 export class Utf8BatchWriter {
+  #buffer: Buffer;
   #length = 0;
+
+  /** Writes into `buffer` (grown when needed), or the module's scratch buffer. */
+  constructor(buffer?: Buffer) {
+    this.#buffer = buffer ?? scratch;
+  }
 
   /** Appends `text` as UTF-8 (a UTF-16 code unit is at most 3 bytes). */
   write(text: string): void {
     const needed = this.#length + 3 * text.length;
-    if (needed > scratch.length) this.#grow(needed);
-    this.#length += scratch.write(text, this.#length, 'utf8');
+    if (needed > this.#buffer.length) this.#grow(needed);
+    this.#length += this.#buffer.write(text, this.#length, 'utf8');
   }
 
   #grow(needed: number): void {
-    const bigger = Buffer.allocUnsafeSlow(Math.max(needed, 2 * scratch.length));
-    scratch.copy(bigger, 0, 0, this.#length);
-    scratch = bigger;
+    const bigger = Buffer.allocUnsafeSlow(Math.max(needed, 2 * this.#buffer.length));
+    this.#buffer.copy(bigger, 0, 0, this.#length);
+    if (this.#buffer === scratch) scratch = bigger;
+    this.#buffer = bigger;
   }
 
-  /** The bytes written, in a buffer of their own; the writer is done. */
-  bytes(): Buffer {
+  /** The buffer written into (grown or not): what goes back to its {@link RequestBuffers}. */
+  get buffer(): Buffer {
+    return this.#buffer;
+  }
+
+  /** The bytes written, as a view of the buffer: valid until the buffer is written again. */
+  view(): Buffer {
+    return this.#buffer.subarray(0, this.#length);
+  }
+
+  /** The bytes written, in a buffer of their own. */
+  copy(): Buffer {
     const out = Buffer.allocUnsafe(this.#length);
-    scratch.copy(out, 0, 0, this.#length);
-    this.#length = 0;
-    if (scratch.length > KEPT_BYTES) scratch = Buffer.allocUnsafeSlow(FIRST_BYTES);
+    this.#buffer.copy(out, 0, 0, this.#length);
+    if (this.#buffer === scratch && scratch.length > KEPT_BYTES) scratch = Buffer.allocUnsafeSlow(FIRST_BYTES);
     return out;
+  }
+}
+
+/** Request buffers lent out and taken back: a buffer is written again only after it was given back. */
+export class RequestBuffers {
+  #free: Buffer[] = [];
+
+  take(): Buffer {
+    return this.#free.pop() ?? Buffer.allocUnsafeSlow(FIRST_BYTES);
+  }
+
+  give(buffer: Buffer): void {
+    if (buffer.length <= KEPT_BYTES && this.#free.length < KEPT_FREE) this.#free.push(buffer);
   }
 }

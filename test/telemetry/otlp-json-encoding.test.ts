@@ -4,10 +4,14 @@
  * spans made by the real SDK TracerProvider — every attribute value type, arrays, empty and
  * unicode strings, characters JSON must escape, events with attributes, links, an error status
  * with its message, remote and local parents, trace state, several resources and scopes, dropped
- * counts — encode to the same document once parsed.
+ * counts — encode to the same document once parsed. And the exporter posts exactly that text,
+ * batch after batch, from the buffers it reuses.
  */
 import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage } from 'node:http';
 import { test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
@@ -15,6 +19,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { traceRequestJson, OtlpJsonTraceSerializer } from '../../src/telemetry/otlp-json-spans.js';
 import { jsonString, nanosString } from '../../src/telemetry/otlp-json-values.js';
+import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
 
 const TRICKY = ['', 'plain', 'quote " and \\ backslash', 'controls \u0000\u0001\b\f\n\r\t\u001f\u007f', 'unicode é ü 日本語 🚀', 'lone surrogates \ud800 x \udfff', '\u2028\u2029 </script>', 'emoji pair \ud83d\ude80 then lone \ud83d'];
 
@@ -114,4 +119,40 @@ test('the collector\'s answer: empty, a partial success, or unreadable', () => {
   const partial = { partialSuccess: { rejectedSpans: 2, errorMessage: 'x' } };
   assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new TextEncoder().encode(JSON.stringify(partial))), JsonTraceSerializer.deserializeResponse(new TextEncoder().encode(JSON.stringify(partial))));
   assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new TextEncoder().encode('not json')), {});
+});
+
+test('the exporter posts the SDK serializer\'s text, batch after batch from reused buffers, gzip too', async () => {
+  const bodies: Array<{ type?: string; encoding?: string; text: string }> = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      bodies.push({ type: req.headers['content-type'], encoding: req.headers['content-encoding'], text: (req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8') });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/traces`;
+    const spans = variedSpans();
+    // Big, then small (a reused buffer's old bytes must not leak past the new body), then big again.
+    const batches = [spans, spans.slice(0, 1), spans.slice(2), spans.slice(0, 1)];
+    for (const compression of ['none', 'gzip'] as const) {
+      const exporter = new OtlpJsonTraceExporter({ url, compression: compression as never, headers: { 'x-test': '1' } });
+      for (const batch of batches) {
+        const result = await new Promise<ExportResult>((resolve) => exporter.export(batch, resolve));
+        assert.equal(result.code, ExportResultCode.SUCCESS);
+      }
+      await exporter.shutdown();
+    }
+    assert.equal(bodies.length, 2 * batches.length);
+    bodies.forEach((body, i) => {
+      assert.equal(body.type, 'application/json');
+      assert.equal(body.encoding, i < batches.length ? undefined : 'gzip');
+      assert.equal(body.text, new TextDecoder().decode(JsonTraceSerializer.serializeRequest(batches[i % batches.length]!)!), `post ${i}`);
+    });
+  } finally {
+    server.close();
+  }
 });
