@@ -46,10 +46,8 @@ if [ -z "${SB_TEST_ISSUER:-}" ]; then
   fi
   export SB_TEST_ISSUER=$issuer
 fi
-"$node_bin" --test --test-concurrency="${TEST_CONCURRENCY:-1}" --test-timeout=900000 \
-  --test-reporter=tap --test-reporter-destination=stdout \
-  --test-reporter=./scripts/file-timings.mjs --test-reporter-destination="$root/.test-timings.txt" \
-  "${compiled[@]}"
+# In this order (node --test would sort them by name): scripts/run-node-tests.mjs.
+"$node_bin" scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-1}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
 status=$?
 if [ -n "${issuer_log:-}" ] && [ "$(wc -l < "$issuer_log")" -gt 1 ]; then
   echo "# what the shared OAuth server wrote besides its ready line (the last 50 lines):" >&2
