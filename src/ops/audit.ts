@@ -43,6 +43,8 @@ export interface AuditEvent {
   decision: AuditDecision;
   /** The rule that decided: a `policy.rules` name, a list entry such as `access.tools.deny[0]`, or `policy.default`. */
   rule: string;
+  /** The approval a call of a `confirm` rule used (issue 46 §5; its `approval-…` records have the same id). */
+  approval?: string;
   outcome: AuditOutcome;
   code?: number;
   durationMs: number;
@@ -152,7 +154,7 @@ export class Audit {
       if (args.copy) record.arguments = e.arguments;
       else if (args.truncated) record.argumentsTruncated = true;
     }
-    Object.assign(record, { decision: e.decision, rule: e.rule, outcome: e.outcome, code: e.code, durationMs: roundMs(e.durationMs), traceId: e.traceId });
+    Object.assign(record, { decision: e.decision, rule: e.rule, approval: e.approval, outcome: e.outcome, code: e.code, durationMs: roundMs(e.durationMs), traceId: e.traceId });
     return record;
   }
 
@@ -171,7 +173,7 @@ export class Audit {
       if (args.copy) line += field('arguments', e.arguments);
       else if (args.truncated) line += ',"argumentsTruncated":true';
     }
-    line += `,"decision":${q(e.decision)},"rule":${q(e.rule)},"outcome":${q(e.outcome)}` + field('code', e.code) + `,"durationMs":${q(roundMs(e.durationMs))}` + field('traceId', e.traceId);
+    line += `,"decision":${q(e.decision)},"rule":${q(e.rule)}` + field('approval', e.approval) + `,"outcome":${q(e.outcome)}` + field('code', e.code) + `,"durationMs":${q(roundMs(e.durationMs))}` + field('traceId', e.traceId);
     return `${line}}\n`;
   }
 

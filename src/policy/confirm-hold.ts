@@ -32,8 +32,10 @@ export interface ConfirmParts {
   tools: ListedTools;
 }
 
-/** The answer to a held call, or undefined when an approval lets it through now. */
-export async function confirmHold(parts: ConfirmParts, caller: BackendCaller, id: JsonRpcId, facts: RequestFacts, decision: RuleDecision, policyVersion: string): Promise<JsonRpcMessage | undefined> {
+/** The answer to a held (or refused) call; none when an approval lets it through now, with the approval's id. */
+export type HoldOutcome = { answer: JsonRpcMessage; approval?: undefined } | { answer?: undefined; approval: string };
+
+export async function confirmHold(parts: ConfirmParts, caller: BackendCaller, id: JsonRpcId, facts: RequestFacts, decision: RuleDecision, policyVersion: string): Promise<HoldOutcome> {
   const log = { backend: facts.backend, tool: facts.tool, rule: decision.rule };
   const { ttlMs, approvers } = decision.confirm!;
   const listed = parts.tools.of(facts.backend, facts.tool ?? '');
@@ -41,19 +43,19 @@ export async function confirmHold(parts: ConfirmParts, caller: BackendCaller, id
   const existing = await parts.approvals.forCall(caller.principal, call);
   if (existing?.status === 'approved' && (await parts.approvals.use(existing, call))) {
     caller.log.info({ ...log, approval: existing.id }, 'confirmed call goes through');
-    return undefined;
+    return { approval: existing.id };
   }
   if (existing?.status === 'denied') {
     caller.log.info({ ...log, approval: existing.id }, 'call refused: its confirmation was denied');
-    return errorResponse(id, ErrorCode.AccessDenied, approvers ? 'This call was denied by an approver; it will not run' : 'You denied this call; it will not run');
+    return { answer: errorResponse(id, ErrorCode.AccessDenied, approvers ? 'This call was denied by an approver; it will not run' : 'You denied this call; it will not run') };
   }
   const approval = existing?.status === 'pending' ? existing : await parts.approvals.hold(caller.principal, call);
   if (!approval) {
     caller.log.info(log, 'call refused: too many calls wait for approval');
-    return errorResponse(id, ErrorCode.AccessDenied, 'Too many calls wait for approval; decide or let some expire, then retry');
+    return { answer: errorResponse(id, ErrorCode.AccessDenied, 'Too many calls wait for approval; decide or let some expire, then retry') };
   }
   caller.log.info({ ...log, approval: approval.id }, 'call held for confirmation');
-  return confirmationRequired(id, approval, approvalUrl(parts.publicUrl, approval.id), declaresUrlElicitation(caller.clientCapabilities));
+  return { answer: confirmationRequired(id, approval, approvalUrl(parts.publicUrl, approval.id), declaresUrlElicitation(caller.clientCapabilities)) };
 }
 
 /** -32042 with the page's URL, or the link as a tool result the user sees. */

@@ -45,7 +45,7 @@ import { policyVariables, type RequestFacts } from './policy-input.js';
 import { toolListEntry } from './tool-policy.js';
 import { failedCall, settledAtEnd } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
-import { confirmHold, type ConfirmParts } from './confirm-hold.js';
+import { confirmHold, type ConfirmParts, type HoldOutcome } from './confirm-hold.js';
 import { approvalEvents } from './approval-events.js';
 import { approvalNotifier } from './approval-notify.js';
 
@@ -55,7 +55,8 @@ const RESOURCE_NOT_FOUND = -32002;
 
 type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
 /** A record waiting for its answer; `inflight`: its key in the cancellable calls (RulePolicyBackend). */
-type Pending = { base: ReturnType<typeof callerBase>; rule: string; inflight?: string };
+/** `approval`: the approval of a `confirm` rule this call uses (its record names it). */
+type Pending = { base: ReturnType<typeof callerBase>; rule: string; approval?: string; inflight?: string };
 
 export interface RulePolicyParts {
   /** The rules of the config as it is now: compiled again after a reload changed it (config/live-config.ts). */
@@ -106,14 +107,15 @@ export class RulePolicyBackend extends DecoratedBackend {
       const facts = requestFacts(m, this.name);
       const rules = this.parts.rules();
       const decision = rules.size ? rules.decide(policyVariables(caller, facts)) : undefined;
-      const refusal = decision && decision.effect !== 'allow' ? await this.#refusal(caller, m as Request, facts, decision, started) : undefined;
+      const judged = decision && decision.effect !== 'allow' ? await this.#refusal(caller, m as Request, facts, decision, started) : undefined;
+      const refusal = judged?.answer;
       if (refusal) {
         denied.add(m);
         errors.push(refusal);
       } else {
         const list = LIST_KEYS[m.method!];
         if (list && this.parts.rules().size) listIds.set(idKey(m.id!), list);
-        if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started);
+        if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started, judged?.approval);
       }
     }
     if (caller.sessionId) this.#cancellable(caller, messages, pending, started);
@@ -157,11 +159,12 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   /**
    * A denied request's answer, or a `confirm` rule's: the call held until the caller approves
-   * it (confirm-hold.ts), or undefined when an approval lets it through now. Without the store
-   * for approvals (a hand-built gateway) a confirm rule refuses as a deny rule does.
+   * it (confirm-hold.ts), or no answer when an approval lets it through now (the approval it
+   * uses, for its record). Without the store for approvals (a hand-built gateway) a confirm
+   * rule refuses as a deny rule does.
    */
-  async #refusal(caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision, started: number): Promise<JsonRpcMessage | undefined> {
-    if (decision.effect !== 'confirm' || !this.parts.confirm) return this.#refuse(caller, m, facts, decision, started);
+  async #refusal(caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision, started: number): Promise<HoldOutcome> {
+    if (decision.effect !== 'confirm' || !this.parts.confirm) return { answer: this.#refuse(caller, m, facts, decision, started) };
     return confirmHold(this.parts.confirm, caller, m.id, facts, decision, this.parts.rules().version);
   }
 
@@ -175,7 +178,7 @@ export class RulePolicyBackend extends DecoratedBackend {
   }
 
   /** An allowed request to record when its answer passes — or now, when the tool lists refuse it. */
-  #pend(pending: Map<string, Pending>, caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision | undefined, started: number): void {
+  #pend(pending: Map<string, Pending>, caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision | undefined, started: number, approval?: string): void {
     const base = callerBase(caller, facts, m);
     const entry = m.method === 'tools/call' ? toolListEntry(this.config, facts.tool ?? '') : undefined;
     if (entry && !entry.allowed) {
@@ -183,7 +186,7 @@ export class RulePolicyBackend extends DecoratedBackend {
       return;
     }
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
-    pending.set(idKey(m.id), { base, rule });
+    pending.set(idKey(m.id), { base, rule, ...(approval ? { approval } : {}) });
   }
 
   #observed(pending: Map<string, Pending>, started: number, msg: JsonRpcMessage): void {
@@ -217,7 +220,7 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   #write(p: Pending, started: number, outcome: Pick<AuditEvent, 'outcome' | 'code'>): void {
     if (p.inflight) this.#inflight.delete(p.inflight);
-    this.parts.audit()?.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, ...outcome, durationMs: performance.now() - started });
+    this.parts.audit()?.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, approval: p.approval, ...outcome, durationMs: performance.now() - started });
   }
 
   /**

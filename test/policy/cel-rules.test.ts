@@ -148,6 +148,7 @@ describe('audit record', () => {
     const base = { event: 'call' as const, userKey: 'U'.repeat(32), claims: { sub: 'alice', email: 'a"\\x\u2028', org: 'acme' }, decision: 'allow' as const, rule: 'r', outcome: 'ok' as const, durationMs: 1.23456 };
     const events = [
       { ...base, endpoint: '/mcp/bank', backend: 'bank', method: 'tools/call', requestId: 7, tool: 'transfer', arguments: { b: 1, a: [2, 'ü'] }, traceId: 'ab'.repeat(16), session: 's' },
+      { ...base, backend: 'bank', method: 'tools/call', requestId: 8, tool: 'transfer', arguments: {}, approval: 'A'.repeat(32), code: -1 },
       { ...base, claims: { sub: 'bob' }, requestId: null, method: 'resources/read', uri: 'file:///x', outcome: 'error' as const, code: -32002, durationMs: NaN },
       { ...base, event: 'refusal' as const, decision: 'deny' as const, requestId: 'id-1', prompt: 'p', arguments: { big: 'x'.repeat(100) } },
     ];

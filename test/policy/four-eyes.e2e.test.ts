@@ -75,13 +75,10 @@ after(async () => {
   await rm(auditDir, { recursive: true, force: true });
 });
 
-/** The approval records of both replicas' audit files. */
-async function approvalRecords(): Promise<Array<Record<string, unknown>>> {
+/** The records of both replicas' audit files. */
+async function auditRecords(): Promise<Array<Record<string, unknown>>> {
   const texts = await Promise.all((['A', 'B'] as const).map((r) => readFile(auditPath(r), 'utf8').catch(() => '')));
-  return texts
-    .flatMap((t) => t.split('\n').filter(Boolean))
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((r) => String(r.event).startsWith('approval-'));
+  return texts.flatMap((t) => t.split('\n').filter(Boolean)).map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 /** The value `find` returns once it returns one, within 10 s. */
@@ -238,7 +235,7 @@ describe('four-eyes approval', () => {
     assert.match((await bob.page.textContent('body')) ?? '', /Approve a call/);
   });
 
-  test('audit: requested, approved, denied, used and expired, with who decided and the argument hash, never the arguments', async () => {
+  test("audit: requested, approved, denied, used and expired, with who decided and the argument hash, never the arguments; the call's record names its approval", async () => {
     const client = await clientOf(rig.replicaA, ALICE);
     const expiring = await held(client, 'delete_account', { id: 'acc-expiring' });
     await new Promise((resolve) => setTimeout(resolve, 10_500));
@@ -246,7 +243,8 @@ describe('four-eyes approval', () => {
     await held(client, 'delete_account', { id: 'acc-after-expiry' });
     await openedAs(rig, `${rig.replicaB.url}/approvals`, ALICE.sub, { name: ALICE.name });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const records = await approvalRecords();
+    const all = await auditRecords();
+    const records = all.filter((r) => String(r.event).startsWith('approval-'));
     const bobDigest = userKeyOf(rig.idp.issuer, BOB.sub).slice(0, 16);
     const aliceDigest = userKeyOf(rig.idp.issuer, ALICE.sub).slice(0, 16);
     assert.deepEqual(stepsOf(records, seen.approved!), ['approval-requested', 'approval-approved', 'approval-used']);
@@ -260,6 +258,9 @@ describe('four-eyes approval', () => {
     assert.equal(approved.tool, 'transfer');
     assert.equal(approved.fourEyes, true);
     assert.equal(approved.argumentsSha256, argumentsHash({ amount: 25_000, to: 'supplier', memo: MEMO }));
+    const call = all.find((r) => r.event === 'call' && r.approval === seen.approved);
+    assert.ok(call, "the call's own record names the approval it used");
+    assert.deepEqual([call.rule, call.tool, call.outcome], ['big-transfers', 'transfer', 'ok']);
     const expired = records.find((r) => r.approval === expiring.elicitationId && r.event === 'approval-expired')!;
     assert.equal(expired.rule, 'quick-deletes');
     const text = JSON.stringify(records);
