@@ -40,6 +40,7 @@ const auditPath = (replica: 'A' | 'B') => join(auditDir, `audit-${replica}.jsonl
 /** What the `approvals.notify` receiver on 127.0.0.1 got: each POST's content type and body. */
 const hooks: Array<{ contentType: string | undefined; body: string }> = [];
 let receiver: Server;
+let hookUrl: string;
 
 function startReceiver(): Promise<string> {
   receiver = createServer((req, res) => {
@@ -55,7 +56,7 @@ function startReceiver(): Promise<string> {
 
 before(async () => {
   auditDir = await mkdtemp(join(tmpdir(), 'sb-four-eyes-'));
-  const hookUrl = await startReceiver();
+  hookUrl = await startReceiver();
   // Replica A notifies the local receiver; B a link-local address (a cloud metadata service), which the SSRF guard refuses.
   const notifyOf = (replica: 'A' | 'B') => ({ url: replica === 'A' ? hookUrl : 'https://169.254.169.254/latest/hook' });
   rig = await startConfirmRig({
@@ -289,6 +290,11 @@ describe('four-eyes approval', () => {
     const metrics = await (await fetch(`${rig.replicaB.url}/metrics`)).text();
     assert.match(metrics, /switchboard_approval_notifications_total\{outcome="address"\} [1-9]/);
     assert.ok(!hooks.some((h) => h.body.includes(heldOnB.elicitationId)), 'nothing reached the receiver from B');
+
+    // A reload that points B's webhook at the receiver applies to B's next request.
+    assert.equal(rig.replicaB.app.applyConfig({ ...rig.replicaB.config, approvals: { notify: { url: hookUrl, timeout: 5_000 } } }), 'applied');
+    const afterReload = await held(onB, 'transfer', { amount: 54_322, to: 'elsewhere' });
+    await until(() => hooks.find((h) => h.body.includes(afterReload.elicitationId)));
   });
 
   test('no argument value and no token in any log line', () => {
