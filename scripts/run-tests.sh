@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test [-- <file or folder>...]`: the suite, or the part named (a developer's inner loop),
 # with node:test's TAP summary on stdout (what CI reads) and, at the end, the ten slowest files
-# (each file's time in .test-timings.txt; issue 43). Files run TEST_CONCURRENCY at a time.
+# (each file's time in .test-timings.txt; issue 43). Files run TEST_CONCURRENCY at a time (default 2,
+# one per core of the build machine; TEST_CONCURRENCY=1 runs them one after another).
 #
 # The files run compiled (scripts/compile-tests.mjs: a tree under .test-build/ with each .ts's
 # .js beside it), not under tsx: its loader cost about 1.1 s of CPU in each of some 500
@@ -47,7 +48,7 @@ if [ -z "${SB_TEST_ISSUER:-}" ]; then
   export SB_TEST_ISSUER=$issuer
 fi
 # In this order (node --test would sort them by name): scripts/run-node-tests.mjs.
-"$node_bin" scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-1}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
+"$node_bin" scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-2}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
 status=$?
 if [ -n "${issuer_log:-}" ] && [ "$(wc -l < "$issuer_log")" -gt 1 ]; then
   echo "# what the shared OAuth server wrote besides its ready line (the last 50 lines):" >&2
