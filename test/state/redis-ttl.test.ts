@@ -88,12 +88,17 @@ describe('RedisStore: fractional TTLs are stored rounded up and expire', () => {
   });
 
   test('odd lifetimes halved (the exchange cache\'s margin): 4999 / 2, 333 / 2, 1 / 2', { timeout: 10_000 }, async () => {
-    for (const lifetime of [4999, 333, 1]) {
+    for (const lifetime of [4999, 333]) {
       const key = `half-${lifetime}-${randomUUID()}`;
       await store.putValue(key, 'x', lifetime / 2);
       assert.equal(await store.getValue(key), 'x');
       await assertPttl(keys.value(key), lifetime / 2);
     }
+    // 1 / 2: stored with PX 1, so it may be gone before a read can see it (a CI run under load
+    // did not): the claim is that Redis takes it, and that it expires.
+    const tiny = `half-1-${randomUUID()}`;
+    await store.putValue(tiny, 'x', 1 / 2);
+    await eventually('the 1 ms value expired', async () => (await store.getValue(tiny)) === undefined, 1_000);
     const key = `short-${randomUUID()}`;
     await store.putValue(key, 'x', 150.5);
     await eventually('the 151 ms value expired', async () => (await store.getValue(key)) === undefined, 2_000);
