@@ -14,7 +14,9 @@
  *   `JsonTraceSerializer` and by ours (src/telemetry/otlp-json-spans.ts), checked to be the same
  *   text first — and as OTLP protobuf, per span;
  * - histogram: one `record` with the 9 metric attributes of a call, a new object each time as
- *   the gateway's (the SDK hashes them);
+ *   the gateway's was (the SDK hashes them); and the same record into the gateway's own histogram
+ *   (src/telemetry/duration-histogram.ts, issue 44), given the span's attributes as the gateway
+ *   gives them (no copy: it reads the metric keys and finds the cell by their values);
  * - context: W3C `traceparent` extracted from text and injected back (what each hop does).
  *
  *   node --import tsx bench/otel-floor.ts [spans per round, default 20000] [rounds, default 5]
@@ -29,6 +31,8 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { DurationHistogram } from '../src/telemetry/duration-histogram.js';
+import { METRIC_KEYS } from '../src/telemetry/mcp-attributes.js';
 import { OtlpJsonTraceSerializer } from '../src/telemetry/otlp-json-spans.js';
 import { OtlpJsonTraceExporter } from '../src/telemetry/otlp-trace-exporter.js';
 import { BoundedSpanQueue } from '../src/telemetry/span-queue.js';
@@ -92,7 +96,11 @@ try {
   };
   // A meter provider without a reader records nothing: this one has the gateway's (OTLP/HTTP, exporting once a minute).
   const meters = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: url.replace('/v1/traces', '/v1/metrics') }), exportIntervalMillis: 60_000 })] });
-  const histogram = meters.getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's', advice: { explicitBucketBoundaries: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300] } });
+  const buckets = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
+  const histogram = meters.getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's', advice: { explicitBucketBoundaries: buckets } });
+  const ours = new DurationHistogram({ name: 'mcp.server.operation.duration', description: '', keys: METRIC_KEYS, boundaries: buckets });
+  // The span's attributes as the gateway's SpanLife holds them (its 12 and `server.port`): the record reads its 9 metric keys.
+  const span = { ...ATTRIBUTES, 'server.port': 8080 };
   const propagator = new W3CTraceContextPropagator();
   const carrier = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
   const runs: Array<[string, () => void | Promise<void>]> = [
@@ -104,6 +112,9 @@ try {
     ['OTLP protobuf encoding alone', encode(ProtobufTraceSerializer)],
     ['histogram record (9 attributes)', () => {
       for (let i = 0; i < N; i++) histogram.record(0.001 * (i % 7), { ...METRIC_ATTRIBUTES }); // a new object per call, as the gateway's
+    }],
+    ['histogram record, ours', () => {
+      for (let i = 0; i < N; i++) ours.record(0.001 * (i % 7), span);
     }],
     ['traceparent extract + inject', () => {
       for (let i = 0; i < N; i++) {
@@ -119,7 +130,7 @@ try {
   for (const [name, xs] of Object.entries(figures)) console.log(`${name.padEnd(34)} ${median(xs).toFixed(2).padStart(6)} µs CPU each  (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
   // Ours ÷ the SDK's within each round (the machine may be loaded: the ratio of one round is steadier than either figure).
   const ratio = (ours: string, sdk: string) => median(figures[ours]!.map((x, i) => x / figures[sdk]![i]!)).toFixed(2);
-  console.log(`ours ÷ SDK, median of rounds: encoding ${ratio('OTLP JSON encoding (ours)', 'OTLP JSON encoding (SDK)')}, exported span ${ratio('span, exported (our encoder)', 'span, exported (SDK encoder)')}`);
+  console.log(`ours ÷ SDK, median of rounds: encoding ${ratio('OTLP JSON encoding (ours)', 'OTLP JSON encoding (SDK)')}, exported span ${ratio('span, exported (our encoder)', 'span, exported (SDK encoder)')}, histogram record ${ratio('histogram record, ours', 'histogram record (9 attributes)')}`);
   const counts = (await (await fetch(url.replace('/v1/traces', '/counts'))).json()) as Record<string, { requests: number; bytes: number }>;
   console.log(`receiver: ${counts['/v1/traces']?.requests ?? 0} posts, ${((counts['/v1/traces']?.bytes ?? 0) / 1e6).toFixed(1)} MB; spans dropped: ${dropped}`);
   await Promise.all([tracers.exportedSdk.provider.shutdown(), tracers.exported.provider.shutdown(), tracers.local.provider.shutdown(), meters.shutdown()]);

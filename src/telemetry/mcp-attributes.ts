@@ -50,8 +50,12 @@ export function responseError(m: JsonRpcMessage): { attributes: Attributes; mess
   return undefined;
 }
 
-/** The attributes of a span the convention keeps on its duration metrics (no session id, URI or request id). */
-const METRIC_KEYS = [
+/**
+ * The attributes of a span the convention keeps on its duration metrics (no session id, URI or
+ * request id), in the order the metric's attributes list them (duration-histogram.ts reads these
+ * keys straight from a span's attributes).
+ */
+export const METRIC_KEYS: readonly string[] = [
   'mcp.method.name', 'gen_ai.tool.name', 'gen_ai.prompt.name', 'gen_ai.operation.name', 'error.type', 'rpc.response.status_code',
   'mcp.protocol.version', 'network.transport', 'network.protocol.name', 'network.protocol.version', 'server.address', 'server.port', 'switchboard.backend',
 ];

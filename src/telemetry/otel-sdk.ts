@@ -12,10 +12,11 @@
  * - span status ERROR whenever `error.type` is set, described by the JSON-RPC error's message;
  * - `mcp.server.operation.duration`, `mcp.client.operation.duration` and
  *   `mcp.server.session.duration` in seconds, with the convention's ExplicitBucketBoundaries
- *   as instrument advice.
+ *   as instrument advice: histograms of our own (duration-histogram.ts, no attribute set hashed
+ *   per record; issue 44), exported by the SDK's reader through a MetricProducer (metric-producer.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type Histogram, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
+import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -28,7 +29,9 @@ import { packageVersion } from '../ops/version.js';
 import { headerValue } from '../wire/headers.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
-import { cappedJson, describeMessage, metricAttributes, responseError, serverOf, type Attributes } from './mcp-attributes.js';
+import { DurationHistogram } from './duration-histogram.js';
+import { cappedJson, describeMessage, METRIC_KEYS, responseError, serverOf, type Attributes } from './mcp-attributes.js';
+import { HistogramProducer } from './metric-producer.js';
 import { OtlpJsonTraceExporter } from './otlp-trace-exporter.js';
 import { BoundedSpanQueue, SPAN_QUEUE_DEFAULTS } from './span-queue.js';
 import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
@@ -40,9 +43,23 @@ const SCOPE_NAME = 'switchboard';
 const propagator = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] });
 
 interface Instruments {
-  server: Histogram;
-  client: Histogram;
-  session: Histogram;
+  server: DurationHistogram;
+  client: DurationHistogram;
+  session: DurationHistogram;
+}
+
+/** The attributes of `mcp.server.session.duration`, in the order they were always given. */
+const SESSION_KEYS = ['network.transport', 'network.protocol.name', 'mcp.protocol.version'];
+
+/** The convention's three duration histograms; an attribute set beyond the cardinality limit is logged once per histogram. */
+function durationHistograms(log: FastifyBaseLogger): Instruments {
+  const histogram = (name: string, description: string, keys: readonly string[]) =>
+    new DurationHistogram({ name, description, keys, boundaries: MCP_DURATION_BUCKETS, onOverflow: () => log.warn({ metric: name }, 'OpenTelemetry metric over its cardinality limit: further attribute sets are counted under otel.metric.overflow=true') });
+  return {
+    server: histogram('mcp.server.operation.duration', 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.', METRIC_KEYS),
+    client: histogram('mcp.client.operation.duration', 'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.', METRIC_KEYS),
+    session: histogram('mcp.server.session.duration', 'The duration of the MCP session as observed on the MCP server.', SESSION_KEYS),
+  };
 }
 
 export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLogger, dropped: SpansDropped): Telemetry {
@@ -57,18 +74,14 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
     // the SDK's OTLP/HTTP export with our OTLP/JSON encoder (otlp-trace-exporter.ts).
     spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: SPAN_QUEUE_DEFAULTS.exportTimeoutMs }), dropped)],
   });
+  const instruments = durationHistograms(log);
+  // The SDK's meter provider has no instrument of its own: its reader exports ours (metric-producer.ts).
+  const producer = new HistogramProducer({ name: SCOPE_NAME, version: packageVersion() }, [instruments.server, instruments.client, instruments.session], resource);
   const meterProvider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers }) })],
+    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers }), metricProducers: [producer] })],
   });
   const tracer = tracerProvider.getTracer(SCOPE_NAME, packageVersion());
-  const meter = meterProvider.getMeter(SCOPE_NAME, packageVersion());
-  const histogram = (name: string, description: string) => meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: MCP_DURATION_BUCKETS } });
-  const instruments: Instruments = {
-    server: histogram('mcp.server.operation.duration', 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.'),
-    client: histogram('mcp.client.operation.duration', 'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.'),
-    session: histogram('mcp.server.session.duration', 'The duration of the MCP session as observed on the MCP server.'),
-  };
   // The origin only: an endpoint URL may carry credentials.
   log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
   return {
@@ -105,7 +118,7 @@ class SpanLife implements ServerScope, ClientScope {
     /** Undefined: not sampled and no context to carry ({@link startSpan}); only the histogram is recorded. */
     readonly span: Span | undefined,
     readonly attributes: Attributes,
-    private readonly histogram: Histogram,
+    private readonly histogram: DurationHistogram,
     private readonly config: TelemetryConfig,
     parent: Context,
   ) {
@@ -139,7 +152,8 @@ class SpanLife implements ServerScope, ClientScope {
     if (failure && !this.#failed && !NOT_FAILED.has(failure)) this.#fail({ 'error.type': failure });
     this.#ended = true;
     this.span?.end();
-    this.histogram.record((performance.now() - this.#started) / 1000, metricAttributes(this.attributes));
+    // The span's attributes as they are: the histogram reads only its keys (METRIC_KEYS), no copy made.
+    this.histogram.record((performance.now() - this.#started) / 1000, this.attributes);
   }
 
   #fail(attributes: Attributes, message?: string): void {
