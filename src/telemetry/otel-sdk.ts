@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
@@ -75,11 +75,12 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
     spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: SPAN_QUEUE_DEFAULTS.exportTimeoutMs }), dropped)],
   });
   const instruments = durationHistograms(log);
-  // The SDK's meter provider has no instrument of its own: its reader exports ours (metric-producer.ts).
+  // The SDK's meter provider has no instrument of its own: its reader exports ours (metric-producer.ts),
+  // which are cumulative — said to the exporter too, so OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE is not read.
   const producer = new HistogramProducer({ name: SCOPE_NAME, version: packageVersion() }, [instruments.server, instruments.client, instruments.session], resource);
   const meterProvider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers }), metricProducers: [producer] })],
+    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers, temporalityPreference: AggregationTemporalityPreference.CUMULATIVE }), metricProducers: [producer] })],
   });
   const tracer = tracerProvider.getTracer(SCOPE_NAME, packageVersion());
   // The origin only: an endpoint URL may carry credentials.
