@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { RedisStore } from '../../src/state/redis-store.js';
+import { waitUntil } from '../helpers/child.js';
 import { commandOnce } from '../helpers/redis-processes.js';
 import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
 
@@ -75,19 +76,25 @@ test('with redis.unavailableWait, operations issued while the master is gone wai
   await store.ready(10_000);
   const waits: string[] = [];
   store.waits.observe((outcome, seconds) => waits.push(`${outcome} ${seconds.toFixed(2)} s`));
-  // A user on a master that still has a replica (the test above left one master without).
-  const slots = await store.redis.cluster('SLOTS');
-  let user = '';
-  let owner = 0;
-  for (;;) {
-    user = `user-${randomUUID()}`;
-    const slot = Number(await store.redis.cluster('KEYSLOT', `${store.keyPrefix}${store.keys.session(user, 's1')}`));
-    const range = slots.find(([from, to]) => slot >= from && slot <= to)!;
-    if (range.length > 3) {
-      owner = range[2]![1];
-      break;
-    }
-  }
+  // A user on a master that still has a replica (the test above left one master without). Under
+  // load the cluster may list no replica for a while after that failover (a CI run spun here for
+  // 12 minutes when this looked at one CLUSTER SLOTS for ever): look again until one is listed.
+  let seen: unknown;
+  const { user, owner } = await waitUntil(
+    async () => {
+      const slots = await store.redis.cluster('SLOTS');
+      seen = slots.map((range) => `${range[0]}-${range[1]}: ${range.length - 2} node(s)`);
+      if (!slots.some((range) => range.length > 3)) return undefined;
+      for (let tries = 0; tries < 200; tries++) {
+        const candidate = `user-${randomUUID()}`;
+        const slot = Number(await store.redis.cluster('KEYSLOT', `${store.keyPrefix}${store.keys.session(candidate, 's1')}`));
+        const range = slots.find(([from, to]) => slot >= from && slot <= to);
+        if (range && range.length > 3) return { user: candidate, owner: range[2]![1] };
+      }
+      return undefined;
+    },
+    { what: 'a master with a replica in CLUSTER SLOTS', details: () => `last seen: ${JSON.stringify(seen)}`, timeoutMs: 60_000, intervalMs: 500 },
+  );
   const key = { userKey: user, sessionId: 's1', streamId: 'st1' };
   await store.createSession(user, 's1', { backend: 'b', protocolVersion: '2025-11-25', clientCapabilities: {}, createdAt: 1 }, 600_000);
   await store.appendEvents(key, [{ seq: 0, meta: { kind: 'post', requestIds: [1] } }], { maxEvents: 10, ttlMs: 600_000 });
