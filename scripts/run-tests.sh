@@ -47,8 +47,10 @@ if [ -z "${SB_TEST_ISSUER:-}" ]; then
   fi
   export SB_TEST_ISSUER=$issuer
 fi
-# In this order (node --test would sort them by name): scripts/run-node-tests.mjs.
-"$node_bin" scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-2}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
+# In this order (node --test would sort them by name): scripts/run-node-tests.mjs. Each file's
+# CPU, its children's included, goes to .test-cpu.txt (scripts/file-cpu-probe.mjs).
+: > "$root/.test-cpu.txt"
+SB_TEST_CPU_LOG="$root/.test-cpu.txt" "$node_bin" --import ./scripts/file-cpu-probe.mjs scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-2}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
 status=$?
 if [ -n "${issuer_log:-}" ] && [ "$(wc -l < "$issuer_log")" -gt 1 ]; then
   echo "# what the shared OAuth server wrote besides its ready line (the last 50 lines):" >&2
@@ -58,5 +60,10 @@ cd "$root"
 if [ -s .test-timings.txt ]; then
   echo "# the ten slowest test files (seconds; all of them in .test-timings.txt):" >&2
   head -n 10 .test-timings.txt | sed 's/^/#   /' >&2
+fi
+if [ -s .test-cpu.txt ]; then
+  sort -t$'\t' -k1,1nr -o .test-cpu.txt .test-cpu.txt
+  echo "# CPU of the test files, with the processes each started: $(awk -F'\t' '{ s += $1 } END { printf "%.0f s in %d files", s, NR }' .test-cpu.txt); the ten heaviest (all, own, children; all in .test-cpu.txt):" >&2
+  head -n 10 .test-cpu.txt | sed 's/^/#   /' >&2
 fi
 exit $status
