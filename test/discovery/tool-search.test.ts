@@ -20,6 +20,7 @@ import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { startCatalogBackend, type CatalogBackend } from '../fixtures/catalog-backend.js';
 import { startIssuesBackend, type VirtualBackend } from '../fixtures/virtual-backends.js';
+import { waitUntil } from '../helpers/child.js';
 import { withDeadline } from '../helpers/deadline.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -161,8 +162,18 @@ describe('/mcp with 300 tools and discovery.threshold 50 (2025-11-25 sessions, t
     await assert.rejects(client.callTool({ name: 'call_tool', arguments: { name: 'cloud__rebootEc2Instance', arguments: prod } }), rejectsWith(-32015));
     await assert.rejects(client.callTool({ name: 'cloud__rebootEc2Instance', arguments: prod }), rejectsWith(-32015));
     assert.equal(cloud.calls.length, before, 'neither reached the backend');
-    const records = (await auditRecords()).filter((r) => r.method === 'tools/call');
-    const denied = records.filter((r) => r.decision === 'deny');
+    // Each replica is a process of its own that writes its records at the end of the turn that
+    // made them (src/ops/audit-file.ts), so the answer can reach the client first: wait, bounded.
+    let records: Array<Record<string, unknown>> = [];
+    const denials = () => records.filter((r) => r.decision === 'deny');
+    await waitUntil(
+      async () => {
+        records = (await auditRecords()).filter((r) => r.method === 'tools/call');
+        return denials().length >= 2 ? true : undefined;
+      },
+      { what: 'both refusals in the audit file', timeoutMs: 5_000, details: () => JSON.stringify(records) },
+    );
+    const denied = denials();
     assert.equal(denied.length, 2, JSON.stringify(records));
     for (const r of denied) assert.deepEqual([r.backend, r.tool, r.rule, r.endpoint], ['cloud', 'rebootEc2Instance', 'not-prod', '/mcp']);
     const allowedReboots = records.filter((r) => r.decision === 'allow' && r.tool === 'rebootEc2Instance');
