@@ -83,7 +83,11 @@ async function main() {
     format: 'esm',
     platform: 'node',
     target: `node${process.versions.node.split('.')[0]}`,
-    sourcemap: 'inline',
+    // Linked maps (`x.js.map` beside `x.js`), not inline ones: every process reads and decodes
+    // each module it imports, and an inline map made those files 3-4 times larger (src/app.js
+    // 34 KB against 9 KB); importing the gateway cost about 0.15-0.2 s more CPU with them.
+    // `--enable-source-maps` finds the linked map all the same.
+    sourcemap: 'linked',
     // Which compiler options apply (verbatimModuleSyntax: imports kept as written).
     tsconfig: join(ROOT, 'tsconfig.json'),
     logLevel: 'error',
