@@ -153,7 +153,7 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
   app.addHook('onRoute', (route: RouteOptions) => {
     if (BROWSER_ROUTE.test(route.url)) route.onRequest = prependHook(route.onRequest, originGuard);
   });
-  const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras);
+  const ctx = buildMcpContext(app, { config, store, coordinator, sessions, backends, streams, metrics, exchange }, eras, broker ? (clientId) => broker.clientName(store, clientId) : undefined);
   app.decorate('mcp', ctx);
   app.decorate('applyConfig', createConfigApplier({ config, backends, parts: backendParts, aggregate: ctx.aggregate, servers: { servers: ctx.virtualServers, build: (s, i) => virtualServerEndpoint(ctx, s, i) }, sessions, streams, eras, log: app.log }, loaded));
   ctx.upstream.onElicit = (principal, backend, session, stepUp) => audit.current?.linkRequired(principal, backend, session, stepUp);

@@ -90,7 +90,7 @@ export class VirtualServer implements McpBackend {
     const rewritten = this.#rewrite(request, headers);
     if ('refused' in rewritten) return Promise.resolve(errorReply(request.id, ErrorCode.InvalidParams, rewritten.refused));
     if (rewritten.notFound) return Promise.resolve(errorReply(request.id, ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
-    return this.#inner.post(JSON.stringify(rewritten.message), headers);
+    return this.#inner.post(JSON.stringify(rewritten.message), request.method === 'tools/call' ? shownAs(headers, this.name, request) : headers);
   }
 
   /** The request in the `/mcp` form, or why the server refuses it (-32602 for what it does not offer). */
@@ -157,4 +157,15 @@ export class VirtualServer implements McpBackend {
     const sessionHeaders = Object.fromEntries(Object.entries(res.headers).filter(([k, v]) => k !== 'content-type' && typeof v === 'string')) as Record<string, string>;
     return jsonResponse(answer, sessionHeaders);
   }
+}
+
+/**
+ * A call's headers with the names the client saw on this server (BackendCaller.shownAs): a
+ * held call's approval page shows them beside the real backend and tool (issue 46 §6). A copy
+ * of the caller for this one call; the rest of the caller is the same.
+ */
+function shownAs(headers: BackendCallHeaders, server: string, request: Request): BackendCallHeaders {
+  const caller = headers.caller;
+  const tool = (request.params as Json | undefined)?.name;
+  return caller && typeof tool === 'string' ? { ...headers, caller: { ...caller, shownAs: { server, tool } } } : headers;
 }

@@ -59,6 +59,15 @@ export interface BackendCaller {
   url?: string;
   /** The SERVER span of the request, with `telemetry` on (src/telemetry/). */
   trace?: CallTrace;
+  /**
+   * A 2026-07-28 client's request only (stateless/stateless-post.ts): seals the gateway's own
+   * `requestState` for this request as the client sent it to its endpoint (stateless/request-state.ts),
+   * so a face may answer `input_required` itself and know the retry is this request's
+   * (policy/confirm-hold.ts, issue 46 §2). Absent in the session era.
+   */
+  sealState?: (purpose: string) => string;
+  /** A call through a virtual server: the server and the tool as the client saw them (aggregate/virtual-server.ts), for the approval page (issue 46 §6). */
+  shownAs?: { server: string; tool: string };
 }
 
 export interface BackendCallHeaders {

@@ -26,6 +26,7 @@ import { createGrantClaims, policyClaimNames } from './grant-claims.js';
 import { registerInteractionRoutes } from './interaction-routes.js';
 import { mountProvider } from './mount.js';
 import { createBrokerProvider } from './provider.js';
+import { registeredClientName } from './store-adapter.js';
 import { loadSigningKeys } from './signing-keys.js';
 
 export interface Broker {
@@ -33,6 +34,8 @@ export interface Broker {
   config: Config;
   verifierOptions: TokenVerifierOptions;
   register(app: FastifyInstance, deps: { store: StateStore; originGuard: onRequestHookHandler; rateCounter: RateLimitStore }): void;
+  /** A dynamically registered client's `client_name`, for the approval page (issue 46 §3); undefined when unknown or unnamed. */
+  clientName(store: StateStore, clientId: string): Promise<string | undefined>;
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -70,6 +73,7 @@ export async function prepareBroker(given: Config, log: FastifyBaseLogger): Prom
       mountProvider(app, provider, config, { defaultScope: defaultAuthorizationScope(config), clientIdMetadataDocuments: !!documents, ...(registration ? { registration } : {}) });
       registerInteractionRoutes(app, { provider, config, sessions: createBrowserSessions(store, config), grantClaims, claimNames: policyClaimNames(config), originGuard });
     },
+    clientName: registeredClientName,
   };
 }
 

@@ -69,6 +69,19 @@ export async function keepClient(store: StateStore, clientId: string, clientTtlM
   await store.putValue(key, JSON.stringify({ payload: record.payload, usedAt: Date.now() } satisfies ClientRecord), clientTtlMs);
 }
 
+/**
+ * A registered client's `client_name` (RFC 7591 §2), read from its record as the broker keeps
+ * it, without sliding its TTL or fetching anything (a URL client_id's metadata document is not
+ * fetched for this): what the approval page names the caller's client by (issue 46 §3).
+ * Self-asserted by the client at registration, so shown beside its id and escaped.
+ */
+export async function registeredClientName(store: StateStore, clientId: string): Promise<string | undefined> {
+  const raw = await store.getValue(ValueKeys.brokerRecord('Client', clientId));
+  if (raw === undefined) return undefined;
+  const name = (JSON.parse(raw) as ClientRecord).payload.client_name;
+  return typeof name === 'string' && name.trim() ? name.trim().slice(0, 200) : undefined;
+}
+
 class StoreAdapter implements Adapter {
   constructor(
     private readonly model: string,

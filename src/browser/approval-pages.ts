@@ -12,11 +12,19 @@
 import type { OpenEntry } from '../policy/approval-index.js';
 import type { Approval } from '../policy/approvals.js';
 import { describeApprovers } from '../policy/approvers.js';
-import { html } from './page-layout.js';
+import { html, type SafeHtml } from './page-layout.js';
 import { csrfInput, page, type Page } from './pages.js';
 
+/** The caller's OAuth client as the page names it: its registered name (broker mode) and its id. */
+export interface ClientShown {
+  id: string;
+  name?: string;
+}
+
 /** The held call as the page shows it, and the signed-in caller's name and form token. */
-export interface ApprovalView extends Pick<Approval, 'id' | 'backend' | 'tool' | 'toolTitle' | 'toolDescription' | 'arguments' | 'rule' | 'expiresAt'> {
+export interface ApprovalView extends Pick<Approval, 'id' | 'backend' | 'tool' | 'toolTitle' | 'toolDescription' | 'arguments' | 'rule' | 'expiresAt' | 'shownAs'> {
+  /** The client that asks, when the access token names one. */
+  client?: ClientShown;
   /** Who asks: the signed-in caller as the ID token names them, or for an approver the caller as the access token did (name, username or email; `sub` only without). */
   askedBy: string;
   /** The signed-in approver deciding someone else's call (four-eyes); absent for the caller. */
@@ -25,6 +33,25 @@ export interface ApprovalView extends Pick<Approval, 'id' | 'backend' | 'tool' |
 }
 
 const when = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+
+/**
+ * The server and tool rows. Through a virtual server (issue 46 §6) first the names the client
+ * saw, then the real backend and tool the call goes to, which the approval is bound to.
+ */
+function serverAndTool(o: Pick<Approval, 'backend' | 'tool' | 'toolTitle' | 'shownAs'>): SafeHtml {
+  const tool = o.toolTitle ? html`${o.toolTitle} (<code>${o.tool}</code>)` : html`<code>${o.tool}</code>`;
+  if (!o.shownAs) return html`<dt>Server</dt><dd>${o.backend}</dd>
+<dt>Tool</dt><dd>${tool}</dd>`;
+  return html`<dt>Server</dt><dd>${o.shownAs.server} <span class="muted">(a virtual server)</span></dd>
+<dt>Tool</dt><dd><code>${o.shownAs.tool}</code></dd>
+<dt>Runs on</dt><dd>${o.backend}: ${tool}</dd>`;
+}
+
+/** The client row: its registered name and id, or the id alone. */
+function clientRow(client: ClientShown | undefined): SafeHtml | '' {
+  if (!client) return '';
+  return client.name ? html`<dt>Client</dt><dd>${client.name} <span class="muted">(client id <code>${client.id}</code>)</span></dd>` : html`<dt>Client</dt><dd><code>${client.id}</code></dd>`;
+}
 
 export function approvalPage(o: ApprovalView): Page {
   const expires = when(o.expiresAt);
@@ -38,8 +65,8 @@ export function approvalPage(o: ApprovalView): Page {
     html`${intro}
 <dl class="panel">
 <dt>Asked by</dt><dd>${o.askedBy}</dd>
-<dt>Server</dt><dd>${o.backend}</dd>
-<dt>Tool</dt><dd>${o.toolTitle ? html`${o.toolTitle} (<code>${o.tool}</code>)` : html`<code>${o.tool}</code>`}</dd>
+${clientRow(o.client)}
+${serverAndTool(o)}
 ${o.toolDescription ? html`<dt>What the tool says it does</dt><dd>${o.toolDescription}</dd>` : ''}
 <dt>Rule</dt><dd><code>${o.rule}</code></dd>
 <dt>Expires</dt><dd>${expires}</dd>
@@ -77,7 +104,7 @@ export function deniedPage(o: { tool: string }): Page {
 }
 
 /** The caller's page of a four-eyes request: where it stands and who may approve it; no buttons, nothing to decide. */
-export function waitingPage(o: Pick<Approval, 'backend' | 'tool' | 'toolTitle' | 'rule' | 'expiresAt' | 'status' | 'decidedBy' | 'approvers'>, accountLabel: string): Page {
+export function waitingPage(o: Pick<Approval, 'backend' | 'tool' | 'toolTitle' | 'shownAs' | 'rule' | 'expiresAt' | 'status' | 'decidedBy' | 'approvers'>, accountLabel: string, client?: ClientShown): Page {
   const by = o.decidedBy?.label ?? 'an approver';
   const state =
     o.status === 'pending'
@@ -93,8 +120,8 @@ export function waitingPage(o: Pick<Approval, 'backend' | 'tool' | 'toolTitle' |
     html`${state}
 <dl class="panel">
 <dt>Asked by</dt><dd>${accountLabel} (you)</dd>
-<dt>Server</dt><dd>${o.backend}</dd>
-<dt>Tool</dt><dd>${o.toolTitle ? html`${o.toolTitle} (<code>${o.tool}</code>)` : html`<code>${o.tool}</code>`}</dd>
+${clientRow(client)}
+${serverAndTool(o)}
 <dt>Rule</dt><dd><code>${o.rule}</code></dd>
 <dt>Who may approve</dt><dd>Signed-in users with ${describeApprovers(o.approvers ?? {})}, other than you</dd>
 <dt>Expires</dt><dd>${when(o.expiresAt)}</dd>

@@ -23,17 +23,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { loginUrl, registerFormParser, type BrowserSessions, type BrowserUser } from '../browser/browser-sessions.js';
-import { approvalPage, approvedPage, deniedPage, waitingPage } from '../browser/approval-pages.js';
+import { approvalPage, approvedPage, deniedPage, waitingPage, type ClientShown } from '../browser/approval-pages.js';
 import { errorPage, REDIRECT_HEADERS, refusalPage, sendPage, setPageErrorHandler } from '../browser/pages.js';
 import type { Approval, ApprovalStore } from '../policy/approvals.js';
 import { approverRules, mayApprove } from '../policy/approvers.js';
 import { registerApprovalsList } from './approvals-list-route.js';
+
+/** A client's registered name by its client id (the broker's registrations), undefined when unknown. */
+export type ClientNameOf = (clientId: string) => Promise<string | undefined>;
 
 export interface ApprovalRouteDeps {
   sessions: BrowserSessions;
   approvals: ApprovalStore;
   /** The live config: which rules' `approvers` the viewer's claims match. */
   config: Config;
+  /** In broker mode: a client's registered name by its id (broker/store-adapter.ts). */
+  clientName?: ClientNameOf;
 }
 
 /** What the signed-in user is to a request they may see. */
@@ -52,10 +57,11 @@ export function registerApprovalRoutes(app: FastifyInstance, deps: ApprovalRoute
       const seen = await seenBy(deps, request, reply, String(request.query.id ?? ''));
       if (!seen) return reply;
       const { user, approval, role } = seen;
-      if (role === 'caller' && approval.approvers) return sendPage(reply, waitingPage(approval, user.label));
+      const client = await clientShown(deps, approval.clientId);
+      if (role === 'caller' && approval.approvers) return sendPage(reply, waitingPage(approval, user.label, client));
       if (approval.status !== 'pending') return sendPage(reply, alreadyDecided());
       const askedBy = role === 'caller' ? user.label : approval.callerLabel;
-      return sendPage(reply, approvalPage({ ...approval, askedBy, decider: role === 'approver' ? user.label : undefined, csrfToken: user.csrfToken }));
+      return sendPage(reply, approvalPage({ ...approval, askedBy, client, decider: role === 'approver' ? user.label : undefined, csrfToken: user.csrfToken }));
     });
 
     scope.post<{ Body: Record<string, string> }>('/approve', async (request, reply) => {
@@ -100,6 +106,17 @@ async function seenBy(deps: ApprovalRouteDeps, request: FastifyRequest, reply: F
   request.log.info('approval link not found for the signed-in user (another account, not an approver, expired or unknown)');
   await sendPage(reply, refusalPage({ title: 'This link is not for your account', reason: `You are signed in as ${user.label}, and you may not decide this request: it was made for another account, or it has expired, so nothing of it is shown. If you did not expect this link, close this page.`, signOutCsrfToken: user.csrfToken }));
   return undefined;
+}
+
+/**
+ * The caller's client as the page names it (issue 46 §3): the name it registered with the
+ * broker, beside its id; the id alone without one (another issuer's client, a URL client_id,
+ * a store that does not answer); nothing when the token named no client.
+ */
+async function clientShown(deps: ApprovalRouteDeps, clientId: string | undefined): Promise<ClientShown | undefined> {
+  if (!clientId) return undefined;
+  const name = await deps.clientName?.(clientId).catch(() => undefined);
+  return name ? { id: clientId, name } : { id: clientId };
 }
 
 function alreadyDecided() {

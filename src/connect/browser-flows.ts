@@ -24,7 +24,7 @@ import type { StateStore } from '../state/store.js';
 import { createBrowserSessions } from '../browser/browser-sessions.js';
 import { registerConnectRoutes } from './connect-routes.js';
 import { registerConnectionsRoutes } from './connections-routes.js';
-import { registerApprovalRoutes } from './approval-routes.js';
+import { registerApprovalRoutes, type ClientNameOf } from './approval-routes.js';
 import { ApprovalStore } from '../policy/approvals.js';
 import { approvalEvents } from '../policy/approval-events.js';
 import { registerClientMetadataRoute } from './client-metadata-route.js';
@@ -41,6 +41,8 @@ export interface BrowserFlowDeps {
   config: Config;
   store: StateStore;
   metrics: Metrics;
+  /** In broker mode: the registered names of the clients, which the approval page shows (issue 46 §3). */
+  clientName?: ClientNameOf;
 }
 
 export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps, hooks: LinkHooks): UpstreamAuth {
@@ -58,7 +60,7 @@ export function registerBrowserFlows(app: FastifyInstance, deps: BrowserFlowDeps
   registerCallbackRoutes(app, flow);
   registerConnectionsRoutes(app, flow);
   // Decisions and expiries noticed here are audited like those of the calls (policy/approval-events.ts).
-  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store, approvalEvents({ audit: () => app.audit })), config });
+  registerApprovalRoutes(app, { sessions, approvals: new ApprovalStore(store, approvalEvents({ audit: () => app.audit })), config, clientName: deps.clientName });
   registerClientMetadataRoute(app, config);
   return new UpstreamAuth({ store, vault, elicitations, metrics, endpoints, log: app.log });
 }

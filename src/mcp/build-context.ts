@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { AggregatedBackend } from '../aggregate/aggregated-backend.js';
 import { VirtualServer } from '../aggregate/virtual-server.js';
 import { registerBrowserFlows } from '../connect/browser-flows.js';
+import type { ClientNameOf } from '../connect/approval-routes.js';
 import { DiscoveryBackend } from '../discovery/discovery-backend.js';
 import type { McpBackend } from '../backends/backend.js';
 import type { BackendEras } from '../backends/era.js';
@@ -26,9 +27,12 @@ import type { McpContext } from './context.js';
 
 export type SessionParts = Omit<SessionContext, 'upstream'>;
 
-/** @param eras which revision each backend speaks: built with the backends (app.ts), whose 2026-era adapter asks it too. */
-export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras: BackendEras): McpContext {
-  const upstream = registerBrowserFlows(app, parts, {
+/**
+ * @param eras which revision each backend speaks: built with the backends (app.ts), whose 2026-era adapter asks it too.
+ * @param clientName the broker's registered client names, for the approval page (browser-flows.ts); absent without the broker.
+ */
+export function buildMcpContext(app: FastifyInstance, parts: SessionParts, eras: BackendEras, clientName?: ClientNameOf): McpContext {
+  const upstream = registerBrowserFlows(app, { ...parts, clientName }, {
     notify: (userKey, sessionId, data) => notifySession(sessions, userKey, sessionId, data),
     afterLink: (link) => linking.linked(link),
   });

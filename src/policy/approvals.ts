@@ -46,6 +46,10 @@ export interface Approval {
   rule: string;
   /** Four-eyes: who else must decide (the rule's `approvers.claims`); absent when the caller decides. */
   approvers?: Approvers;
+  /** Through a virtual server: the server and tool names the client saw (the binding is the real backend's and tool's). */
+  shownAs?: { server: string; tool: string };
+  /** The OAuth client the access token was issued to (`client_id`, else `azp`), if it names one; the page shows its registered name. */
+  clientId?: string;
   /** The caller as their access token names them (name, username or email; else `sub`). */
   callerLabel: string;
   /** Who decided, once decided: their user key and name (the audit writes the key's digest). */
@@ -73,6 +77,7 @@ export interface HeldCall {
   toolTitle?: string;
   toolDescription?: string;
   approvers?: Approvers;
+  shownAs?: { server: string; tool: string };
 }
 
 const ID = /^[A-Za-z0-9_-]{32}$/;
@@ -104,7 +109,8 @@ export class ApprovalStore {
     const { ttlMs, ...bound } = call;
     const { userKey, iss, sub } = principal;
     // Undefined texts (a tool never listed here) and approvers vanish in the JSON.
-    const approval: Approval = { id: randomBytes(24).toString('base64url'), userKey, iss, sub, ...bound, argumentsHash: argumentsHash(call.arguments), callerLabel: displayName(principal.claims, sub), status: 'pending', createdAt: now, expiresAt: now + ttlMs };
+    const clientId = clientIdOf(principal.claims);
+    const approval: Approval = { id: randomBytes(24).toString('base64url'), userKey, iss, sub, ...bound, ...(clientId ? { clientId } : {}), argumentsHash: argumentsHash(call.arguments), callerLabel: displayName(principal.claims, sub), status: 'pending', createdAt: now, expiresAt: now + ttlMs };
     await this.store.putValue(ValueKeys.approval(principal.userKey, approval.id), JSON.stringify(approval), call.ttlMs);
     if (await this.store.putValueIfAbsent(ValueKeys.approvalCall(principal.userKey, bindingOf(call)), approval.id, call.ttlMs)) {
       await this.index.add(openEntry(approval));
@@ -182,6 +188,12 @@ export class ApprovalStore {
 /** What the indexes keep of an approval. */
 export function openEntry(a: Approval): OpenEntry {
   return { id: a.id, userKey: a.userKey, rule: a.rule, backend: a.backend, tool: a.tool, argumentsHash: a.argumentsHash, expiresAt: a.expiresAt, fourEyes: a.approvers !== undefined, callerLabel: a.callerLabel };
+}
+
+/** The client an access token was issued to: RFC 9068 `client_id`, else OIDC `azp` (bounded; not a secret). */
+function clientIdOf(claims: Readonly<Record<string, unknown>>): string | undefined {
+  const id = typeof claims.client_id === 'string' ? claims.client_id : typeof claims.azp === 'string' ? claims.azp : undefined;
+  return id?.trim() ? id.trim().slice(0, 500) : undefined;
 }
 
 /** SHA-256 (hex) of the RFC 8785 canonical JSON of a call's arguments. */

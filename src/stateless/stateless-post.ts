@@ -5,7 +5,8 @@
  *
  * The request is checked against its headers (wire/stateless-request.ts); a retry carrying the
  * gateway's own `requestState` is verified and stripped of what the gateway asked for
- * (request-state.ts, link-required.ts); a backend with `upstreamAuth` gets the user's linked
+ * (request-state.ts; link-required.ts, and policy/approval-input.ts for a call a `confirm`
+ * rule held); a backend with `upstreamAuth` gets the user's linked
  * token or the client an `input_required` that leads to the link; then the request goes to the
  * backend in the revision it speaks (backends/era.ts): as it is to a 2026-07-28 backend, with the
  * standard headers re-emitted; through the gateway's own session to a 2025-11-25 one
@@ -29,6 +30,7 @@ import type { StatelessContext } from './context.js';
 import { parkedCallOf, resumeHere, type Continuation, type ParkedCallRef } from './bridge-resume.js';
 import { forwardToLegacyBackend } from './legacy-bridge.js';
 import { answerUnlinkedStateless, declinedLink, LINK_INPUT_KEY } from './link-required.js';
+import { APPROVAL_INPUT_KEY, approvalDeclined, approvalOfPurpose } from '../policy/approval-input.js';
 import { RelayedListen } from './relayed-listen.js';
 import { RequestStates } from './request-state.js';
 import { sharesAnswersAcrossUsers } from './result-shaping.js';
@@ -62,7 +64,8 @@ export async function handleStatelessPost(post: StatelessPost, afterDowngrade = 
       if (!auth.authorization) return await unlinked(post, check.request, id);
       authorization = auth.authorization;
     }
-    const caller = callerOf(request, undefined, check.request.clientCapabilities);
+    // The gateway's own answers of `input_required` (a held call, issue 46) seal this request as the client sent it here.
+    const caller = callerOf(request, undefined, check.request.clientCapabilities, (purpose) => ctx.requestStates.seal({ userKey: principalOf(request).userKey, endpoint: backend.name }, check.request.method, message.params as Record<string, unknown> | undefined, { purpose }));
     // Known (pinned or cached) in the common case: no await, one turn fewer per call (npm run bench).
     const era = ctx.eras.knownEra(backend) ?? (await ctx.eras.eraOf(backend, authorization, caller));
     // The backend refused the user's linked token before it would say which era it speaks: as for any call it refuses.
@@ -148,9 +151,17 @@ function retryToForward(post: StatelessPost, stateless: StatelessRequest, id: Js
   void _ours;
   const responses = { ...(inputResponses as Record<string, unknown> | undefined) };
   const linkAnswer = responses[LINK_INPUT_KEY] as { action?: string } | undefined;
+  const approvalAnswer = responses[APPROVAL_INPUT_KEY] as { action?: string } | undefined;
   delete responses[LINK_INPUT_KEY];
+  delete responses[APPROVAL_INPUT_KEY];
   if (linkAnswer && linkAnswer.action !== 'accept') {
     declinedLink(reply, id, stateless.method, post.backend.config.upstreamAuth?.provider ?? post.backend.name);
+    return 'answered';
+  }
+  // A held call's retry (issue 46): sent on, where the approval bound to it in the store decides; the state only proved it is this request's.
+  if (approvalOfPurpose(opened.claims.purpose) !== undefined && approvalAnswer && approvalAnswer.action !== 'accept') {
+    request.mcpOutcome = 'answered_by_gateway';
+    reply.code(200).type('application/json').send(approvalDeclined(id));
     return 'answered';
   }
   const forwarded = Object.keys(responses).length ? { ...rest, inputResponses: responses } : rest;

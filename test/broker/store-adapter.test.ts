@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import type { Adapter } from 'oidc-provider';
-import { createStoreAdapter, keepClient } from '../../src/broker/store-adapter.js';
+import { createStoreAdapter, keepClient, registeredClientName } from '../../src/broker/store-adapter.js';
 import { MemoryStore } from '../../src/state/memory-store.js';
 import { RedisKeys } from '../../src/state/redis-keys.js';
 import { RedisStore } from '../../src/state/redis-store.js';
@@ -95,6 +95,17 @@ for (const kind of ['memory', 'redis'] as const) {
       const doc = 'https://client.example/metadata.json';
       assert.equal((await replicaB('Client').find(doc))?.client_id, doc);
       assert.deepEqual(resolved, [doc]);
+    });
+
+    test('a registered client\'s name, as the approval page reads it (issue 46 §3): no fetch, no TTL slide', async () => {
+      await replicaA('Client').upsert('named', { client_id: 'named', client_name: '  Claude <img src=x>  ', redirect_uris: ['https://client.example/cb'] }, undefined as never);
+      await replicaA('Client').upsert('nameless', { client_id: 'nameless', redirect_uris: ['https://client.example/cb'] }, undefined as never);
+      assert.equal(await registeredClientName(store, 'named'), 'Claude <img src=x>', 'as registered (the page escapes it), trimmed');
+      assert.equal(await registeredClientName(store, 'nameless'), undefined);
+      assert.equal(await registeredClientName(store, 'unknown'), undefined);
+      const before = resolved.length;
+      assert.equal(await registeredClientName(store, 'https://client.example/other.json'), undefined, 'a URL client id is not resolved for a name');
+      assert.equal(resolved.length, before);
     });
 
     test('a registered client that obtains no token is forgotten after unusedClientTtl; one that does is kept clientTtl (issue 28 §4)', async () => {

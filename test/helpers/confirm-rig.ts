@@ -22,7 +22,10 @@ export const CONFIRM_AUDIENCE = 'https://switchboard.test/mcp';
 export interface ConfirmRig {
   redis: RedisHandle;
   idp: OAuthHandle;
+  /** The first bank backend (`bank`, 2025-11-25 only, unless `banks` says otherwise). */
   bank: BankBackend;
+  /** Every bank backend by its name. */
+  banks: Record<string, BankBackend>;
   browser: BrowserHandle;
   replicaA: GatewayHandle;
   replicaB: GatewayHandle;
@@ -38,18 +41,23 @@ export interface ConfirmRigOptions {
   name: string;
   /** `policy.rules`. */
   rules: NonNullable<ConfigInput['policy']>['rules'];
-  /** More top-level config (audit, approvals) of the replica `A` or `B`. */
+  /** More top-level config (audit, approvals, servers, discovery) of the replica `A` or `B`. */
   overrides?: (replica: 'A' | 'B') => Partial<ConfigInput>;
+  /** The bank backends and the era each speaks (test/fixtures/bank-backend.ts); default one `bank`, 2025-11-25 only. */
+  banks?: Array<{ name: string; kind: 'legacy' | 'modern' }>;
 }
 
 export async function startConfirmRig(options: ConfirmRigOptions): Promise<ConfirmRig> {
-  const [redis, idp, bank, browser] = await Promise.all([startRedis(), startOAuthServer(), startBankBackend('legacy'), launchBrowser()]);
+  const kinds = options.banks ?? [{ name: 'bank', kind: 'legacy' }];
+  const [redis, idp, browser, ...started] = await Promise.all([startRedis(), startOAuthServer(), launchBrowser(), ...kinds.map((b) => startBankBackend(b.kind))]);
+  const banks = Object.fromEntries(kinds.map((b, i) => [b.name, started[i]!]));
+  const bank = started[0]!;
   const logLines: string[] = [];
   const key = (what: string) => `${options.name}-${what}-key-0123456789abcdef0123456789abcdef`;
   const gatewayOn = (letter: 'A' | 'B') =>
     startGateway({
       issuer: idp.issuer,
-      backends: [{ name: 'bank', url: bank.url, protocol: '2025-11-25' }],
+      backends: kinds.map((b) => ({ name: b.name, url: banks[b.name]!.url, protocol: b.kind === 'legacy' ? '2025-11-25' : '2026-07-28' })),
       overrides: {
         redis: { url: redis.url, keyPrefix: `${options.name}:` },
         secrets: { cookieKey: key('cookie'), tokenKey: key('token') },
@@ -71,6 +79,7 @@ export async function startConfirmRig(options: ConfirmRigOptions): Promise<Confi
     redis,
     idp,
     bank,
+    banks,
     browser,
     replicaA,
     replicaB,
@@ -80,7 +89,7 @@ export async function startConfirmRig(options: ConfirmRigOptions): Promise<Confi
       await Promise.allSettled(clients.map((c) => c.close()));
       await browser.close();
       await Promise.allSettled([replicaA.close(), replicaB.close()]);
-      await Promise.allSettled([bank.close(), idp.stop(), redis.stop()]);
+      await Promise.allSettled([...started.map((b) => b.close()), idp.stop(), redis.stop()]);
     },
   };
 }
