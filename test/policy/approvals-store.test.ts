@@ -4,12 +4,14 @@
  * backend, tool, argument hash (member order aside) and policy version; decided once when two
  * decisions race; used once when two retries race; gone after its ttl. Four-eyes requests
  * (approvers): in their rule's queue, found there by an approver (and by them again once
- * decided), listed until decided; the caller's open list; an expiry told once over two replicas.
+ * decided), listed until decided; the caller's open list; an expiry told once over two replicas;
+ * the bounds: 50 open requests per caller, 500 pending per four-eyes rule.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { userKeyOf, type Principal } from '../../src/auth/principal.js';
+import { MAX_OPEN_PER_USER, MAX_QUEUE_PER_RULE } from '../../src/policy/approval-index.js';
 import { ApprovalStore, type ApprovalEvents, type HeldCall } from '../../src/policy/approvals.js';
 import { RedisStore } from '../../src/state/redis-store.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -105,6 +107,29 @@ describe('approvals in Redis', () => {
     assert.deepEqual((await a.index.open(alice.userKey)).map((e) => e.id), [held.id], 'approved and unused: still open');
     assert.equal(await a.use((await a.forCall(alice, fourEyes))!, fourEyes), true);
     assert.deepEqual(await a.index.open(alice.userKey), [], 'used: closed');
+  });
+
+  test('at most 50 open requests per caller, and 500 pending per four-eyes rule', async () => {
+    const [a, b] = await replicas();
+    const calls = (n: number, extra: Partial<HeldCall> = {}) => Array.from({ length: n }, (_, i) => ({ ...CALL, ...extra, arguments: { amount: 1000 + i, to: 'bob' } }));
+    for (const call of calls(MAX_OPEN_PER_USER)) assert.ok(await a.hold(alice, call));
+    assert.equal(await b.hold(alice, { ...CALL, arguments: { amount: 1, to: 'bob' } }), undefined, 'the 51st open request is refused');
+    assert.ok(await b.hold(principal('carol'), CALL), 'another caller has room');
+    // A decision that closes one (a denial) makes room again.
+    const first = (await a.forCall(alice, calls(1)[0]!))!;
+    await a.decide(first, 'denied', ALICE);
+    assert.ok(await b.hold(alice, { ...CALL, arguments: { amount: 1, to: 'bob' } }), 'room again once one is closed');
+
+    // Four-eyes: 500 pending over all callers (10 callers of 50 each), then the rule's queue is full.
+    const fourEyes = { rule: 'four-eyes', approvers: { groups: ['finance'] } };
+    for (let caller = 0; caller < MAX_QUEUE_PER_RULE / MAX_OPEN_PER_USER; caller++) {
+      const who = principal(`queued-${caller}`);
+      await Promise.all(calls(MAX_OPEN_PER_USER, fourEyes).map(async (call) => assert.ok(await (caller % 2 ? a : b).hold(who, call))));
+    }
+    assert.equal((await a.index.queued('four-eyes')).length, MAX_QUEUE_PER_RULE);
+    assert.equal(await a.hold(principal('dave'), { ...CALL, ...fourEyes }), undefined, 'the 501st pending request of the rule is refused');
+    assert.ok(await a.hold(principal('dave'), { ...CALL, rule: 'other-four-eyes', approvers: { groups: ['finance'] } }), 'another rule has its own queue');
+    assert.ok(await a.hold(principal('dave'), CALL), 'a rule without approvers has no queue to fill');
   });
 
   test('an expiry is told once, whichever replica notices', async () => {
