@@ -128,8 +128,14 @@ ${retry ? html`<p class="actions"><a class="button primary" href="${retry}">Try 
 export interface ConnectionEntry {
   provider: string;
   status: 'connected' | 'expired' | 'not connected';
-  /** Epoch ms when the access expires. */
+  /** Epoch ms when the access token expires. */
   expiresAt?: number;
+  /**
+   * A refresh token is kept: the gateway renews the access itself (connect/usable-token.ts), so
+   * the page says so instead of the access token's expiry, which would read as the link's end
+   * (issue 46 §7).
+   */
+  refreshes?: boolean;
 }
 
 /**
@@ -141,9 +147,11 @@ export function connectionsPage(o: { accountLabel: string; connections: Connecti
   const rows = o.connections.map((c) => {
     const statusText = c.status === 'connected' ? 'Connected' : c.status === 'expired' ? 'Expired' : 'Not connected';
     const expiry =
-      c.expiresAt !== undefined && Number.isFinite(c.expiresAt)
-        ? html` <span class="muted">· ${c.status === 'expired' ? 'expired' : 'valid until'} <time datetime="${new Date(c.expiresAt).toISOString()}">${formatTime(c.expiresAt)}</time></span>`
-        : '';
+      c.status === 'connected' && c.refreshes
+        ? html` <span class="muted">· refreshes by itself</span>`
+        : c.expiresAt !== undefined && Number.isFinite(c.expiresAt)
+          ? html` <span class="muted">· ${c.status === 'expired' ? 'expired' : 'valid until'} <time datetime="${new Date(c.expiresAt).toISOString()}">${formatTime(c.expiresAt)}</time>${c.status === 'expired' ? '' : ', then connect again'}</span>`
+          : '';
     const form = (action: 'connect' | 'disconnect', label: string, style: string) =>
       html`<form method="post" action="/connections/${encodeURIComponent(c.provider)}/${action}">
 ${csrfInput(o.csrfToken)}<button type="submit" class="${style}" aria-label="${label} ${c.provider}">${label}</button>

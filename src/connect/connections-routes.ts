@@ -119,7 +119,7 @@ async function entry(vault: TokenVault, userKey: string, provider: string): Prom
   const tokens = await vault.get(userKey, provider);
   if (!tokens) return { provider, status: 'not connected' };
   const expired = tokens.expiresAt !== undefined && tokens.expiresAt <= Date.now() && !tokens.refreshToken;
-  return { provider, status: expired ? 'expired' : 'connected', ...(tokens.expiresAt ? { expiresAt: tokens.expiresAt } : {}) };
+  return { provider, status: expired ? 'expired' : 'connected', ...(tokens.expiresAt ? { expiresAt: tokens.expiresAt } : {}), ...(tokens.refreshToken ? { refreshes: true } : {}) };
 }
 
 /**

@@ -64,6 +64,24 @@ const inlineStyle = (html: string) => {
 };
 
 describe('page rendering', () => {
+  test('/connections says a link that refreshes by itself does so, and when one that does not ends (issue 46 §7)', () => {
+    const { html } = connectionsPage({
+      accountLabel: 'Alice Example',
+      csrfToken: 't',
+      connections: [
+        { provider: 'github', status: 'connected', expiresAt: Date.UTC(2030, 0, 1), refreshes: true },
+        { provider: 'notion', status: 'connected', expiresAt: Date.UTC(2030, 0, 1) },
+        { provider: 'linear', status: 'expired', expiresAt: Date.UTC(2020, 0, 1) },
+      ],
+    });
+    const row = (provider: string) => html.slice(html.indexOf(`<strong>${provider}</strong>`)).split('</li>')[0]!;
+    assert.match(row('github'), /Connected<\/span> <span class="muted">· refreshes by itself<\/span>/);
+    assert.ok(!row('github').includes('valid until'), 'not the access token\'s expiry');
+    assert.match(row('notion'), /valid until <time datetime="2030-01-01T00:00:00.000Z">[^<]+<\/time>, then connect again/);
+    assert.match(row('linear'), /expired <time/);
+    assert.match(html, /Signed in as <strong>Alice Example<\/strong>/);
+  });
+
   test('hostile text is escaped everywhere and never becomes markup', () => {
     for (const [name, page] of Object.entries(allPages(EVIL))) {
       assert.ok(!page.html.includes('<script'), `${name}: no <script>`);
