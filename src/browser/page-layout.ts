@@ -78,6 +78,8 @@ a:focus-visible,button:focus-visible{outline:3px solid var(--fg);outline-offset:
 .status{font-weight:600}
 .status-connected{color:#135c25}
 .status-expired{color:var(--danger)}
+table{border-collapse:separate;border-spacing:0;width:100%}
+th,td{text-align:left;vertical-align:top;padding:.25rem .75rem .25rem 0;overflow-wrap:break-word}
 .sr-only{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
 @media (max-width:30rem){.actions>*{flex:1 1 100%}.actions button,.actions .button{width:100%}}
 `;
