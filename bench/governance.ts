@@ -105,7 +105,7 @@ export interface GovernanceResults {
 }
 
 /** The extra config of each gateway (merged into bench/processes.ts startGateway's). */
-function configOf(which: GovernanceConfig, collector: string, auditFile: string): Record<string, unknown> {
+export function configOf(which: GovernanceConfig, collector: string, auditFile: string): Record<string, unknown> {
   if (which === 'governed (base)') return configOf('governed', collector, auditFile);
   if (which === 'metrics only (base)') return configOf('metrics only', collector, auditFile);
   const telemetry = (ratio: number) => ({ otlp: { endpoint: collector }, sampling: { ratio } });

@@ -10,19 +10,19 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-interface CallFrame {
+export interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
   columnNumber: number;
 }
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: CallFrame;
   hitCount?: number;
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   startTime: number;
   endTime: number;

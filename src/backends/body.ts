@@ -35,32 +35,45 @@ export function syntheticBody(source: string | AsyncIterable<Buffer | string>): 
   return stream;
 }
 
+/** Told once when a body over another is done with: read to its end, dumped, destroyed, or stopped early. */
+export interface BodyEnd {
+  settled?(): void;
+}
+
+/** What a {@link tappedBody} tells: the complete bytes once they have all passed, then that it is done. */
+export interface BodyTap extends BodyEnd {
+  onBytes(bytes: Buffer): void;
+}
+
 /**
- * `body` unchanged for its reader, with `whole` told the complete bytes once they have all
+ * `body` unchanged for its reader, with `tap.onBytes` told the complete bytes once they have all
  * passed (by `bytes()`, `text()` or iteration; not when the reader stops early or dumps it).
  * For an observer that needs the whole answer but must not change how it is relayed: the
  * relay keeps the backend's length and its one-write path (held-answer.ts). Chunks are kept
- * only until the end, as a reader that parsed the answer would hold them. `settled`, when
- * given, is called once after `whole` or when the reader dumps, destroys or stops early (a
- * span that must end whatever becomes of the answer).
+ * only until the end, as a reader that parsed the answer would hold them. `tap.settled`, when
+ * there, is called once after `onBytes` or when the reader dumps, destroys or stops early (a
+ * span that must end whatever becomes of the answer). An object, not callbacks: nothing is
+ * made per answer but the body (issue 44 part 1).
  */
-export function tappedBody(body: BackendBody, whole: (bytes: Buffer) => void, settled?: () => void): BackendBody {
-  return new TappedBody(body, whole, settled);
+export function tappedBody(body: BackendBody, tap: BodyTap): BackendBody {
+  return new TappedBody(body, tap);
 }
 
 /** A body over another one: `dump()` and `destroy()` reach it at once, after `onDone` (called once, also by subclasses when read to the end). */
-abstract class OverBody {
+export abstract class OverBody {
   #done = false;
 
   constructor(
     protected readonly source: BackendBody,
-    private readonly onDone?: () => void,
+    private readonly onDone?: (() => void) | BodyEnd,
   ) {}
 
   protected done(): void {
     if (this.#done) return;
     this.#done = true;
-    this.onDone?.();
+    const onDone = this.onDone;
+    if (typeof onDone === 'function') onDone();
+    else onDone?.settled?.();
   }
 
   get arrived(): boolean | undefined {
@@ -87,16 +100,15 @@ abstract class OverBody {
 class TappedBody extends OverBody implements BackendBody {
   constructor(
     body: BackendBody,
-    private readonly whole: (bytes: Buffer) => void,
-    settled?: () => void,
+    private readonly tap: BodyTap,
   ) {
-    super(body, settled);
+    super(body, tap);
   }
 
   async bytes(): Promise<Uint8Array> {
     try {
       const all = await this.source.bytes();
-      this.whole(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
+      this.tap.onBytes(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength));
       return all;
     } finally {
       this.done();
@@ -110,7 +122,7 @@ class TappedBody extends OverBody implements BackendBody {
         seen.push(chunk);
         yield chunk;
       }
-      this.whole(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
+      this.tap.onBytes(seen.length === 1 ? seen[0]! : Buffer.concat(seen));
     } finally {
       this.done();
     }

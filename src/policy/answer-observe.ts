@@ -8,8 +8,10 @@
  * - application/json: the bytes are tapped (backends/body.ts `tappedBody`), so the relay keeps
  *   the backend's length and its one-write path (backends/held-answer.ts), and read once they
  *   have all passed;
- * - text/event-stream: each event's data is read as it passes, the events relayed as they come;
- *   dropping the body reaches the backend's at once (backends/body.ts `derivedBody`);
+ * - text/event-stream: the bytes pass as the backend sent them, its length kept, and each
+ *   event's data is read as it passes — from the whole answer when the relay reads it whole
+ *   (the one-event answer: one read, its events found by `indexOf`), else chunk by chunk;
+ *   dropping the body reaches the backend's at once (backends/sse-tapped-body.ts);
  * - anything else passes untouched.
  *
  * A message is read by outcome-scan.ts (id, `method`, `error.code` and `error.message`,
@@ -17,9 +19,9 @@
  * telemetry's opt-in `recordContent` puts the tool's result on the span) or the text is a batch.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { derivedBody, tappedBody, type BackendBody } from '../backends/body.js';
+import { tappedBody, watchedBody, type BackendBody } from '../backends/body.js';
+import { sseTappedBody } from '../backends/sse-tapped-body.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
-import { transformSse } from '../wire/sse.js';
 import { scanResponse } from './outcome-scan.js';
 
 export interface AnswerObserver {
@@ -31,9 +33,35 @@ export interface AnswerObserver {
   settled?: () => void;
 }
 
-/** The observers of an answer already watched, kept on the response this module made (not enumerable: a copy of it does not carry them). */
-const WATCHERS = Symbol('answer watchers');
-type Watched = BackendResponse & { [WATCHERS]?: AnswerObserver[] };
+/**
+ * A response this module made: the backend's, its body tapped, and the watch on it. The watch
+ * is a private field, so a copy a face makes of the response (`{ ...res }`) is a plain object
+ * that carries none, and is watched anew. (A symbol defined on each response turned it into a
+ * dictionary, a WeakMap entry cost a microsecond of the collector's ephemeron work: issue 44
+ * part 1.)
+ */
+class WatchedResponse implements BackendResponse {
+  readonly status: number;
+  readonly headers: BackendResponse['headers'];
+  readonly contentType: string;
+  readonly body: BackendBody;
+  readonly refused?: boolean;
+  readonly #watch: Watch;
+
+  constructor(res: BackendResponse, watch: Watch) {
+    this.status = res.status;
+    this.headers = res.headers;
+    this.contentType = res.contentType;
+    this.body = res.contentType === 'application/json' ? tappedBody(res.body, watch) : sseTappedBody(res.body, watch);
+    if (res.refused !== undefined) this.refused = res.refused;
+    this.#watch = watch;
+  }
+
+  /** The watch of a response made here, unchanged; undefined for any other. */
+  static watchOf(res: BackendResponse): Watch | undefined {
+    return #watch in res ? (res as WatchedResponse).#watch : undefined;
+  }
+}
 
 /**
  * `res` with its messages told to `observer` as they pass. When `res` is, unchanged, an answer
@@ -45,70 +73,60 @@ type Watched = BackendResponse & { [WATCHERS]?: AnswerObserver[] };
 export function observedAnswer(res: BackendResponse, observer: AnswerObserver): BackendResponse {
   if (res.contentType !== 'application/json' && res.contentType !== 'text/event-stream') {
     // No messages to read: only the end, when asked.
-    return observer.settled ? { ...res, body: endingWith(res.body, res.body, observer.settled) } : res;
+    if (!observer.settled) return res;
+    const settled = () => observer.settled!();
+    return { ...res, body: watchedBody(res.body, settled, settled) };
   }
-  const joined = (res as Watched)[WATCHERS];
+  const joined = WatchedResponse.watchOf(res);
   // A watch that parses whole messages serves an observer that scans; not the other way.
-  if (joined && (joined[0]!.whole || !observer.whole)) {
-    joined.push(observer);
+  if (joined && (joined.whole || !observer.whole)) {
+    joined.watchers.push(observer);
     return res;
   }
-  const watchers = [observer];
-  const all: AnswerObserver = {
-    observe: (m) => {
-      for (const w of watchers) w.observe(m);
-    },
-    whole: observer.whole,
-    settled: () => {
-      for (const w of watchers) w.settled?.();
-    },
-  };
-  const watched = watchedAnswer(res, all);
-  Object.defineProperty(watched, WATCHERS, { value: watchers, enumerable: false });
-  return watched;
+  return new WatchedResponse(res, new Watch(observer));
 }
 
-/** JSON tapped, SSE events read as they pass (the content type is one of the two). */
-function watchedAnswer(res: BackendResponse, observer: AnswerObserver): BackendResponse {
-  const { settled } = observer;
-  const read = (text: string) => observeText(text, observer);
-  if (res.contentType === 'application/json') return { ...res, body: tappedBody(res.body, (bytes) => read(bytes.toString('utf8')), settled) };
-  if (res.contentType === 'text/event-stream') {
-    const headers = { ...res.headers };
-    delete headers['content-length'];
-    const events = transformSse(res.body, (data, id) => {
-      if (data.trim()) read(data);
-      return { data, id };
-    });
-    return { ...res, headers, body: endingWith(res.body, events, settled) };
+/**
+ * One answer's watchers, told each message in turn: what the tapped body calls back (no
+ * closure made per answer — the methods are the class's).
+ */
+class Watch {
+  readonly watchers: AnswerObserver[];
+  readonly whole: boolean;
+
+  constructor(first: AnswerObserver) {
+    this.watchers = [first];
+    this.whole = first.whole === true;
   }
-  return res;
+
+  /** The whole JSON answer (tappedBody). */
+  onBytes(bytes: Buffer): void {
+    this.onText(bytes.toString('utf8'));
+  }
+
+  /** A JSON answer's text, or one SSE event's data. */
+  onText(text: string): void {
+    observeText(text, this.whole, this);
+  }
+
+  observe(m: JsonRpcMessage): void {
+    for (const w of this.watchers) w.observe(m);
+  }
+
+  settled(): void {
+    for (const w of this.watchers) w.settled?.();
+  }
 }
 
-/** Tells `observe` of each message in `text`: scanned when it is one object (unless `whole`), parsed otherwise. */
-function observeText(text: string, { observe, whole }: AnswerObserver): void {
+/** Tells `watch` of each message in `text`: scanned when it is one object (unless `whole`), parsed otherwise. */
+function observeText(text: string, whole: boolean, watch: Watch): void {
   const scanned = whole ? undefined : scanResponse(text);
-  if (scanned) return observe(scanned as JsonRpcMessage);
+  if (scanned) return watch.observe(scanned as JsonRpcMessage);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return; // not JSON: no outcome to record, as when the answer is edited
   }
-  for (const m of Array.isArray(parsed) ? parsed : [parsed]) if (m && typeof m === 'object' && !Array.isArray(m)) observe(m as JsonRpcMessage);
-}
-
-/**
- * `chunks` of `source` as a body, calling `done` (idempotent) once they have been read to their
- * end or dropped — dropped at once: `destroy()` reaches `source` without waiting for its next chunk.
- */
-function endingWith(source: BackendBody, chunks: AsyncIterable<Buffer>, done: (() => void) | undefined): BackendBody {
-  const ending = async function* () {
-    try {
-      yield* chunks;
-    } finally {
-      done?.();
-    }
-  };
-  return derivedBody(source, done ? ending() : chunks, done);
+  for (const m of Array.isArray(parsed) ? parsed : [parsed]) if (m && typeof m === 'object' && !Array.isArray(m)) watch.observe(m as JsonRpcMessage);
 }

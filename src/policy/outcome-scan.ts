@@ -17,6 +17,7 @@ import { isSpace, skipSpace, stringEnd } from '../wire/json-scan.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 /** Stands for a value that is an object or an array (not read further here). */
 const OBJECT = Symbol('object');
 
@@ -60,6 +61,16 @@ function readKey(out: ScannedMessage, key: string, parent: string | undefined, d
   else if (parent === 'error' && key === 'message') out.error = { ...out.error, message: typeof value === 'string' ? value : undefined };
 }
 
+/**
+ * The name of the key whose quotes are at `start` and `end`: the text between them as it is,
+ * unless it holds an escape — then as JSON.parse reads it (issue 44 part 1: a JSON.parse per
+ * key was the scan's largest cost).
+ */
+function keyText(text: string, start: number, end: number): string {
+  for (let j = start + 1; j < end; j++) if (text.charCodeAt(j) === BACKSLASH) return JSON.parse(text.slice(start, end + 1)) as string;
+  return text.slice(start + 1, end);
+}
+
 /** The message's audit facts, or undefined when the text is not one complete JSON object. */
 export function scanResponse(text: string): ScannedMessage | undefined {
   let i = skipSpace(text, 0);
@@ -75,7 +86,7 @@ export function scanResponse(text: string): ScannedMessage | undefined {
       if (end < 0) return undefined;
       const after = skipSpace(text, end + 1);
       if (text.charCodeAt(after) === 0x3a && depth <= 2) {
-        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        const key = keyText(text, i, end);
         if (depth === 1) key1 = key;
         const v = skipSpace(text, after + 1);
         const wanted = depth === 1 ? key === 'id' || key === 'method' || key === 'result' || key === 'error' : (parent === 'result' && key === 'isError') || (parent === 'error' && (key === 'code' || key === 'message'));

@@ -16,13 +16,13 @@
  * status when the backend refused the POST, with the failure when it could not be reached, and
  * — for an answer streamed that never carried the response — when the stream ends.
  */
-import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
+import type { BackendCallHeaders, BackendResponse, CallTrace, McpBackend } from '../backends/backend.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import { idKey } from '../policy/answer-edit.js';
-import { observedAnswer } from '../policy/answer-observe.js';
+import { observedAnswer, type AnswerObserver } from '../policy/answer-observe.js';
 import { isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { withMeta, withTraceMetaText } from './meta-splice.js';
-import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
+import type { ClientScope, ClientTarget, ServerScope, Telemetry } from './telemetry.js';
 
 export class ClientSpanBackend extends DecoratedBackend {
   readonly #target: ClientTarget;
@@ -36,24 +36,17 @@ export class ClientSpanBackend extends DecoratedBackend {
   }
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    const parsed = parseBody(body);
+    const parsed = routeParsed(headers.caller?.trace, body) ?? parseBody(body);
     if (!parsed) return this.inner.post(body, headers, signal);
     const parent = { traceparent: headers.traceparent, tracestate: headers.tracestate, baggage: headers.baggage };
     const session = { id: headers.sessionId, protocolVersion: headers.protocolVersion };
     // Not sampled and no client context: no CLIENT span, nothing injected (the body goes as it came).
     const unsampledRoot = headers.caller?.trace?.unsampledRoot === true;
-    const open = new Map<string, ClientScope>();
-    const notifications: ClientScope[] = [];
-    const scopes = parsed.messages.map((m) => {
-      if (typeof m.method !== 'string') return undefined;
-      const scope = this.telemetry.client(this.#target, m, parent, session, unsampledRoot);
-      if (isRequest(m)) open.set(idKey(m.id), scope);
-      else notifications.push(scope);
-      return scope;
-    });
-    const first = open.values().next().value ?? notifications[0];
+    const call = new ClientCall(headers.caller?.trace, this.telemetry.recordsContent);
+    const scopes: Array<ClientScope | undefined> = [];
+    for (const m of parsed.messages) scopes.push(typeof m.method === 'string' ? call.add(m, this.telemetry.client(this.#target, m, parent, session, unsampledRoot)) : undefined);
+    const first = call.first();
     if (!first) return this.inner.post(body, headers, signal);
-    const all = [...open.values(), ...notifications];
     // One message (all but a 2025-03-26 batch): its text with the context spliced in, not re-written.
     const sent = unsampledRoot ? body : parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers);
     let res: BackendResponse;
@@ -61,38 +54,89 @@ export class ClientSpanBackend extends DecoratedBackend {
       res = await this.inner.post(sent, unsampledRoot ? headers : { ...headers, ...first.headers }, signal);
     } catch (err) {
       const failure = (err as { failure?: unknown }).failure;
-      for (const s of all) s.end(typeof failure === 'string' ? failure : '_OTHER');
+      call.endAll(typeof failure === 'string' ? failure : '_OTHER');
       throw err;
     }
     if (res.status < 200 || res.status >= 300) {
-      for (const s of all) s.end(String(res.status));
+      call.endAll(String(res.status));
       return res;
     }
-    for (const s of notifications) s.end();
-    if (!open.size) return res;
-    return this.#observed(res, open, headers);
-  }
-
-  /** The answer, each response ending its span (and telling the SERVER span its outcome). */
-  #observed(res: BackendResponse, open: Map<string, ClientScope>, headers: BackendCallHeaders): BackendResponse {
-    const server = headers.caller?.trace;
-    const observe = (m: JsonRpcMessage) => {
-      if (m.method !== undefined || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
-      const scope = open.get(idKey(m.id));
-      if (!scope) return;
-      open.delete(idKey(m.id));
-      scope.observe(m);
-      scope.end();
-      server?.observe(m);
-    };
-    const settled = () => {
-      for (const s of open.values()) s.end();
-      open.clear();
-    };
+    call.endNotifications();
     // Passed on as the same bytes (a JSON answer with its length, in one write: held-answer.ts),
     // each message scanned for its outcome — parsed whole only when the tool's result is recorded.
-    return observedAnswer(res, { observe, settled, whole: this.telemetry.recordsContent });
+    return call.waiting() ? observedAnswer(res, call) : res;
   }
+}
+
+/**
+ * The CLIENT spans of one POST: the requests' spans by id, waiting for their responses, and
+ * the notifications'. It is the answer's observer itself (answer-observe.ts), so nothing is
+ * made per call beyond it (issue 44 part 1: closures made per call showed in the profile).
+ */
+class ClientCall implements AnswerObserver {
+  readonly #open = new Map<string, ClientScope>();
+  readonly #notifications: ClientScope[] = [];
+
+  constructor(
+    /** The SERVER span of the client request, told each response's outcome. */
+    private readonly server: CallTrace | undefined,
+    /** `recordContent`: the tool's result goes on the span, so messages are parsed whole. */
+    readonly whole: boolean,
+  ) {}
+
+  add(m: JsonRpcMessage, scope: ClientScope): ClientScope {
+    if (isRequest(m)) this.#open.set(idKey(m.id), scope);
+    else this.#notifications.push(scope);
+    return scope;
+  }
+
+  /** The span whose context the request carries: the first request's, else the first notification's. */
+  first(): ClientScope | undefined {
+    return this.#open.values().next().value ?? this.#notifications[0];
+  }
+
+  endAll(failure: string): void {
+    for (const s of this.#open.values()) s.end(failure);
+    for (const s of this.#notifications) s.end(failure);
+  }
+
+  /** A notification's span ends with the backend's acceptance of the POST. */
+  endNotifications(): void {
+    for (const s of this.#notifications) s.end();
+  }
+
+  /** Whether a request still waits for its response in the answer. */
+  waiting(): boolean {
+    return this.#open.size > 0;
+  }
+
+  /** Each response ends its span (and tells the SERVER span its outcome). */
+  observe(m: JsonRpcMessage): void {
+    if (m.method !== undefined || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
+    const key = idKey(m.id);
+    const scope = this.#open.get(key);
+    if (!scope) return;
+    this.#open.delete(key);
+    scope.observe(m);
+    scope.end();
+    this.server?.observe(m);
+  }
+
+  /** The answer is over: spans still open end without a response. */
+  settled(): void {
+    for (const s of this.#open.values()) s.end();
+    this.#open.clear();
+  }
+}
+
+/**
+ * The message the route parsed, when `body` is the very text it parsed (the SERVER span keeps
+ * both: telemetry.ts ServerScope.request), so it is not parsed a second time; undefined when a
+ * face rewrote the body, or there is no SERVER span (a batch).
+ */
+function routeParsed(trace: CallTrace | undefined, body: string): { messages: JsonRpcMessage[]; batch: boolean } | undefined {
+  const request = (trace as ServerScope | undefined)?.request;
+  return request?.text === body ? { messages: [request.message], batch: false } : undefined;
 }
 
 /** The messages of a body, or undefined when it is not JSON-RPC objects (then it goes untouched). */

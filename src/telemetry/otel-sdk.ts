@@ -33,7 +33,7 @@ import { DurationHistogram } from './duration-histogram.js';
 import { cappedJson, describeMessage, METRIC_KEYS, responseError, serverOf, type Attributes } from './mcp-attributes.js';
 import { HistogramProducer } from './metric-producer.js';
 import { OtlpJsonTraceExporter } from './otlp-trace-exporter.js';
-import { BoundedSpanQueue, SPAN_QUEUE_DEFAULTS } from './span-queue.js';
+import { BoundedSpanQueue, spanQueueLimits } from './span-queue.js';
 import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
 
 /** The convention's ExplicitBucketBoundaries for all MCP duration histograms, in seconds. */
@@ -67,12 +67,13 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   const resource = resourceFromAttributes({ 'service.name': 'switchboard', 'service.version': packageVersion(), 'service.instance.id': randomUUID() });
   const endpoint = config.otlp.endpoint.replace(/\/+$/, '');
   const headers = config.otlp.headers;
+  const limits = spanQueueLimits(config.spans);
   const tracerProvider = new TracerProvider({
     resource,
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling.ratio) }),
     // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts);
     // the SDK's OTLP/HTTP export with our OTLP/JSON encoder (otlp-trace-exporter.ts).
-    spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: SPAN_QUEUE_DEFAULTS.exportTimeoutMs }), dropped)],
+    spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: limits.exportTimeoutMs }), dropped, limits)],
   });
   const instruments = durationHistograms(log);
   // The SDK's meter provider has no instrument of its own: its reader exports ours (metric-producer.ts),
@@ -114,6 +115,9 @@ class SpanLife implements ServerScope, ClientScope {
 
   /** The span's context as W3C text, for `params._meta` and the headers; none without a span. */
   readonly headers: TraceHeaders;
+
+  /** SERVER spans: the client's request as parsed by the route (ServerScope.request). */
+  request?: { readonly text: string; readonly message: JsonRpcMessage };
 
   constructor(
     /** Undefined: not sampled and no context to carry ({@link startSpan}); only the histogram is recorded. */
@@ -185,7 +189,10 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, instru
   }
   const span = startSpan(tracer, config, name, { kind: SpanKind.SERVER, attributes, links }, parent, false);
   contentAttributes(config, message, span);
-  return new SpanLife(span, attributes, instruments.server, config, parent);
+  const life = new SpanLife(span, attributes, instruments.server, config, parent);
+  // The route's parse of the body it forwards (mcp/routes.ts): the CLIENT face reuses it for that same text.
+  if (typeof request.body === 'string') life.request = { text: request.body, message };
+  return life;
 }
 
 const ids = new RandomIdGenerator();
