@@ -39,8 +39,22 @@ export function policyVariables(caller: BackendCaller | undefined, facts: Reques
   return {
     jwt: caller?.principal.claims ?? EMPTY,
     mcp: { method: facts.method, backend: facts.backend, tool, prompt: { name: facts.prompt ?? '' }, resource },
-    request: { headers: caller?.headers ? visibleHeaders(caller.headers) : EMPTY },
+    request: lazyRequest(caller?.headers),
     source: { address: caller?.address ?? '' },
+  };
+}
+
+/**
+ * `request`, its `headers` made only when a rule reads them (issue 44 part 1: "build the
+ * activation lazily"): most rules never do, and copying every header for each call showed in
+ * the profile. An own getter, so CEL's field access (`Object.hasOwn`, then the property) finds it.
+ */
+function lazyRequest(headers: IncomingHttpHeaders | undefined): { readonly headers: Record<string, string> } {
+  let visible: Record<string, string> | undefined;
+  return {
+    get headers() {
+      return (visible ??= headers ? visibleHeaders(headers) : EMPTY);
+    },
   };
 }
 

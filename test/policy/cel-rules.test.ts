@@ -110,6 +110,26 @@ describe('policy variables', () => {
     assert.deepEqual(vars.source, { address: '192.0.2.7' });
     assert.deepEqual(vars.mcp, { method: 'prompts/get', backend: 'bank', tool: { name: '', arguments: {} }, prompt: { name: 'statement' }, resource: { uri: '' } });
   });
+
+  test('rules read the headers, made only when read (issue 44 part 1), as CEL reads any map', () => {
+    const rules = new CelRules(
+      config({
+        policy: {
+          rules: [
+            { name: 'no-credentials-seen', effect: 'deny', when: '"authorization" in request.headers || has(request.headers.cookie)' },
+            { name: 'red-team', effect: 'allow', when: 'request.headers["x-team"] == "red"' },
+          ],
+          default: 'deny',
+        },
+      }).policy,
+    );
+    const facts = { method: 'tools/call', backend: 'bank', tool: 'transfer', arguments: {} };
+    const red = caller({ sub: 's' }, { 'x-team': 'red', authorization: 'Bearer t', cookie: 'c=1' });
+    assert.deepEqual(rules.decide(policyVariables(red, facts)), { effect: 'allow', rule: 'red-team' });
+    assert.deepEqual(rules.decide(policyVariables(caller({ sub: 's' }, { 'x-team': 'blue' }), facts)), { effect: 'deny', rule: 'policy.default' });
+    const vars = policyVariables(red, facts) as { request: { headers: unknown } };
+    assert.equal(vars.request.headers, vars.request.headers, 'made once per request');
+  });
 });
 
 describe('audit record', () => {
