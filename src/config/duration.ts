@@ -3,7 +3,14 @@
  * "500ms", "1d"); a bare number (or a string of one, as `${VAR}` yields) means seconds. Everything inside the gateway is
  * milliseconds, converted once here.
  */
+import type { z } from 'zod';
 import { PLACEHOLDER_PATTERN } from './json-hints.js';
+
+/**
+ * The config's duration type as a schema factory (schema.ts builds it): a block's schema that
+ * has durations takes it as an argument, because it cannot import schema.ts without a cycle.
+ */
+export type DurationSchema = (fallback: string) => z.ZodType<number, z.ZodTypeDef, string | number | undefined>;
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

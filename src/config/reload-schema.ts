@@ -9,8 +9,7 @@
  * file in one rename, is read at once; so is the file on `SIGHUP`.
  */
 import { z } from 'zod';
-
-type Duration = (fallback: string) => z.ZodType<number, z.ZodTypeDef, string | number | undefined>;
+import type { DurationSchema as Duration } from './duration.js';
 
 /** Built with the config's own duration type (schema.ts), which this file cannot import without a cycle. */
 export function reloadSchema(duration: Duration) {

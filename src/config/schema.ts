@@ -316,7 +316,7 @@ export const configSchema = z
     /** The admin routes on the metrics listener (pinning-schema.ts). */
     admin: adminSchema.default({}),
     /** OpenTelemetry traces and metrics over OTLP/HTTP (issue 30 §1; telemetry-schema.ts); absent = off. */
-    telemetry: telemetrySchema.optional(),
+    telemetry: telemetrySchema(duration).optional(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).strict().default({}),
     backends: z.array(backendSchema).min(1, 'at least one backend is required'),
     /** Virtual servers at `/mcp/{name}`: chosen tools, prompts and resources of the backends (servers-schema.ts). */

@@ -35,6 +35,11 @@ export interface SpanQueueLimits {
 /** The SDK's defaults for its batch processor (OTEL_BSP_*), kept: 2048 spans, batches of 512, 5 s, 30 s → 10 s (the exporter's own timeout). */
 export const SPAN_QUEUE_DEFAULTS: SpanQueueLimits = { maxQueue: 2048, batchSize: 512, delayMs: 5000, exportTimeoutMs: 10_000 };
 
+/** The limits `telemetry.spans` sets (config/telemetry-schema.ts; its defaults are the ones above). */
+export function spanQueueLimits(spans: { queueSize: number; batchSize: number; batchDelay: number; exportTimeout: number }): SpanQueueLimits {
+  return { maxQueue: spans.queueSize, batchSize: spans.batchSize, delayMs: spans.batchDelay, exportTimeoutMs: spans.exportTimeout };
+}
+
 export class BoundedSpanQueue implements SpanProcessor {
   #queue: ReadableSpan[] = [];
   #exporting: Promise<void> | undefined;

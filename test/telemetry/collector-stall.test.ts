@@ -15,11 +15,14 @@
  * one batch, every other span is counted — `export_failed` for each batch the collector never
  * answers, `queue_full` beyond the bound — and the refused collector's alike. (The queue's own
  * bound, filled in a moment: span-queue.test.ts.)
+ *
+ * The queue is set smaller than its defaults (`telemetry.spans`, issue 43: the defaults took
+ * 4,440 calls and 39 s of CPU to overflow), so that the same claims need a quarter of the calls;
+ * the export timeout is 2 s, so a stalled batch is given up on within the test's calls.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
-import { SPAN_QUEUE_DEFAULTS } from '../../src/telemetry/span-queue.js';
 import { startTracedBackend, type TracedBackend } from '../fixtures/traced-backend.js';
 import { waitUntil } from '../helpers/child.js';
 import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
@@ -31,8 +34,10 @@ import { sessionClient } from '../helpers/session-client.js';
 
 const KINDS = ['healthy', 'stalled', 'refused'] as const;
 type Kind = (typeof KINDS)[number];
+/** The gateways' `telemetry.spans`. */
+const SPANS = { queueSize: 256, batchSize: 64, exportTimeout: '2s' };
 /** Each call makes a SERVER and a CLIENT span: this many calls overflow the stalled gateway's queue and its one batch in flight. */
-const CALLS = Math.ceil((SPAN_QUEUE_DEFAULTS.maxQueue + SPAN_QUEUE_DEFAULTS.batchSize) / 2) + 200;
+const CALLS = Math.ceil((SPANS.queueSize + SPANS.batchSize) / 2) + 200;
 
 let redis: RedisHandle | undefined, oauth: OAuthHandle | undefined, backend: TracedBackend | undefined, receiver: FixtureChild | undefined;
 let stalling: Server | undefined;
@@ -60,7 +65,7 @@ before(async () => {
       redisUrl: redis.url,
       backends: [{ name: 'weather', url: backend.url, protocol: '2025-11-25' }],
       // The calls come faster than the default per-user rate limit allows.
-      overrides: { telemetry: { otlp: { endpoint: collectors[kind] }, sampling: { ratio: 1 } }, limits: { rateLimit: { max: 1_000_000 } } },
+      overrides: { telemetry: { otlp: { endpoint: collectors[kind] }, sampling: { ratio: 1 }, spans: SPANS }, limits: { rateLimit: { max: 1_000_000 } } },
     });
   }
 });
@@ -119,13 +124,13 @@ test('a stalled or refusing collector adds no latency to calls, and the spans it
   // Refused: the same, though how many fall to each reason depends on how fast the calls came
   // while the exporter retried its batch (a CI run once filled the queue with 60 to spare).
   const spans = 2 * CALLS;
-  const bound = spans - SPAN_QUEUE_DEFAULTS.maxQueue - SPAN_QUEUE_DEFAULTS.batchSize;
+  const bound = spans - SPANS.queueSize - SPANS.batchSize;
   for (const kind of ['stalled', 'refused'] as const) {
     const counted = { queueFull: await dropped(gateways[kind], 'queue_full'), exportFailed: await dropped(gateways[kind], 'export_failed') };
     assert.ok(counted.queueFull + counted.exportFailed >= bound, `${kind}: all but a queue and a batch of ${spans} spans counted dropped: ${JSON.stringify(counted)}`);
   }
   // And the refused batches themselves are counted once the exporter gives up on them.
-  await waitUntil(async () => ((await dropped(gateways.refused, 'export_failed')) >= SPAN_QUEUE_DEFAULTS.batchSize ? true : undefined), { what: 'export_failed counted on the refusing gateway', timeoutMs: 30_000, intervalMs: 200 });
+  await waitUntil(async () => ((await dropped(gateways.refused, 'export_failed')) >= SPANS.batchSize ? true : undefined), { what: 'export_failed counted on the refusing gateway', timeoutMs: 30_000, intervalMs: 200 });
   // The healthy one drops nothing.
   assert.equal(await dropped(gateways.healthy, 'queue_full'), 0);
   assert.equal(await dropped(gateways.healthy, 'export_failed'), 0);
