@@ -56,10 +56,20 @@ interface HeapFigures {
 const METRICS_EVERY_MS = 5_000;
 const RSS_EVERY_MS = 1_000;
 
-/** The gateway's heap figures and full-collection count, from its /metrics. */
+/**
+ * The gateway's heap figures and full-collection count, from its /metrics. Up to 3 tries of
+ * 30 s each: on a crowded machine, a gateway that just opened 10,000 streams took longer than
+ * one 10 s try (a run ended there, 2026-11-29, load average 18 on 2 cores).
+ */
 async function heapFigures(metricsUrl: string): Promise<HeapFigures> {
-  const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) });
-  const text = await res.text();
+  let text: string | undefined;
+  for (let attempt = 1; text === undefined; attempt++) {
+    try {
+      text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(30_000) })).text();
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
   const value = (pattern: RegExp, absent = NaN) => Number(pattern.exec(text)?.[1] ?? absent);
   return {
     heapUsed: value(/^nodejs_heap_size_used_bytes (\S+)/m),

@@ -23,9 +23,15 @@ type HttpSocket = Socket & { _httpMessage?: { writableFinished?: boolean } | nul
 /** Tracks the server's connections; `closing()` starts ending the quiet ones, and returns how to stop. */
 export function trackConnections(server: Server): { closing(): () => void } {
   const sockets = new Set<HttpSocket>();
+  // One listener for every socket (an emitter calls it with the socket as `this`): a closure
+  // and a once-wrapper per connection were about 0.2 KiB of every idle stream (issue 45 §3).
+  // A socket closes once, so `on` is as good as `once` here.
+  function forget(this: HttpSocket): void {
+    sockets.delete(this);
+  }
   server.on('connection', (socket: HttpSocket) => {
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    socket.on('close', forget);
   });
   // An upgraded connection is no longer HTTP: the WebSocket transport closes it (1001, transport/).
   server.on('upgrade', (_request, socket: HttpSocket) => sockets.delete(socket));

@@ -23,7 +23,7 @@ import { wantsPriming } from '../wire/protocol.js';
 import { followRemoteStream } from '../streams/stream-follow.js';
 import { claimStandalone, LEASE_TTL_MS } from '../streams/stream-leases.js';
 import { eventId, StreamRelay } from '../streams/stream-relay.js';
-import { newStreamId, openWriter, relayContext, resumeFromStore, streamKey, type StreamTarget } from './stream-service.js';
+import { newStreamId, openWriter, relayContext, resumeFromStore, STANDALONE_META, streamKey, type StreamTarget } from './stream-service.js';
 import { principalOf } from '../auth/authenticate.js';
 import { ValueKeys } from '../state/value-keys.js';
 
@@ -55,7 +55,7 @@ export async function openStandaloneEarly(t: StreamTarget): Promise<void> {
     await res.body.dump().catch(() => {});
     return;
   }
-  const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'get', requestIds: [] });
+  const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), STANDALONE_META);
   ctx.streams.add(relay);
   const claim = await claimStandalone(ctx.coordinator, relay, false, request.log).catch(() => ({ granted: false, mailbox: [] as string[] }));
   if (!claim.granted) {

@@ -45,6 +45,9 @@ let streamCounter = 0;
 /** Built by `join`, one flat string: `+` would leave a concatenated-string node that every idle stream keeps (issue 29). */
 export const newStreamId = () => [STREAM_ID_PREFIX, (streamCounter = (streamCounter + 1) >>> 0).toString(16).padStart(8, '0')].join('');
 
+/** The meta of every standalone (GET) stream, one frozen object for all of them (issue 45 §3): a relay never changes its meta. */
+export const STANDALONE_META: StreamMeta = Object.freeze({ kind: 'get', requestIds: Object.freeze([]) as unknown as JsonRpcId[] });
+
 /** How much of a stream's replay log is kept, and how long (config `streams.replayEvents`, `streams.replayTtl`). */
 export function replayLimits(t: StreamTarget): ReplayLimits {
   const { streams } = t.ctx.config;
@@ -124,7 +127,7 @@ export async function openStandaloneStream(t: StreamTarget): Promise<FastifyRepl
     t.reply.header('retry-after', '5');
     return sendJsonRpcError(t.reply, 429, ErrorCode.RateLimited, `Too many open streams for this user (streams.maxPerUser ${t.ctx.config.streams.maxPerUser}); close some first`);
   }
-  const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), { kind: 'get', requestIds: [] });
+  const relay = new StreamRelay(relayContext(t), streamKey(t, newStreamId()), STANDALONE_META);
   // Registered before any await, so that two GETs arriving together here cannot both pass
   // the check above; the cluster-wide claim covers GETs on other replicas.
   t.ctx.streams.add(relay);

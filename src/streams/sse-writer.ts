@@ -21,6 +21,7 @@
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { formatSseEvent, formatSseRetry, SSE_KEEP_ALIVE, SSE_RESPONSE_HEADERS } from '../wire/sse.js';
+import { addCallback, runCallbacks, type Callbacks } from './callbacks.js';
 import { TimerWheel } from './timer-wheel.js';
 
 /** `streams.maxBufferedBytes` by default: as the WebSocket path's bound for unread frames. */
@@ -52,7 +53,8 @@ export class SseWriter {
   readonly #res: ServerResponse;
   readonly #keepAlive: TimerWheel<SseWriter>;
   #closed = false;
-  readonly #onClose: Array<() => void> = [];
+  /** Usually the relay's one callback (callbacks.ts). */
+  #onClose: Callbacks;
   /** Events written in this tick, sent together (one socket write, not one per event). */
   #pending = '';
   #scheduled = false;
@@ -84,7 +86,7 @@ export class SseWriter {
   /** Registers a callback for when the client goes away or the stream is ended. */
   onClose(callback: () => void): void {
     if (this.#closed) callback();
-    else this.#onClose.push(callback);
+    else this.#onClose = addCallback(this.#onClose, callback);
   }
 
   /** An event with an id and empty data: lets the client resume even before the first message. */
@@ -153,6 +155,7 @@ export class SseWriter {
     this.#pending = '';
     if (pending) this.#res.write(pending);
     else if (!this.#res.headersSent) this.#res.flushHeaders();
+    forgetSentHead(this.#res);
   }
 
   /** The client is more than `maxBufferedBytes` behind: free what waits for it and end the stream. */
@@ -167,7 +170,8 @@ export class SseWriter {
     if (this.#closed) return;
     this.#closed = true;
     this.#keepAlive.delete(this);
-    for (const callback of this.#onClose.splice(0)) callback();
+    // #closed is set: a callback added while these run is called at once, none is lost.
+    this.#onClose = runCallbacks(this.#onClose);
   }
 }
 
@@ -196,4 +200,20 @@ export function whenSettled(res: ServerResponse, callback: (delivered: boolean) 
 function flattenHead(res: ServerResponse): void {
   const head = (res as ServerResponse & { _header?: unknown })._header;
   if (typeof head === 'string') head.charCodeAt(0);
+}
+
+/** What a sent head is replaced with: any non-empty string reads as "headers sent". */
+const SENT_HEAD = 'sent';
+
+/**
+ * Once the head has gone out with the first write (`_headerSent`), Node never reads its text
+ * again: `_header` only has to stay a non-empty string, which is how `headersSent` and
+ * `writeHead` tell that the head was sent. Kept, the flat head (status line, the SSE headers,
+ * the session id, the rate-limit headers, the date) is about 370 bytes of every idle stream,
+ * 3.7 MB with 10,000 (issue 45 §3, heap snapshots in bench/README.md); one shared string
+ * stands in for it. Only when Node says the head was sent; otherwise nothing changes.
+ */
+function forgetSentHead(res: ServerResponse): void {
+  const internals = res as ServerResponse & { _header?: unknown; _headerSent?: unknown };
+  if (internals._headerSent === true && typeof internals._header === 'string' && internals._header !== SENT_HEAD) internals._header = SENT_HEAD;
 }

@@ -20,6 +20,7 @@ import { errorResponse, type JsonRpcId } from '../wire/jsonrpc.js';
 import { createSseReader } from '../wire/sse.js';
 import { answeredIdKeys, idKey } from './answered-ids.js';
 import { BackendAbort } from './backend-abort.js';
+import { addCallback, runCallbacks, type Callbacks } from './callbacks.js';
 import type { SseWriter } from './sse-writer.js';
 
 export interface RelayContext {
@@ -59,19 +60,19 @@ export class StreamRelay {
   readonly meta: StreamMeta;
   readonly #ctx: RelayContext;
   readonly #pending: Map<string, JsonRpcId> | undefined; // what this stream still owes; no Map at all for a GET stream (issue 29)
-  readonly #recent: StoredEvent[] = [];
+  #recent: StoredEvent[] | undefined; // for clients that attach here; no array until the first event (issue 45 §3: an idle stream's memory)
   #recentSize = 0;
   readonly #abort = new BackendAbort();
-  readonly #onFinish: Array<() => void> = [];
-  readonly #onDetach: Array<() => void> = [];
+  #onFinish: Callbacks;
+  #onDetach: Callbacks;
   #seq: number;
   readonly #startSeq: number;
   #writer: SseWriter | undefined;
   #backendLastEventId: string | undefined;
   #backendRetryMs: number | undefined;
   #finished = false;
-  #saving: Promise<void> = Promise.resolve();
-  #unsaved: StoredEvent[] = [];
+  #saving: Promise<void> | undefined; // the appends in flight, chained; none before the first
+  #unsaved: StoredEvent[] | undefined;
   #flushScheduled = false;
   #primingHold: NodeJS.Timeout | undefined;
   #answeredTo: SseWriter | undefined;
@@ -84,11 +85,9 @@ export class StreamRelay {
   #clientHasThrough = 0;
   /** A standalone stream the gateway opened before its client came (standalone-early.ts): true until a client attaches here or follows it elsewhere. */
   #awaitingClient = false;
-  readonly #onClientCame: Array<() => void> = [];
-  /** True while pump() reads the backend: finishing from inside it needs no abort. */
-  #pumping = false;
-  /** Whether a backend stream was ever pumped into this relay (false: the gateway's own stream). */
-  #hasBackend = false;
+  #onClientCame: Callbacks;
+  #pumping = false; // true while pump() reads the backend: finishing from inside it needs no abort
+  #hasBackend = false; // whether a backend stream was ever pumped into this relay (false: the gateway's own stream)
 
   /** @param startSeq the last sequence number already used on this stream (0 for a new one). @param backendLastEventId where the backend stream stands when resuming. */
   constructor(ctx: RelayContext, key: StreamKey, meta: StreamMeta, startSeq = 0, backendLastEventId?: string) {
@@ -99,7 +98,7 @@ export class StreamRelay {
     this.#startSeq = startSeq;
     this.#backendLastEventId = backendLastEventId;
     if (meta.requestIds.length) this.#pending = new Map(meta.requestIds.map((id) => [idKey(id), id]));
-    if (startSeq === 0) this.#unsaved.push({ seq: 0, meta });
+    if (startSeq === 0) this.#unsaved = [{ seq: 0, meta }]; // a literal of one: an idle stream keeps it until its first event
   }
 
   /** Aborts the backend request of this relay (client gone from a GET stream, shutdown, DELETE). */
@@ -123,7 +122,7 @@ export class StreamRelay {
   /** Marks this relay as opened ahead of its client; `callback` runs when one comes (here or elsewhere). */
   awaitClient(callback: () => void): void {
     this.#awaitingClient = true;
-    this.#onClientCame.push(callback);
+    this.#onClientCame = addCallback(this.#onClientCame, callback);
   }
 
   /** Opened ahead of its client, and no client has come yet. */
@@ -139,7 +138,7 @@ export class StreamRelay {
   #clientCame(): void {
     if (!this.#awaitingClient) return;
     this.#awaitingClient = false;
-    for (const callback of this.#onClientCame.splice(0)) callback();
+    this.#onClientCame = runCallbacks(this.#onClientCame); // awaitClient comes once, before any client
   }
 
   /** False for a stream with no backend behind it (gateway notifications only). */
@@ -149,7 +148,7 @@ export class StreamRelay {
 
   onFinish(callback: () => void): void {
     if (this.#finished) callback();
-    else this.#onFinish.push(callback);
+    else this.#onFinish = addCallback(this.#onFinish, callback);
   }
 
   /**
@@ -166,12 +165,12 @@ export class StreamRelay {
     if (afterSeq === undefined && prime) writer.prime(eventId(this.key.streamId, this.#startSeq), this.#ctx.retryMs);
     const from = afterSeq ?? this.#startSeq;
     if (afterSeq !== undefined) this.#clientHasThrough = afterSeq;
-    for (const e of this.#recent) if (e.seq > from && e.data !== undefined) writer.message(e.data, eventId(this.key.streamId, e.seq));
+    for (const e of this.#recent ?? []) if (e.seq > from && e.data !== undefined) writer.message(e.data, eventId(this.key.streamId, e.seq));
     writer.onClose(() => {
       if (this.#writer !== writer) return;
       this.#writer = undefined;
       if (this.meta.kind === 'get') this.stop();
-      else if (!this.#finished) for (const callback of this.#onDetach) callback();
+      else if (!this.#finished) runCallbacks(this.#onDetach);
     });
     if (this.#finished) writer.end();
   }
@@ -181,7 +180,7 @@ export class StreamRelay {
    * the backend, and another replica may have to follow it (stream-leases.ts).
    */
   onDetach(callback: () => void): void {
-    this.#onDetach.push(callback);
+    this.#onDetach = addCallback(this.#onDetach, callback);
   }
 
   /** Ends the client's connection with `retry` but keeps reading the backend (shutdown drain). */
@@ -257,7 +256,7 @@ export class StreamRelay {
   /** Waits until everything emitted so far is in the store. */
   flushed(): Promise<void> {
     this.#flush();
-    return this.#saving;
+    return this.#saving ?? Promise.resolve();
   }
 
   #onBackendEvent(data: string, backendEventId: string | undefined): void {
@@ -306,11 +305,12 @@ export class StreamRelay {
   #emit(data: string, backendEventId: string | undefined): void {
     const event: StoredEvent = { seq: ++this.#seq, data };
     if (backendEventId) event.backendEventId = backendEventId;
-    this.#recent.push(event);
+    const recent = (this.#recent ??= []);
+    recent.push(event);
     this.#recentSize += data.length;
     // The newest event stays whatever its size; older ones go past either bound.
-    while (this.#recent.length > 1 && (this.#recent.length > this.#ctx.limits.maxEvents || this.#recentSize > this.#ctx.recentBytes)) {
-      this.#recentSize -= this.#recent.shift()!.data?.length ?? 0;
+    while (recent.length > 1 && (recent.length > this.#ctx.limits.maxEvents || this.#recentSize > this.#ctx.recentBytes)) {
+      this.#recentSize -= recent.shift()!.data?.length ?? 0;
     }
     this.#save(event);
     if (event.seq > this.#clientHasThrough) this.#writer?.message(data, eventId(this.key.streamId, event.seq));
@@ -326,7 +326,7 @@ export class StreamRelay {
    * (and, on a new stream, its meta entry) cost one Redis round trip, not three.
    */
   #save(event: StoredEvent): void {
-    this.#unsaved.push(event);
+    (this.#unsaved ??= []).push(event);
     if (this.#holdsPriming(event)) return;
     if (this.#primingHold) {
       clearTimeout(this.#primingHold);
@@ -354,9 +354,9 @@ export class StreamRelay {
 
   #flush(): void {
     this.#flushScheduled = false;
-    if (!this.#unsaved.length) return;
     const batch = this.#unsaved;
-    this.#unsaved = [];
+    if (!batch?.length) return;
+    this.#unsaved = undefined;
     const writer = this.#answeredTo;
     if (writer && this.#answeredWhole(batch)) {
       // Stored only if the client may come back for it (issue 16): see #answeredWhole.
@@ -379,7 +379,7 @@ export class StreamRelay {
   }
 
   #append(batch: StoredEvent[]): void {
-    this.#saving = this.#saving
+    this.#saving = (this.#saving ?? Promise.resolve())
       .then(() => this.#ctx.store.appendEvents(this.key, batch, this.#ctx.limits))
       .catch((err: Error) => this.#ctx.log.warn({ err: err.message, backend: this.#ctx.backend }, 'could not store SSE events for replay'));
   }
@@ -393,6 +393,7 @@ export class StreamRelay {
     this.#writer?.end();
     // From inside pump() the loop simply stops reading; an abort would only build an error.
     if (!this.#pumping) this.#abort.abort();
-    for (const callback of this.#onFinish.splice(0)) callback();
+    // #finished is set: a callback added while these run is called at once, none is lost.
+    this.#onFinish = runCallbacks(this.#onFinish);
   }
 }

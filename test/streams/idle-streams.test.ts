@@ -9,9 +9,10 @@
  *   leaves the wheel.
  * - Once the stream is set up the gateway drops the request's headers, the bearer token
  *   among them: Node keeps the request for the stream's life.
+ * - Once the response head has gone out, the response no longer keeps its text (issue 45 §3).
  */
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, test } from 'node:test';
 import { keepAliveWheel } from '../../src/streams/sse-writer.js';
 import { SSE_KEEP_ALIVE } from '../../src/wire/sse.js';
@@ -28,14 +29,18 @@ const STREAMS = 5;
 const DEADLINE_MS = 10_000;
 
 /** The issuer, the backend and the gateway, with the token of the one user and the gateway's side of every GET. */
-const rig: { oauth?: OAuthHandle; backend?: FirstWinsBackend; gateway?: GatewayHandle; token: string; getRequests: IncomingMessage[] } = { token: '', getRequests: [] };
+const rig: { oauth?: OAuthHandle; backend?: FirstWinsBackend; gateway?: GatewayHandle; token: string; getRequests: IncomingMessage[]; getResponses: ServerResponse[] } = { token: '', getRequests: [], getResponses: [] };
 
 before(async () => {
   const [oauth, backend] = await Promise.all([startOAuthServer(), startFirstWinsBackend()]);
   Object.assign(rig, { oauth, backend });
   const overrides = { streams: { keepAlive: `${KEEP_ALIVE_MS}ms` } };
   rig.gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: BACKEND, url: backend.url, timeout: '30s' }], overrides });
-  rig.gateway.app.server.on('request', (req: IncomingMessage) => req.method === 'GET' && rig.getRequests.push(req));
+  rig.gateway.app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'GET') return;
+    rig.getRequests.push(req);
+    rig.getResponses.push(res);
+  });
   rig.token = await oauth.token({ sub: 'idle', aud: rig.gateway.audience });
 });
 
@@ -89,6 +94,27 @@ test('an open standalone stream no longer holds its request headers, the token a
     assert.ok(!req.destroyed, 'the stream is still open');
     // The stream still works: a keep-alive arrives after the headers were dropped.
     await waitUntil(async () => (keepAlives(conn) >= 1 ? true : undefined), { what: 'a keep-alive', timeoutMs: DEADLINE_MS, intervalMs: 50 });
+  } finally {
+    conn.socket.destroy();
+  }
+});
+
+test('an open standalone stream no longer keeps the text of its response head once it was sent', async () => {
+  const seen = rig.getResponses.length;
+  const conn = await openStandalone();
+  try {
+    const res = rig.getResponses[seen] as ServerResponse & { _header?: unknown; _headerSent?: unknown };
+    assert.ok(res, 'the gateway saw the GET');
+    // The client got the whole head, the session id in it...
+    assert.match(conn.answer(), /\r\nmcp-session-id: [\w-]{43}\r\n/i);
+    // ...and the response keeps a short stand-in: still "sent" to Node, none of the headers.
+    assert.equal(res._headerSent, true);
+    assert.equal(typeof res._header, 'string');
+    assert.ok((res._header as string).length > 0 && (res._header as string).length < 16, `kept ${JSON.stringify(res._header)}`);
+    assert.equal(res.headersSent, true);
+    assert.throws(() => res.writeHead(200), /ERR_HTTP_HEADERS_SENT|Cannot write headers/);
+    const before = keepAlives(conn);
+    await waitUntil(async () => (keepAlives(conn) > before ? true : undefined), { what: 'a keep-alive after the head was dropped', timeoutMs: DEADLINE_MS, intervalMs: 50 });
   } finally {
     conn.socket.destroy();
   }
