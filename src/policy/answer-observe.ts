@@ -45,7 +45,8 @@ class WatchedResponse implements BackendResponse {
   readonly headers: BackendResponse['headers'];
   readonly contentType: string;
   readonly body: BackendBody;
-  readonly refused?: boolean;
+  /** Only when the response has it (declared, so no field is defined otherwise). */
+  declare readonly refused?: boolean;
   readonly #watch: Watch;
 
   constructor(res: BackendResponse, watch: Watch) {

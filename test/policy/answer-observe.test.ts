@@ -79,3 +79,12 @@ test('an observer that wants whole messages does not join a watch that only scan
   assert.deepEqual(content.seen[0]!.result, { content: [{ type: 'text', text: '{"error":{"code":1}}' }], isError: true }, 'parsed whole');
   assert.deepEqual(audit.seen[0]!.result, { isError: true });
 });
+
+test('a watched response has the backend\'s fields as they were: refused only when it was there, the headers the same', () => {
+  const plain = observedAnswer(jsonAnswer(), watcher().observer);
+  assert.deepEqual(Object.keys(plain), ['status', 'headers', 'contentType', 'body']);
+  assert.equal('refused' in plain, false);
+  const refused = observedAnswer({ ...jsonAnswer(), refused: true }, watcher().observer);
+  assert.equal(refused.refused, true);
+  assert.equal(refused.headers['content-length'], String(ANSWER.length));
+});
