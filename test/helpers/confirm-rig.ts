@@ -73,7 +73,15 @@ export async function startConfirmRig(options: ConfirmRigOptions): Promise<Confi
         },
       }),
     });
-  const [replicaA, replicaB] = await Promise.all([gatewayOn('A'), gatewayOn('B')]);
+  const gateways = await Promise.allSettled([gatewayOn('A'), gatewayOn('B')]);
+  if (gateways.some((g) => g.status === 'rejected')) {
+    // A config the gateway refuses: what was started is stopped, so the test's process can end.
+    await Promise.allSettled(gateways.map((g) => (g.status === 'fulfilled' ? g.value.close() : undefined)));
+    await browser.close();
+    await Promise.allSettled([...started.map((b) => b.close()), idp.stop(), redis.stop()]);
+    throw (gateways.find((g) => g.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+  const [replicaA, replicaB] = gateways.map((g) => (g as PromiseFulfilledResult<GatewayHandle>).value) as [GatewayHandle, GatewayHandle];
   const clients: Client[] = [];
   return {
     redis,
