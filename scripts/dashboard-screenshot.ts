@@ -165,8 +165,10 @@ async function main(): Promise<void> {
   await sleep(2 * SCRAPE_SECONDS * 1000 + 500);
   log(`successful scrapes: ${await all.prometheus.scrapes()}`);
   const dashboard = JSON.parse(readFileSync(`${ROOT}${DASHBOARD}`, 'utf8')) as { title: string; panels: DashboardPanel[] };
+  // The picture is the traffic's window: past its end the users' sessions are gone, and the
+  // stat panels (their last value) would read 0.
   const start = Math.floor(startedAt / 1000) - 10;
-  const end = Math.ceil(Date.now() / 1000);
+  const end = Math.floor(until / 1000) - SCRAPE_SECONDS;
   const { drawn, step, rate } = await panelData(all.prometheus, dashboard.panels, start, end);
   const caption = `${DASHBOARD}: each panel's own queries (step ${step} s, $__rate_interval ${rate} s), evaluated by Prometheus 2.42 scraping a running gateway every ${SCRAPE_SECONDS} s, drawn by scripts/dashboard-screenshot.ts (not Grafana). ${new Date(start * 1000).toISOString().slice(0, 16)}Z + ${Math.round((end - start) / 60)} min.`;
   const html = dashboardPage(dashboard.title, drawn, { width: 1268, rowHeight: 26, start, end, caption });

@@ -111,7 +111,9 @@ export function timeSeriesSvg(series: Series[], box: ChartBox, unit: string | un
   const minutes = Math.max(1, Math.round((box.end - box.start) / 60 / 4));
   for (let t = Math.ceil(box.start / 60 / minutes) * 60 * minutes; t <= box.end; t += 60 * minutes) {
     parts.push(`<line x1="${x(t).toFixed(1)}" x2="${x(t).toFixed(1)}" y1="6" y2="${6 + plotH}" stroke="#2c3235"/>`);
-    parts.push(`<text x="${x(t).toFixed(1)}" y="${box.height - 4}" text-anchor="middle">${clock(t)}</text>`);
+    // A label at either edge is anchored inside the chart, not cut in half.
+    const anchor = x(t) > left + plotW - 16 ? 'end' : x(t) < left + 16 ? 'start' : 'middle';
+    parts.push(`<text x="${x(t).toFixed(1)}" y="${box.height - 4}" text-anchor="${anchor}">${clock(t)}</text>`);
   }
   series.forEach((s, i) => {
     const d = seriesPath(s.points, x, y);

@@ -78,6 +78,11 @@ describe('panel drawing', () => {
     // plot: x from 64 to 464 for 1000..1400 s; y from 106 (0) up to 6 (8, the range's top).
     assert.equal(path, 'M64.0 106.0L164.0 56.0M364.0 6.0L464.0 6.0');
     assert.match(svg, />8 req\/s</);
+    // 1015..1200 s: minute ticks at 1020 (x 74.8, by the left edge: anchored at its start), 1080 (in the middle), 1200 (the right edge: at its end).
+    const edges = timeSeriesSvg([], { ...box, start: 1015, end: 1200 }, 'reqps');
+    assert.match(edges, /<text x="74\.8" y="120" text-anchor="start">00:17<\/text>/);
+    assert.match(edges, /<text x="204\.5" y="120" text-anchor="middle">00:18<\/text>/);
+    assert.match(edges, /<text x="464\.0" y="120" text-anchor="end">00:20<\/text>/);
     assert.match(svg, />0 req\/s</);
   });
 
