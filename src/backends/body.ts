@@ -65,15 +65,13 @@ export abstract class OverBody {
 
   constructor(
     protected readonly source: BackendBody,
-    private readonly onDone?: (() => void) | BodyEnd,
+    private readonly onDone?: BodyEnd,
   ) {}
 
   protected done(): void {
     if (this.#done) return;
     this.#done = true;
-    const onDone = this.onDone;
-    if (typeof onDone === 'function') onDone();
-    else onDone?.settled?.();
+    this.onDone?.settled?.();
   }
 
   get arrived(): boolean | undefined {
@@ -130,42 +128,10 @@ class TappedBody extends OverBody implements BackendBody {
 }
 
 /**
- * `chunks` — read from `source`, perhaps rewritten on the way — as a body whose `dump()` and
- * `destroy()` reach `source` at once, calling `dropped` first. A body made of an async
- * generator alone cannot: its `return()` waits until the generator's pending read of `source`
- * settles, which for a stream the backend keeps open is its next event (or its timeout). The
- * 2026-07-28 relay destroys the body when the client closes its stream, which is the request's
- * cancellation (MCP 2026-07-28 Transports §Cancellation): the backend must hear of it now.
- */
-export function derivedBody(source: BackendBody, chunks: AsyncIterable<Buffer>, dropped?: () => void): BackendBody {
-  return new DerivedBody(source, chunks, dropped);
-}
-
-class DerivedBody extends OverBody implements BackendBody {
-  constructor(
-    source: BackendBody,
-    private readonly chunks: AsyncIterable<Buffer>,
-    dropped?: () => void,
-  ) {
-    super(source, dropped);
-  }
-
-  async bytes(): Promise<Uint8Array> {
-    const all: Buffer[] = [];
-    for await (const chunk of this.chunks) all.push(chunk);
-    return all.length === 1 ? all[0]! : Buffer.concat(all);
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
-    return this.chunks[Symbol.asyncIterator]();
-  }
-}
-
-/**
  * `body` unchanged for its reader, telling `ended` once how its reading ended — read to the end
  * (no error), failed (the error) — or `dropped` when the reader dumps, destroys or stops early.
- * Unlike a {@link derivedBody} over an async generator, `bytes()` and `text()` stay the source's
- * own (one read of the whole answer, not an iteration chunk by chunk), so a watcher that only
+ * `bytes()` and `text()` stay the source's own (one read of the whole answer, not an iteration
+ * chunk by chunk, as a body made of an async generator would be), so a watcher that only
  * needs to know when the answer is over costs the relay nothing (issue 44: the audit's records
  * still pending at the end, policy/unanswered.ts).
  */
@@ -181,8 +147,10 @@ class WatchedBody extends OverBody implements BackendBody {
     private readonly ended: (error?: unknown) => void,
     dropped: () => void,
   ) {
-    super(body, () => {
-      if (!this.#ended) dropped();
+    super(body, {
+      settled: () => {
+        if (!this.#ended) dropped();
+      },
     });
   }
 
