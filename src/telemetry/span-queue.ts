@@ -21,6 +21,7 @@
 import { TraceFlags } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
+import type { TelemetryConfig } from '../config/telemetry-schema.js';
 
 /** Why spans were dropped: the queue was at its bound, or their batch's export failed or timed out. */
 export type SpanDropReason = 'queue_full' | 'export_failed';
@@ -36,7 +37,7 @@ export interface SpanQueueLimits {
 export const SPAN_QUEUE_DEFAULTS: SpanQueueLimits = { maxQueue: 2048, batchSize: 512, delayMs: 5000, exportTimeoutMs: 10_000 };
 
 /** The limits `telemetry.spans` sets (config/telemetry-schema.ts; its defaults are the ones above). */
-export function spanQueueLimits(spans: { queueSize: number; batchSize: number; batchDelay: number; exportTimeout: number }): SpanQueueLimits {
+export function spanQueueLimits(spans: TelemetryConfig['spans']): SpanQueueLimits {
   return { maxQueue: spans.queueSize, batchSize: spans.batchSize, delayMs: spans.batchDelay, exportTimeoutMs: spans.exportTimeout };
 }
 
