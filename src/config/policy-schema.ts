@@ -81,6 +81,18 @@ export const auditSchema = z
     sink: z.enum(['none', 'stdout', 'file', 'otlp']).default('none'),
     /** For `sink: file`: appended to, never truncated. */
     path: z.string().min(1).optional(),
+    /**
+     * For `sink: file`: how long a record may wait for others to share its write (a batch also
+     * leaves at about 4 KiB). `0` writes at the end of each event-loop turn: under load that is
+     * about one write(2) per record (issue 44 part 1). A SIGKILL loses at most this much.
+     */
+    flushInterval: jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
+      .default('100ms')
+      .transform((value, ctx) => {
+        const ms = parseDuration(value);
+        if (ms === undefined || ms > 1_000) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${value}" must be a duration of at most 1s (e.g. 100ms; 0 writes at the end of each event-loop turn)` });
+        return ms ?? 0;
+      }),
     /** Claims copied into each record as they are in the token (e.g. email, tenant). */
     claims: z.array(z.string().min(1)).default([]),
     arguments: z

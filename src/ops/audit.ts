@@ -292,7 +292,7 @@ export function createAudit(config: Config, sinks: AuditSinks, tenantOf: (claims
   const settings = config.audit;
   if (settings.sink === 'none' && !sinks.override) return undefined;
   if (settings.sink === 'otlp' && !sinks.override && !sinks.otlp) throw new Error('audit.sink otlp needs the sink of the telemetry (src/telemetry/audit-logs.ts)');
-  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!) : process.stdout);
+  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!, settings.flushInterval) : process.stdout);
   return new Audit(sink, settings, tenantOf);
 }
 

@@ -63,14 +63,14 @@ test('the audit turns on, moves to another file with arguments and claims, and t
   const sessionId = await client.initialize(token);
   assert.match(await announce(sessionId, 'unaudited'), /announced unaudited/);
 
-  assert.equal(gateway.app.applyConfig(configWith({ audit: { sink: 'file', path: first } })), 'applied');
+  assert.equal(gateway.app.applyConfig(configWith({ audit: { sink: 'file', path: first, flushInterval: 0 } })), 'applied');
   await announce(sessionId, 'one');
   const [one] = await records(first, 1);
   assert.equal(one!.tool, 'announce');
   assert.equal(one!.outcome, 'ok');
   assert.equal(one!.arguments, undefined, 'arguments are opt-in');
 
-  assert.equal(gateway.app.applyConfig(configWith({ audit: { sink: 'file', path: second, arguments: { include: true }, claims: ['sub'] } })), 'applied');
+  assert.equal(gateway.app.applyConfig(configWith({ audit: { sink: 'file', path: second, flushInterval: 0, arguments: { include: true }, claims: ['sub'] } })), 'applied');
   await announce(sessionId, 'two');
   const [two] = await records(second, 1);
   assert.deepEqual(two!.arguments, { text: 'two' });
@@ -79,7 +79,7 @@ test('the audit turns on, moves to another file with arguments and claims, and t
 
   // The first rule, on a gateway that started with none and no audit.
   const rules = [{ name: 'no-announce', effect: 'deny' as const, when: 'mcp.tool.name == "announce"' }];
-  assert.equal(gateway.app.applyConfig(configWith({ policy: { rules }, audit: { sink: 'file', path: second, arguments: { include: true }, claims: ['sub'] } })), 'applied');
+  assert.equal(gateway.app.applyConfig(configWith({ policy: { rules }, audit: { sink: 'file', path: second, flushInterval: 0, arguments: { include: true }, claims: ['sub'] } })), 'applied');
   assert.match(await announce(sessionId, 'three'), /Unknown tool: announce/);
   assert.deepEqual(await sessionToolNames(client, token, sessionId), []);
   const refusal = (await records(second, 2))[1]!;

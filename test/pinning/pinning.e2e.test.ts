@@ -66,7 +66,7 @@ before(async () => {
     redisUrl: redis.url,
     issuer: idp.issuer,
     backends: Object.entries(BACKENDS).map(([name, [revision, mode]]) => ({ name, url: backends[name as Name].url, ...(revision === '2026-07-28' ? { protocol: revision } : {}), pinning: { mode } })),
-    extra: { audit: { sink: 'file', path: join(dir, 'audit.jsonl') }, admin: { token: ADMIN_TOKEN } },
+    extra: { audit: { sink: 'file', path: join(dir, 'audit.jsonl'), flushInterval: 0 }, admin: { token: ADMIN_TOKEN } },
   });
 });
 

@@ -41,7 +41,7 @@ before(async () => {
     ready: (line, stream) => stream === 'stdout' && line.startsWith('{"url"'),
   });
   const url = (JSON.parse(backend.readyLine!) as { url: string }).url;
-  gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: 'slow', url, timeout: '15s' }, { name: 'modern', url: modern.url, timeout: '15s' }], overrides: { audit: { sink: 'file', path: join(dir, 'audit.jsonl') } } });
+  gateway = await startGateway({ issuer: oauth.issuer, backends: [{ name: 'slow', url, timeout: '15s' }, { name: 'modern', url: modern.url, timeout: '15s' }], overrides: { audit: { sink: 'file', path: join(dir, 'audit.jsonl'), flushInterval: 0 } } });
   token = await oauth.token({ sub: 'cleo', aud: gateway.audience });
 });
 

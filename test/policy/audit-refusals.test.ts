@@ -38,7 +38,7 @@ before(async () => {
       secrets: SECRETS,
       auth: { issuer: idp.issuer, audience: AUDIENCE, algorithms: ['RS256'], tenantClaim: 'org', login: { clientId: 'switchboard-web', scopes: ['openid'] } },
       limits: { rateLimit: { max: 3, window: '1m' } },
-      audit: { sink: 'file', path: join(dir, 'audit.jsonl'), claims: ['email'] },
+      audit: { sink: 'file', path: join(dir, 'audit.jsonl'), flushInterval: 0, claims: ['email'] },
     },
   });
 });

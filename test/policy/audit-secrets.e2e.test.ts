@@ -103,7 +103,7 @@ before(async () => {
     },
     // Replica 0 writes its audit to stdout beside its access log, replica 1 to a file.
     writeConfig: async (index, config) => {
-      const audit = index === 0 ? { sink: 'stdout' } : { sink: 'file', path: join(dir, 'audit.jsonl') };
+      const audit = index === 0 ? { sink: 'stdout' } : { sink: 'file', path: join(dir, 'audit.jsonl'), flushInterval: 0 };
       const file = join(dir, `replica-${index}.yaml`);
       await writeFile(file, stringify({ ...config, audit: { ...audit, claims: ['email'], arguments: { include: true } } }));
       return file;

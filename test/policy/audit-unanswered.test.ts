@@ -29,7 +29,7 @@ before(async () => {
       { name: 'quick', url: scripted.url, timeout: '1s' },
       { name: 'patient', url: scripted.url, timeout: '60s' },
     ],
-    overrides: { audit: { sink: 'file', path: join(dir, 'audit.jsonl') } },
+    overrides: { audit: { sink: 'file', path: join(dir, 'audit.jsonl'), flushInterval: 0 } },
   });
   token = await oauth.token({ sub: 'uma', aud: gateway.audience });
 });

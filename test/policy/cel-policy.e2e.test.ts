@@ -42,7 +42,7 @@ const clients: Client[] = [];
 before(async () => {
   setup = await startBankGateway({
     more: (url) => [{ name: 'acme-crm', url, protocol: '2025-11-25' }],
-    overrides: (path) => ({ policy: { rules: [...RULES] }, audit: { sink: 'file', path, claims: ['email'], arguments: { include: true, maxBytes: 256 } } }),
+    overrides: (path) => ({ policy: { rules: [...RULES] }, audit: { sink: 'file', path, flushInterval: 0, claims: ['email'], arguments: { include: true, maxBytes: 256 } } }),
   });
   ({ gateway, bank, bank26 } = setup);
   // tenantClaim goes with the audience the helper computed.

@@ -66,7 +66,7 @@ before(async () => {
       { name: 'quick-deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account" && mcp.tool.arguments.id == "acc-expiring"', ttl: '10s' },
       { name: 'deletes', effect: 'confirm', when: 'mcp.tool.name == "delete_account"' },
     ],
-    overrides: (replica) => ({ audit: { sink: 'file', path: auditPath(replica), arguments: { include: true } }, approvals: { notify: notifyOf(replica) } }),
+    overrides: (replica) => ({ audit: { sink: 'file', path: auditPath(replica), flushInterval: 0, arguments: { include: true } }, approvals: { notify: notifyOf(replica) } }),
   });
 });
 

@@ -32,7 +32,7 @@ const tokens: Record<string, string> = {};
 const clients: Client[] = [];
 
 before(async () => {
-  bank = await startBankGateway({ overrides: (path) => ({ policy: { rules: RULES }, audit: { sink: 'file', path } }) });
+  bank = await startBankGateway({ overrides: (path) => ({ policy: { rules: RULES }, audit: { sink: 'file', path, flushInterval: 0 } }) });
   for (const [sub, groups] of [['alice', ['admins']], ['bob', ['ops']], ['gus', ['guests']]] as const) {
     tokens[sub] = await bank.oauth.token({ sub, aud: bank.gateway.audience, claims: { groups } });
   }
