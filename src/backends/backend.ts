@@ -37,6 +37,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the MCP routes when `telemetry` is on (src/telemetry/); read by callerOf and traceHeaders. */
     traceScope?: CallTrace;
+    /** Set by the MCP routes: the body and its messages as parsed there, for callerOf (BackendCaller.parsed). */
+    rpcParsed?: BackendCaller['parsed'];
   }
 }
 
@@ -59,6 +61,13 @@ export interface BackendCaller {
   url?: string;
   /** The SERVER span of the request, with `telemetry` on (src/telemetry/). */
   trace?: CallTrace;
+  /**
+   * The route's parse of the body it forwards (mcp/routes.ts): a face handed that very text
+   * reads these messages instead of parsing it again (policy/tool-policy-backend.ts messagesOf;
+   * issue 44 part 1). The route's parse is the stricter one (its batch rule is the revision's),
+   * so what it accepted a face's own parse would too. A face that rewrote the body parses its own.
+   */
+  parsed?: { readonly text: string; readonly messages: readonly JsonRpcMessage[] };
   /**
    * A 2026-07-28 client's request only (stateless/stateless-post.ts): seals the gateway's own
    * `requestState` for this request as the client sent it to its endpoint (stateless/request-state.ts),

@@ -10,7 +10,7 @@ import { headerValue } from '../wire/headers.js';
 
 /** `sealState`: a 2026-07-28 request's sealer of the gateway's own `requestState` (BackendCaller.sealState). */
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>, sealState?: (purpose: string) => string): BackendCaller {
-  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: request.headers, address: request.ip, url: request.url, trace: request.traceScope, sealState };
+  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: request.headers, address: request.ip, url: request.url, trace: request.traceScope, parsed: request.rpcParsed, sealState };
 }
 
 /**

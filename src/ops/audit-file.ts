@@ -21,7 +21,7 @@ import { closeSync, openSync } from 'node:fs';
 import type { AuditSink } from './audit.js';
 import { LineBuffer } from './log-buffer.js';
 
-export function openAuditFile(path: string, flushIntervalMs: number): AuditSink {
+export function openAuditFile(path: string, flushIntervalMs: number): AuditSink & Required<Pick<AuditSink, 'end'>> {
   const fd = openSync(path, 'a', 0o640);
   const buffer = new LineBuffer(fd);
   let due: NodeJS.Immediate | NodeJS.Timeout | undefined;

@@ -9,7 +9,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { BackendCaller } from '../backends/backend.js';
-import { traceIdOf, type AuditEvent } from '../ops/audit.js';
+import { traceIdOf, type AuditEvent, type AuditRequest } from '../ops/audit.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import type { RequestFacts } from './policy-input.js';
 
@@ -28,10 +28,11 @@ export function requestFacts(m: JsonRpcMessage, backend: string): RequestFacts {
 }
 
 /** The part of a record that says who asked, where and what (decision and outcome to add). */
-export function auditBase(principal: Principal, request: Pick<BackendCaller, 'headers' | 'url' | 'trace'>, facts: Partial<RequestFacts>, message?: JsonRpcMessage) {
+export function auditBase(principal: Principal, request: Pick<BackendCaller, 'headers' | 'url' | 'trace'>, facts: Partial<RequestFacts>, message?: JsonRpcMessage, session?: string): AuditRequest {
   return {
     userKey: principal.userKey,
     claims: principal.claims,
+    session,
     endpoint: request.url?.split('?')[0],
     backend: facts.backend,
     method: facts.method,
@@ -41,11 +42,12 @@ export function auditBase(principal: Principal, request: Pick<BackendCaller, 'he
     uri: facts.uri,
     arguments: facts.arguments,
     traceId: request.trace?.traceId || traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
-  } satisfies Partial<AuditEvent>;
+  };
 }
 
-export function callerBase(caller: BackendCaller, facts: RequestFacts, message: JsonRpcMessage) {
-  return { ...auditBase(caller.principal, caller, facts, message), session: caller.sessionId };
+/** A backend call's request part, made once when the request is judged (its record's verdict comes later). */
+export function callerBase(caller: BackendCaller, facts: RequestFacts, message: JsonRpcMessage): AuditRequest {
+  return auditBase(caller.principal, caller, facts, message, caller.sessionId);
 }
 
 /** The outcome of a response message: ok, a tool's `isError`, or the JSON-RPC error code. */

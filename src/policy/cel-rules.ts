@@ -61,6 +61,11 @@ export class CelRules {
    * bound to it (issue 46 §4), so a reload that changes any rule needs a new approval.
    */
   readonly version: string;
+  /**
+   * Whether some rule names `request` (its headers): when none does, a request's variables
+   * leave them out (policy-input.ts; issue 44 part 1), by the same word test as {@link READS}.
+   */
+  readonly readsRequest: boolean;
 
   constructor(policy: Config['policy']) {
     this.version = createHash('sha256').update(canonicalJson(policy)).digest('base64url');
@@ -73,6 +78,7 @@ export class CelRules {
       return { name: r.name, effect: r.effect, program: compiled.program, reads, ...(confirm ? { confirm } : {}) };
     });
     this.#default = { effect: policy.default, rule: 'policy.default' };
+    this.readsRequest = policy.rules.some((r) => /\brequest\b/.test(r.when));
   }
 
   get size(): number {

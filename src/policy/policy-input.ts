@@ -28,18 +28,22 @@ export interface RequestFacts {
   uri?: string;
 }
 
+/** `request` when no rule reads it (CelRules.readsRequest): shared, nothing made per call. */
+const NO_REQUEST = Object.freeze({ headers: EMPTY });
+
 /**
  * The variables of one request. `unknown` leaves out what a listing cannot know (cel-rules.ts):
  * the arguments of a call, or the URI a resource template stands for; a rule reading it fails.
+ * `readsRequest` false (no rule names `request`): its headers are not offered at all.
  */
-export function policyVariables(caller: BackendCaller | undefined, facts: RequestFacts, unknown?: Unknown): Record<string, unknown> {
+export function policyVariables(caller: BackendCaller | undefined, facts: RequestFacts, unknown?: Unknown, readsRequest = true): Record<string, unknown> {
   const tool: Record<string, unknown> = { name: facts.tool ?? '' };
   if (unknown !== 'arguments') tool.arguments = isObject(facts.arguments) ? facts.arguments : EMPTY;
   const resource = unknown === 'uri' ? EMPTY : { uri: facts.uri ?? '' };
   return {
     jwt: caller?.principal.claims ?? EMPTY,
     mcp: { method: facts.method, backend: facts.backend, tool, prompt: { name: facts.prompt ?? '' }, resource },
-    request: lazyRequest(caller?.headers),
+    request: readsRequest ? lazyRequest(caller?.headers) : NO_REQUEST,
     source: { address: caller?.address ?? '' },
   };
 }

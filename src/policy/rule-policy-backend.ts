@@ -29,7 +29,7 @@ import type { BackendCallHeaders, BackendCaller, BackendResponse, McpBackend } f
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import type { Config } from '../config/schema.js';
-import type { Audit, AuditEvent, AuditSinks } from '../ops/audit.js';
+import type { Audit, AuditEvent, AuditRequest, AuditSinks } from '../ops/audit.js';
 import { LiveAudit } from '../ops/live-audit.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
@@ -56,7 +56,7 @@ const RESOURCE_NOT_FOUND = -32002;
 type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
 /** A record waiting for its answer; `inflight`: its key in the cancellable calls (RulePolicyBackend). */
 /** `approval`: the approval of a `confirm` rule this call uses (its record names it). */
-type Pending = { base: ReturnType<typeof callerBase>; rule: string; approval?: string; inflight?: string };
+type Pending = { base: AuditRequest; rule: string; approval?: string; inflight?: string };
 
 export interface RulePolicyParts {
   /** The rules of the config as it is now: compiled again after a reload changed it (config/live-config.ts). */
@@ -95,7 +95,7 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   /** With rules or the audit on: each request judged, recorded, and its answer edited or observed. */
   async #judged(body: string, headers: BackendCallHeaders, caller: BackendCaller, signal?: AbortSignal): Promise<BackendResponse> {
-    const messages = messagesOf(body);
+    const messages = messagesOf(body, caller);
     if (!messages) return this.inner.post(body, headers, signal);
     const started = performance.now();
     const errors: JsonRpcMessage[] = [];
@@ -106,7 +106,7 @@ export class RulePolicyBackend extends DecoratedBackend {
       if (!isRequest(m) || UNJUDGED.has(m.method!)) continue;
       const facts = requestFacts(m, this.name);
       const rules = this.parts.rules();
-      const decision = rules.size ? rules.decide(policyVariables(caller, facts)) : undefined;
+      const decision = rules.size ? rules.decide(policyVariables(caller, facts, undefined, rules.readsRequest)) : undefined;
       const judged = decision && decision.effect !== 'allow' ? await this.#refusal(caller, m as Request, facts, decision, started) : undefined;
       const refusal = judged?.answer;
       if (refusal) {
@@ -173,7 +173,7 @@ export class RulePolicyBackend extends DecoratedBackend {
     this.parts.metrics.policyDenials.inc({ backend: this.name, reason: 'rule' });
     caller.log.info({ backend: this.name, method: m.method, rule: decision.rule }, 'request refused by policy rule');
     const answer = this.#asMissing(caller, m, facts) ?? errorResponse(m.id, ErrorCode.AccessDenied, 'Access denied by policy');
-    this.parts.audit()?.record({ ...callerBase(caller, facts, m), event: 'refusal', decision: 'deny', rule: decision.rule, outcome: 'error', code: answer.error!.code, durationMs: performance.now() - started });
+    this.parts.audit()?.recordOf(callerBase(caller, facts, m), { event: 'refusal', decision: 'deny', rule: decision.rule, outcome: 'error', code: answer.error!.code, durationMs: performance.now() - started });
     return answer;
   }
 
@@ -182,7 +182,7 @@ export class RulePolicyBackend extends DecoratedBackend {
     const base = callerBase(caller, facts, m);
     const entry = m.method === 'tools/call' ? toolListEntry(this.config, facts.tool ?? '') : undefined;
     if (entry && !entry.allowed) {
-      this.parts.audit()?.record({ ...base, event: 'refusal', decision: 'deny', rule: entry.rule, outcome: 'error', code: ErrorCode.InvalidParams, durationMs: performance.now() - started });
+      this.parts.audit()?.recordOf(base, { event: 'refusal', decision: 'deny', rule: entry.rule, outcome: 'error', code: ErrorCode.InvalidParams, durationMs: performance.now() - started });
       return;
     }
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
@@ -220,7 +220,7 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   #write(p: Pending, started: number, outcome: Pick<AuditEvent, 'outcome' | 'code'>): void {
     if (p.inflight) this.#inflight.delete(p.inflight);
-    this.parts.audit()?.record({ ...p.base, event: 'call', decision: 'allow', rule: p.rule, approval: p.approval, ...outcome, durationMs: performance.now() - started });
+    this.parts.audit()?.recordOf(p.base, { event: 'call', decision: 'allow', rule: p.rule, approval: p.approval, outcome: outcome.outcome, code: outcome.code, durationMs: performance.now() - started });
   }
 
   /**
@@ -242,13 +242,13 @@ export class RulePolicyBackend extends DecoratedBackend {
     const backend = this.name;
     switch (key) {
       case 'tools':
-        return rules.couldAllow(policyVariables(caller, { method: 'tools/call', backend, tool: fieldOf(entry, 'name') }, 'arguments'));
+        return rules.couldAllow(policyVariables(caller, { method: 'tools/call', backend, tool: fieldOf(entry, 'name') }, 'arguments', rules.readsRequest));
       case 'prompts':
-        return rules.couldAllow(policyVariables(caller, { method: 'prompts/get', backend, prompt: fieldOf(entry, 'name') }, 'arguments'));
+        return rules.couldAllow(policyVariables(caller, { method: 'prompts/get', backend, prompt: fieldOf(entry, 'name') }, 'arguments', rules.readsRequest));
       case 'resources':
-        return rules.decide(policyVariables(caller, { method: 'resources/read', backend, uri: fieldOf(entry, 'uri') })).effect === 'allow';
+        return rules.decide(policyVariables(caller, { method: 'resources/read', backend, uri: fieldOf(entry, 'uri') }, undefined, rules.readsRequest)).effect === 'allow';
       case 'resourceTemplates':
-        return rules.couldAllow(policyVariables(caller, { method: 'resources/read', backend }, 'uri'), 'uri');
+        return rules.couldAllow(policyVariables(caller, { method: 'resources/read', backend }, 'uri', rules.readsRequest), 'uri');
     }
   }
 }

@@ -8,7 +8,7 @@
  * route can count it as rejected rather than relayed. Backends without a policy are not
  * wrapped and cost nothing.
  */
-import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
+import type { BackendCaller, BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -25,7 +25,7 @@ export class ToolPolicyBackend extends DecoratedBackend {
   }
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    const messages = messagesOf(body);
+    const messages = messagesOf(body, headers.caller);
     if (!messages) return this.inner.post(body, headers, signal);
     const screened = screenToolCalls(this.metrics, headers.caller?.log, this.config, messages, body);
     if (screened.refusal) {
@@ -39,9 +39,12 @@ export class ToolPolicyBackend extends DecoratedBackend {
 /**
  * The messages the policy judges. Bodies reach a backend only after the route (or the
  * aggregated endpoint, which writes its own) has validated them; a body that does not parse
- * here is passed on untouched, as the backend would see it without a policy.
+ * here is passed on untouched, as the backend would see it without a policy. Read-only: the
+ * messages may be the route's own.
  */
-export function messagesOf(body: string): JsonRpcMessage[] | undefined {
+export function messagesOf(body: string, caller?: BackendCaller): readonly JsonRpcMessage[] | undefined {
+  // The route's parse of this very text (BackendCaller.parsed): one parse per request.
+  if (caller?.parsed?.text === body) return caller.parsed.messages;
   try {
     return parseMessages(body, true);
   } catch {

@@ -129,6 +129,18 @@ describe('policy variables', () => {
     assert.deepEqual(rules.decide(policyVariables(caller({ sub: 's' }, { 'x-team': 'blue' }), facts)), { effect: 'deny', rule: 'policy.default' });
     const vars = policyVariables(red, facts) as { request: { headers: unknown } };
     assert.equal(vars.request.headers, vars.request.headers, 'made once per request');
+    assert.equal(rules.readsRequest, true);
+    assert.deepEqual(rules.decide(policyVariables(red, facts, undefined, rules.readsRequest)), { effect: 'allow', rule: 'red-team' });
+  });
+
+  test('rules that never name `request` are offered no headers, and decide as before', () => {
+    const rules = new CelRules(config({ policy: { rules: [...RULES], default: 'allow' } }).policy);
+    assert.equal(rules.readsRequest, false);
+    const who = caller({ sub: 's', groups: ['admins'] }, { 'x-team': 'red' });
+    const vars = policyVariables(who, { method: 'tools/call', backend: 'bank', tool: 'transfer', arguments: { amount: 5 } }, undefined, rules.readsRequest) as { request: { headers: unknown } };
+    assert.deepEqual(vars.request.headers, {});
+    assert.deepEqual(rules.decide(vars), { effect: 'allow', rule: 'small-transfers' });
+    assert.deepEqual(rules.decide(policyVariables(who, { method: 'tools/call', backend: 'bank', tool: 'transfer', arguments: { amount: 5000 } }, undefined, false)), { effect: 'deny', rule: 'no-other-transfers' });
   });
 });
 
