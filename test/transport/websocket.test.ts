@@ -337,12 +337,15 @@ describe('MCP over WebSocket to server-everything (memory store)', () => {
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
     socket.send(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'slow-reader', version: '1' } } }));
     await waitFor('the initialize answer', () => (frames.length ? true : undefined));
+    const session = store.created.at(-1)!;
     socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     // Stop reading, then ask for far more than MAX_UNREAD_BYTES (16 MiB) of answers.
     (socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
     const big = 'x'.repeat(1024 * 1024);
     for (let i = 1; i <= 40; i++) socket.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { message: big } } }));
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // Until the gateway gives up on the connection: closing it with 1008 ends its session. (A
+    // fixed pause was too short on a loaded machine: the answers had not all been queued yet.)
+    await waitFor('the gateway to give up on the reader that stopped (its session deleted)', async () => ((await httpPing(gateway, '/mcp/everything', alice, session.sessionId)) === 404 ? true : undefined), 30_000);
     (socket as unknown as { _socket: { resume(): void } })._socket.resume();
     const { code, reason } = await withDeadline(closed, 30_000, 'the gateway to close the slow connection');
     assert.equal(code, 1008);
