@@ -22,6 +22,7 @@ import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelem
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import { RootSampling } from './root-sampling.js';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { TraceHeaders } from '../backends/backend.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
@@ -68,9 +69,12 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   const endpoint = config.otlp.endpoint.replace(/\/+$/, '');
   const headers = config.otlp.headers;
   const limits = spanQueueLimits(config.spans);
+  const roots = new RootSampling(config.sampling.ratio);
   const tracerProvider = new TracerProvider({
     resource,
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling.ratio) }),
+    // A root's trace id is drawn and judged before the tracer is asked (root-sampling.ts).
+    idGenerator: roots,
     // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts);
     // the SDK's OTLP/HTTP export with our OTLP/JSON encoder (otlp-trace-exporter.ts).
     spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: limits.exportTimeoutMs }), dropped, limits)],
@@ -88,8 +92,8 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
   return {
     recordsContent: config.recordContent,
-    server: (request, message, backend) => startServerSpan(tracer, instruments, config, { request, message, backend }),
-    client: (target, message, parent, session, unsampledRoot = false) => startClientSpan(tracer, instruments, config, { target, message, parent, session, unsampledRoot }),
+    server: (request, message, backend) => startServerSpan(tracer, roots, instruments, config, { request, message, backend }),
+    client: (target, message, parent, session, unsampledRoot = false) => startClientSpan(tracer, roots, instruments, config, { target, message, parent, session, unsampledRoot }),
     sessionEnded: (createdAt, protocolVersion) => {
       const attributes: Attributes = { 'network.transport': 'tcp', 'network.protocol.name': 'http' };
       if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
@@ -172,7 +176,7 @@ class SpanLife implements ServerScope, ClientScope {
 /** Outcomes of the gateway's own that are not failures (metrics' McpOutcome). */
 const NOT_FAILED: ReadonlySet<string> = new Set(['relayed', 'answered_by_gateway']);
 
-function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, instruments: Instruments, config: TelemetryConfig, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
+function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootSampling, instruments: Instruments, config: TelemetryConfig, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
   const { request, message } = p;
   const { name, attributes } = describeMessage(message);
   const { parent, links } = serverParent(request, message);
@@ -187,7 +191,7 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, instru
     if (config.user === 'sub') attributes['user.id'] = principal.sub;
     else attributes['enduser.pseudo.id'] = principal.userKey;
   }
-  const span = startSpan(tracer, config, name, { kind: SpanKind.SERVER, attributes, links }, parent, false);
+  const span = startSpan(tracer, roots, name, { kind: SpanKind.SERVER, attributes, links }, parent, false);
   contentAttributes(config, message, span);
   const life = new SpanLife(span, attributes, instruments.server, config, parent);
   // The route's parse of the body it forwards (mcp/routes.ts): the CLIENT face reuses it for that same text.
@@ -206,6 +210,9 @@ const ids = new RandomIdGenerator();
  * learns it is not sampled — without the tracer's copies of the attributes and sampler call
  * (issue 30 "Cost": sampling 0 should cost little). The histograms are recorded either way (SpanLife).
  *
+ * A root (no valid parent) is judged by the ratio first (root-sampling.ts): one not sampled
+ * never reaches the tracer.
+ *
  * No span at all (undefined) when the request is not sampled and has no parent: no client
  * context to carry on, and a trace id made up here that nobody records would tell the backend
  * nothing. Then nothing is injected into the request, neither `params._meta` nor headers
@@ -214,15 +221,16 @@ const ids = new RandomIdGenerator();
  * CLIENT span of such a request (`unsampledRoot`, told by its SERVER span) is none either:
  * without this it would be a root of its own, sampled by the ratio.
  */
-function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, config: TelemetryConfig, name: string, options: SpanOptions, parent: Context, unsampledRoot: boolean): Span | undefined {
+function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootSampling, name: string, options: SpanOptions, parent: Context, unsampledRoot: boolean): Span | undefined {
   const from = trace.getSpanContext(parent);
   const valid = from !== undefined && isSpanContextValid(from);
-  if (!valid && (unsampledRoot || config.sampling.ratio === 0)) return undefined;
+  // A root the ratio does not sample: as above, nothing to carry — and the tracer not asked (root-sampling.ts).
+  if (!valid && (unsampledRoot || !roots.admit())) return undefined;
   if (valid && (from.traceFlags & TraceFlags.SAMPLED) === 0) {
     return trace.wrapSpanContext({ traceId: from.traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: from.traceState });
   }
   const span = tracer.startSpan(name, options, parent);
-  // A root the ratio did not sample: as above, nothing to carry.
+  roots.settle();
   return valid || span.isRecording() ? span : undefined;
 }
 
@@ -242,13 +250,13 @@ function serverParent(request: FastifyRequest, message: JsonRpcMessage): { paren
   return { parent: fromMeta, links: differs ? [{ context: headerSpan }] : undefined };
 }
 
-function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, instruments: Instruments, config: TelemetryConfig, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; unsampledRoot: boolean }): ClientScope {
+function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootSampling, instruments: Instruments, config: TelemetryConfig, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; unsampledRoot: boolean }): ClientScope {
   const { name, attributes } = describeMessage(p.message);
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
   if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
   Object.assign(attributes, serverOfTarget(p.target), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
   const parent = propagator.extract(ROOT_CONTEXT, p.parent, defaultTextMapGetter);
-  const span = startSpan(tracer, config, name, { kind: SpanKind.CLIENT, attributes }, parent, p.unsampledRoot);
+  const span = startSpan(tracer, roots, name, { kind: SpanKind.CLIENT, attributes }, parent, p.unsampledRoot);
   contentAttributes(config, p.message, span);
   return new SpanLife(span, attributes, instruments.client, config, parent);
 }
