@@ -392,6 +392,127 @@ export async function runCli(cli: string, args: string[], timeoutMs: number): Pr
   return { exitCode, stdout: stdout.toString(), stderr: stderr.toString() };
 }
 
+/** test/fixtures/conformance-cli-driver.mjs: the CLI kept loaded in one Node 22 process. */
+const CLI_DRIVER = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-cli-driver.mjs');
+/** The driver's line after run `run` (on stdout and on stderr), with the CLI's exit code. */
+const driverEnd = (run: number) => new RegExp(`\\n?@@conformance-cli-driver end ${run} (-?\\d+)@@\\n`);
+
+/** runCli's answer, for a CLI kept loaded (startCliDriver). */
+export interface CliDriver {
+  /** One run of the CLI with `args`, as runCli would give it; runs queue, one at a time. */
+  run(args: string[], timeoutMs: number): Promise<CliRun>;
+  /** Ends the driver and waits for it to exit (so its CPU is counted with the test's children). */
+  stop(): Promise<void>;
+}
+
+/** The driver process of startCliDriver, with the output of the run under way. */
+interface DriverProcess {
+  child: ChildProcess;
+  stdout: TailBuffer;
+  stderr: TailBuffer;
+  /** Called on every output chunk and on exit, while a run waits. */
+  onChange?: () => void;
+  exited: boolean;
+  /** Why it could not start (spawn's `error`). */
+  error?: Error;
+}
+
+/**
+ * The conformance CLI (`cli` = its index.js) kept loaded in one Node 22 process
+ * (test/fixtures/conformance-cli-driver.mjs, issue 43): `run` gives what runCli gives, the
+ * CLI's exit code and output, without the 0.85–1.0 s of CPU each start of the CLI costs in
+ * module loading. The process starts at the first run; one that died (the CLI crashed) or
+ * was killed (timeout) is replaced at the next run, so a run is never judged by the one
+ * before it.
+ */
+export function startCliDriver(cli: string): CliDriver {
+  let driver: DriverProcess | undefined;
+  let runs = 0;
+  let queue: Promise<unknown> = Promise.resolve();
+
+  const spawnDriver = (): DriverProcess => {
+    const child = spawn(NODE22_BIN, [CLI_DRIVER, cli], {
+      cwd: PROJECT_ROOT,
+      env: childEnv({ NO_COLOR: '1', FORCE_COLOR: '0' }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const d: DriverProcess = { child, stdout: new TailBuffer(1024 * 1024), stderr: new TailBuffer(64 * 1024), exited: false };
+    child.stdout!.on('data', (chunk: Buffer) => (d.stdout.push(chunk), d.onChange?.()));
+    child.stderr!.on('data', (chunk: Buffer) => (d.stderr.push(chunk), d.onChange?.()));
+    child.once('close', () => ((d.exited = true), d.onChange?.()));
+    // A driver that died between runs: its 'close' tells the run, not an EPIPE on this pipe.
+    child.stdin!.on('error', () => {});
+    child.once('error', (error) => ((d.error = error), (d.exited = true), d.onChange?.()));
+    // Idle between runs: it must not keep the test's process alive, nor outlive it.
+    const killOnExit = () => child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    child.once('close', () => process.off('exit', killOnExit));
+    child.unref();
+    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as unknown as { unref?: () => void }).unref?.();
+    return d;
+  };
+
+  const runOnce = async (args: string[], timeoutMs: number): Promise<CliRun> => {
+    if (driver === undefined || driver.exited) driver = spawnDriver();
+    const d = driver;
+    const run = ++runs;
+    d.stdout = new TailBuffer(1024 * 1024);
+    d.stderr = new TailBuffer(64 * 1024);
+    const ended = driverEnd(run);
+    try {
+      const exitCode = await new Promise<number | null>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          d.child.kill('SIGKILL');
+          if (driver === d) driver = undefined;
+          reject(
+            new Error(
+              `conformance CLI timed out after ${timeoutMs} ms (${args.join(' ')}; run ${run} of its driver, killed)\n` +
+                `--- stdout (tail) ---\n${d.stdout.toString().slice(-4000)}\n--- stderr (tail) ---\n${d.stderr.toString()}`,
+            ),
+          );
+        }, timeoutMs);
+        d.onChange = () => {
+          const out = ended.exec(d.stdout.toString());
+          if (out && ended.test(d.stderr.toString())) {
+            clearTimeout(timer);
+            resolve(Number(out[1]));
+          } else if (d.error) {
+            clearTimeout(timer);
+            reject(new Error(`failed to spawn the conformance CLI driver (${NODE22_BIN}): ${d.error.message}`));
+          } else if (d.exited) {
+            // The CLI ended the process (a crash): its exit code, as runCli would have had it.
+            clearTimeout(timer);
+            resolve(d.child.exitCode);
+          }
+        };
+        d.child.stdin!.write(`${JSON.stringify({ run, args })}\n`);
+      });
+      return { exitCode, stdout: d.stdout.toString().replace(ended, '\n'), stderr: d.stderr.toString().replace(ended, '\n') };
+    } finally {
+      d.onChange = undefined;
+    }
+  };
+
+  return {
+    run: (args, timeoutMs) => {
+      const next = queue.then(() => runOnce(args, timeoutMs));
+      queue = next.catch(() => undefined);
+      return next;
+    },
+    stop: async () => {
+      await queue;
+      const d = driver;
+      driver = undefined;
+      if (d === undefined || d.exited) return;
+      d.child.stdin!.end();
+      if (!(await waitForExit(d.child, 5_000))) {
+        d.child.kill('SIGKILL');
+        await waitForExit(d.child, 5_000);
+      }
+    },
+  };
+}
+
 /** What a requirement set scores and what it only reports (`conformance list --server --requirements R`). */
 export interface RequirementSet {
   revision: ConformanceRequirements;
