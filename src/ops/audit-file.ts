@@ -1,42 +1,51 @@
 /**
  * `audit.sink: file` (issue 30 §2; docs/policy-and-audit.md): the records appended to
- * `audit.path` in batches, with the access log's buffer (log-buffer.ts): a batch leaves in one
- * write(2) once about 4 KiB are held or `audit.flushInterval` (default 100 ms) after its first
- * record, whichever comes first.
+ * `audit.path` in batches. A batch leaves once about 4 KiB are held or `audit.flushInterval`
+ * (default 100 ms) after its first record, whichever comes first, in one write(2) made off the
+ * event loop (libuv's thread pool), one batch at a time, in order.
  *
- * Why a timer and not the end of each event-loop turn, as before (issue 44 part 1): under load a
- * turn holds about one record, so the turn's write was a write(2) per record — the largest
- * single cost of governance in a profile of the gateway under closed-loop load (about 27 µs of
- * CPU per call in `writeBuffer`, with an append to ext4 costing 6 µs alone and 1.35 µs per line
- * when 8 lines share a write). The price is how late a record reaches the disk: at most the
- * interval, so a SIGKILL loses at most that much; `flushInterval: 0` restores the write at the
- * end of each turn for operators who want it.
+ * Why batches on a timer (issue 44 part 1): the records of an event-loop turn used to leave at
+ * its end, and under load a turn holds about one record, so that was a write(2) per record.
+ * Why off the event loop: an append to a file can block — on this machine's ext4, under other
+ * processes' disk traffic, a 4 KiB append held the calling thread for 0.3–0.5 ms (strace of the
+ * governed gateway under load), where the same write to a pipe took 40 µs — and a gateway must
+ * not stop serving every connection while the disk catches up. (The access log stays
+ * synchronous: it goes to a pipe, log-buffer.ts says why.)
+ *
+ * The price is how late a record reaches the file: at most the interval plus the write, so a
+ * SIGKILL loses at most that much. `flushInterval: 0` keeps the former behaviour — a
+ * synchronous write at the end of each turn — for operators who want each record on disk as
+ * soon as its turn is over.
  *
  * The file is opened O_APPEND (mode 0640), so appends continue at its end after a rotation by
- * truncation (logrotate `copytruncate`). What is held is written when the audit closes (a
- * reload that changes `audit`, the graceful shutdown) and on the process's exit. A write that
- * fails drops its batch: the audit must never take the gateway down.
+ * truncation (logrotate `copytruncate`). Closing the audit (a reload that changes `audit`, the
+ * graceful shutdown) waits for the write in flight, then writes what is held; the process's
+ * exit writes what is held (a write in flight then is the thread pool's). A write that fails
+ * drops its batch: the audit must never take the gateway down.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, write, writeSync } from 'node:fs';
 import type { AuditSink } from './audit.js';
 import { LineBuffer } from './log-buffer.js';
 
-export function openAuditFile(path: string, flushIntervalMs: number): AuditSink & Required<Pick<AuditSink, 'end'>> {
+/** A batch leaves at once when it holds about this many characters (as the access log's). */
+const BATCH_CHARS = 4096;
+
+type AuditFileSink = AuditSink & Required<Pick<AuditSink, 'end'>>;
+
+export function openAuditFile(path: string, flushIntervalMs: number): AuditFileSink {
   const fd = openSync(path, 'a', 0o640);
+  return flushIntervalMs > 0 ? new BatchedAuditFile(fd, flushIntervalMs) : turnAuditFile(fd);
+}
+
+/** `flushInterval: 0`: the records of a turn written synchronously at its end. */
+function turnAuditFile(fd: number): AuditFileSink {
   const buffer = new LineBuffer(fd);
-  let due: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  let due: NodeJS.Immediate | undefined;
   const flush = (): void => {
     due = undefined;
     try {
       buffer.flushSync();
     } catch {}
-  };
-  const schedule = flushIntervalMs > 0 ? () => setTimeout(flush, flushIntervalMs).unref() : () => setImmediate(flush);
-  const cancel = (): void => {
-    if (!due) return;
-    if (flushIntervalMs > 0) clearTimeout(due as NodeJS.Timeout);
-    else clearImmediate(due as NodeJS.Immediate);
-    due = undefined;
   };
   process.on('exit', flush);
   let closed = false;
@@ -44,13 +53,13 @@ export function openAuditFile(path: string, flushIntervalMs: number): AuditSink 
     write: (line: string) => {
       // Once closed its descriptor may be another file's: a late record is dropped.
       if (closed) return false;
-      due ??= schedule();
+      due ??= setImmediate(flush);
       return buffer.write(line);
     },
     end: (done?: () => void) => {
       if (!closed) {
         closed = true;
-        cancel();
+        if (due) clearImmediate(due);
         process.off('exit', flush);
         flush();
         closeSync(fd);
@@ -58,4 +67,86 @@ export function openAuditFile(path: string, flushIntervalMs: number): AuditSink 
       done?.();
     },
   };
+}
+
+/** Batches of 4 KiB or `intervalMs`, each written asynchronously, one at a time. */
+class BatchedAuditFile implements AuditFileSink {
+  #lines: string[] = [];
+  #chars = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #writing = false;
+  #closed = false;
+  /** Called once the write in flight is over (a close waiting for it). */
+  #idle: (() => void) | undefined;
+  readonly #onExit = (): void => this.#flushSync();
+
+  constructor(
+    private readonly fd: number,
+    private readonly intervalMs: number,
+  ) {
+    process.on('exit', this.#onExit);
+  }
+
+  write(line: string): boolean {
+    // Once closed its descriptor may be another file's: a late record is dropped.
+    if (this.#closed) return false;
+    this.#lines.push(line);
+    this.#chars += line.length;
+    if (this.#chars >= BATCH_CHARS) this.#flush();
+    else this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      this.#flush();
+    }, this.intervalMs).unref();
+    return true;
+  }
+
+  end(done?: () => void): void {
+    if (this.#closed) return void done?.();
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const finish = (): void => {
+      process.off('exit', this.#onExit);
+      this.#flushSync();
+      closeSync(this.fd);
+      done?.();
+    };
+    if (this.#writing) this.#idle = finish;
+    else finish();
+  }
+
+  /** The held batch to the thread pool, unless one is in flight (then it follows that one). */
+  #flush(): void {
+    if (this.#writing || !this.#lines.length) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#writing = true;
+    this.#writeAll(this.#take(), 0);
+  }
+
+  #writeAll(bytes: Buffer, offset: number): void {
+    write(this.fd, bytes, offset, bytes.length - offset, null, (err, written) => {
+      if (!err && offset + written < bytes.length) return this.#writeAll(bytes, offset + written);
+      this.#writing = false;
+      if (this.#idle) return this.#idle();
+      // What came meanwhile: at once if a batch is full or its timer already went off, else on its timer.
+      if (this.#lines.length && (this.#chars >= BATCH_CHARS || !this.#timer)) this.#flush();
+    });
+  }
+
+  /** What is held, now (a close, the process's exit); a failed write drops it. */
+  #flushSync(): void {
+    if (!this.#lines.length) return;
+    const bytes = this.#take();
+    try {
+      for (let offset = 0; offset < bytes.length; ) offset += writeSync(this.fd, bytes, offset, bytes.length - offset);
+    } catch {}
+  }
+
+  #take(): Buffer {
+    const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
+    this.#lines = [];
+    this.#chars = 0;
+    return Buffer.from(text, 'utf8');
+  }
 }

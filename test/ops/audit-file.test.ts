@@ -5,6 +5,7 @@
  * the file itself, as a reader of it sees it.
  */
 import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +43,7 @@ test('records of many turns leave together once the interval has passed, not one
   sink.end();
 });
 
-test('a batch of about 4 KiB leaves at once, without waiting for the interval', async () => {
+test('a batch of about 4 KiB leaves at once, written off the event loop, without waiting for the interval', async () => {
   const path = join(dir, 'size.jsonl');
   const sink = openAuditFile(path, 1_000);
   const record = `{"schema":"switchboard.audit/v1","pad":"${'x'.repeat(500)}"}\n`;
@@ -52,15 +53,27 @@ test('a batch of about 4 KiB leaves at once, without waiting for the interval', 
     sink.write(record);
     written += record.length;
   }
-  assert.equal(await sizeOf(path), written, 'the batch that reached 4 KiB, written at once');
+  // Asynchronous (the thread pool), so not within this turn; well before the 1 s interval.
+  const started = Date.now();
+  while ((await sizeOf(path)) < written && Date.now() - started < 900) await sleep(5);
+  assert.equal(await sizeOf(path), written, 'the batch that reached 4 KiB, written before its interval');
   sink.end();
+});
+
+test('closing waits for the write in flight, then writes what is held, in order', async () => {
+  const path = join(dir, 'in-flight.jsonl');
+  const sink = openAuditFile(path, 1_000);
+  const lines = Array.from({ length: 12 }, (_, n) => `{"schema":"switchboard.audit/v1","n":${n},"pad":"${'y'.repeat(400)}"}\n`);
+  for (const l of lines) sink.write(l); // past 4 KiB at the ninth or tenth: that batch is in flight
+  await new Promise<void>((resolve) => sink.end(resolve));
+  assert.equal(await readFile(path, 'utf8'), lines.join(''));
 });
 
 test('flushInterval 0 writes at the end of the turn that made the record', async () => {
   const path = join(dir, 'turn.jsonl');
   const sink = openAuditFile(path, 0);
   sink.write(line(1));
-  assert.equal(await sizeOf(path), 0, 'not within the turn');
+  assert.equal(statSync(path).size, 0, 'not within the turn'); // synchronous: still this turn
   await nextTurn();
   assert.equal(await readFile(path, 'utf8'), line(1));
   sink.end();
