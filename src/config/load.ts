@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parseYaml } from './yaml.js';
 import { ConfigError } from './errors.js';
 import { interpolate } from './interpolate.js';
 import { configSchema, type Config } from './schema.js';

@@ -7,7 +7,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { parse as parseYaml } from 'yaml';
+import { parseYaml } from '../config/yaml.js';
 
 /**
  * Resolved against this module, not the working directory: `../../openapi/openapi.yaml`
