@@ -86,6 +86,23 @@ export class PinBook {
   }
 
   /** The changed definition waiting for approval, if the tool's current one differs from its pin. */
+  /**
+   * The pending changes read again from the store, for calls about to be judged in block or
+   * hold mode. Another replica may have recorded a change since this book was read — a list
+   * answered there, the user's next call here — and its pins-changed notice may not have
+   * arrived yet: judged from the book alone, that call went to the backend with the changed
+   * definition nobody approved (seen in pin-scope.e2e under load). The change is stored
+   * before the list that found it is answered, so one read of the pending hash (usually
+   * empty) here sees it: fail closed across replicas.
+   */
+  async refreshPending(): Promise<void> {
+    const pending = parsePins(await this.store.getFields(this.#keys.pending));
+    if (!samePins(pending, this.#pending)) {
+      this.#pending = pending;
+      this.version++;
+    }
+  }
+
   pending(tool: string): Pin | undefined {
     return this.#pending.get(tool);
   }
@@ -141,6 +158,12 @@ export class PinBook {
 
 /** A change to one fingerprint is reported once in this long, whichever replica sees it. */
 export const REPORT_MEMORY_MS = 30 * 24 * 3600_000;
+
+function samePins(a: ReadonlyMap<string, Pin>, b: ReadonlyMap<string, Pin>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [name, pin] of a) if (b.get(name)?.fingerprint !== pin.fingerprint) return false;
+  return true;
+}
 
 export function parsePins(fields: Record<string, string>): Map<string, Pin> {
   const out = new Map<string, Pin>();

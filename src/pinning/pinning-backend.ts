@@ -47,6 +47,8 @@ export class PinningBackend extends DecoratedBackend {
     const book = this.bookOf(user);
     if (calls.length) {
       await book.load();
+      // Block and hold refuse on a pending change: read what the store has now, not only this replica's copy (PinBook.refreshPending).
+      if (this.mode !== 'log') await book.refreshPending();
       const judged = await Promise.all(calls.map((m) => this.#refusal(m, book, user)));
       const refusals = judged.filter((r) => r !== undefined);
       if (refusals.length) {

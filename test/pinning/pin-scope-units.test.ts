@@ -102,6 +102,31 @@ describe('scope backend: hold serves a user only what the operator gave or their
     assert.equal(sent.length, 1, "mallory's call passes her own pinned schema");
   });
 
+  test("two replicas, no notice between them: a change recorded by one replica's list is refused by the other's next call (block and hold)", async () => {
+    for (const mode of ['block', 'hold'] as const) {
+      const store = new MemoryStore();
+      const judge = new ListJudge(mode, { changed: () => {} });
+      // One book per replica for the same user and backend, as each replica's Pinning keeps its own.
+      const onA = new PinBook('rugged', store, undefined, 'carol');
+      const onB = new PinBook('rugged', store, undefined, 'carol');
+      await judge.judge(onA, 'carol', [BOB_SEARCH]);
+      const sent: string[] = [];
+      const inner = { name: 'rugged', post: async (body: string): Promise<BackendResponse> => (sent.push(body), { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('{"jsonrpc":"2.0","id":1,"result":{}}') }) } as unknown as McpBackend;
+      const replicaB = new PinningBackend(inner, () => onB, mode, { changed: () => {} });
+      // Hold checks a call against carol's pinned schema once a change is pending: one without its required `query`.
+      const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: mode === 'block' ? { query: 'q' } : { note: 'n' } } });
+      // B reads the book while nothing is pending: its copy says "no change".
+      await (await replicaB.post(call, caller('carol'))).body.text();
+      assert.equal(sent.length, 1, `${mode}: the call before the rug pull passes`);
+      // The rug pull is seen by a list on A; the pins-changed notice to B has not arrived (none is sent here).
+      assert.deepEqual(await judge.judge(onA, 'carol', [RUG_PULLED]), mode === 'hold' ? [BOB_SEARCH] : []);
+      const refused = JSON.parse(await (await replicaB.post(call, caller('carol'))).body.text()) as { error?: { code: number; message: string } };
+      assert.equal(refused.error?.code, -32602, `${mode}: refused on B`);
+      assert.match(refused.error!.message, mode === 'block' ? /Tool "search" of backend "rugged" is blocked/ : /checked against its pinned inputSchema/);
+      assert.equal(sent.length, 1, `${mode}: the call after the rug pull never reached the backend`);
+    }
+  });
+
   test("a verdict judged for mallory is not served to bob for the same page; after approval the operator's pin is everyone's", async () => {
     const store = new MemoryStore();
     const shared = new PinBook('notes', store);
