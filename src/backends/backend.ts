@@ -66,6 +66,8 @@ export interface BackendCaller {
    * reads these messages instead of parsing it again (policy/tool-policy-backend.ts messagesOf;
    * issue 44 part 1). The route's parse is the stricter one (its batch rule is the revision's),
    * so what it accepted a face's own parse would too. A face that rewrote the body parses its own.
+   * Only a POST's caller has it (the long-lived GET streams' callers do not), and it lives no
+   * longer than that POST's request, whose body the request holds anyway.
    */
   parsed?: { readonly text: string; readonly messages: readonly JsonRpcMessage[] };
   /**
