@@ -85,7 +85,6 @@ export class PinBook {
     return this.#pins.get(tool);
   }
 
-  /** The changed definition waiting for approval, if the tool's current one differs from its pin. */
   /**
    * The pending changes read again from the store, for calls about to be judged in block or
    * hold mode. Another replica may have recorded a change since this book was read — a list
@@ -103,6 +102,7 @@ export class PinBook {
     }
   }
 
+  /** The changed definition waiting for approval, if the tool's current one differs from its pin. */
   pending(tool: string): Pin | undefined {
     return this.#pending.get(tool);
   }

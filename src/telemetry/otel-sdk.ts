@@ -21,7 +21,7 @@ import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } 
 import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { ParentBasedSampler, RandomIdGenerator, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import { ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import { RootSampling } from './root-sampling.js';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { TraceHeaders } from '../backends/backend.js';
@@ -199,8 +199,6 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots:
   return life;
 }
 
-const ids = new RandomIdGenerator();
-
 /**
  * The tracer's span, unless the sampler's answer is known beforehand to be "drop": a valid
  * parent that is not sampled (ParentBasedSampler's default for an unsampled parent, remote or
@@ -227,7 +225,7 @@ function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootS
   // A root the ratio does not sample: as above, nothing to carry — and the tracer not asked (root-sampling.ts).
   if (!valid && (unsampledRoot || !roots.admit())) return undefined;
   if (valid && (from.traceFlags & TraceFlags.SAMPLED) === 0) {
-    return trace.wrapSpanContext({ traceId: from.traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: from.traceState });
+    return trace.wrapSpanContext({ traceId: from.traceId, spanId: roots.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: from.traceState });
   }
   const span = tracer.startSpan(name, options, parent);
   roots.settle();
