@@ -17,6 +17,12 @@ let idp: OAuthHandle;
 let backend: { url: string; stop(): Promise<void> };
 let gateway: GatewayHandle;
 const open: AbortController[] = [];
+/**
+ * Every stream's Response stays referenced until the end: undici cancels the body of a fetch
+ * Response that is garbage collected unread, which closed a "held" stream under a loaded
+ * suite run, freed its place in the share, and let the third GET through (CI, 167b63f).
+ */
+const held: Response[] = [];
 
 before(async () => {
   [redis, idp, backend] = await Promise.all([startRedis(), startOAuthServer(), startResumableBackend()]);
@@ -25,6 +31,7 @@ before(async () => {
 
 after(async () => {
   for (const controller of open) controller.abort();
+  held.length = 0;
   await gateway?.close();
   await Promise.allSettled([backend?.stop(), idp?.stop(), redis?.stop()]);
 });
@@ -44,10 +51,12 @@ async function sessionOf(token: string): Promise<string> {
 async function openStream(token: string, sessionId: string): Promise<Response> {
   const controller = new AbortController();
   open.push(controller);
-  return fetch(gateway.endpoint('streams'), {
+  const res = await fetch(gateway.endpoint('streams'), {
     headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
     signal: controller.signal,
   });
+  held.push(res);
+  return res;
 }
 
 test('a user past their share of streams gets 429; another user still gets a stream', { timeout: 60_000 }, async () => {
