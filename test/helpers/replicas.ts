@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { spawnChild, waitUntil, type ChildExit, type ChildHandle } from './child.js';
+import { GiveUp, spawnChild, waitUntil, type ChildExit, type ChildHandle } from './child.js';
 import { freePort } from './free-port.js';
 import { nodeEntry } from './node-entry.js';
 
@@ -93,12 +93,28 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
       env: { NODE_OPTIONS: '' },
     });
     const ready = `http://${hosts[index]}/readyz`;
-    await waitUntil(async () => ((await fetch(ready).then((r) => r.status, () => 0)) === 200 ? true : undefined), {
-      what: `replica ${index} to be ready`,
-      timeoutMs: 30_000,
-      intervalMs: 100,
-      details: () => child.logs(),
-    });
+    // What the last poll saw, for the failure message: a refused connection (not listening
+    // yet), a 503 with its reason (the store), or the process gone.
+    let lastSeen = 'no answer yet';
+    await waitUntil(
+      async () => {
+        if (child.exit) throw new GiveUp(`replica ${index} exited before it was ready (code ${child.exit.code}, signal ${child.exit.signal}); its output:\n${child.logs()}`);
+        const res = await fetch(ready, { signal: AbortSignal.timeout(5_000) }).catch((err: Error) => err);
+        if (res instanceof Error) {
+          lastSeen = `GET /readyz failed: ${(res.cause as Error | undefined)?.message ?? res.message}`;
+          return undefined;
+        }
+        if (res.status === 200) return true;
+        lastSeen = `GET /readyz answered ${res.status}: ${(await res.text().catch(() => '')).slice(0, 300)}`;
+        return undefined;
+      },
+      {
+        what: `replica ${index} to be ready`,
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        details: () => `last seen: ${lastSeen}\nthe replica's output (log level warn): ${child.logs() || '(none)'}`,
+      },
+    );
     return child;
   };
   const replicas: Replica[] = [];
