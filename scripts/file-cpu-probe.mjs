@@ -8,7 +8,9 @@
  * and cutime + cstime of the children it waited for, which covers the gateways, fixtures,
  * `redis-server`s and Chromium a file starts and stops (each reaps its own children in turn).
  * A child still running when the file exits is not counted. Ticks are USER_HZ, 100 a second on
- * Linux. Line: `<all s>\t<own s>\t<children s>\t<file>`, the file as its source (`.test.ts`).
+ * Linux. Line: `<all s>\t<own s>\t<children s>\t<file>\t<start>\t<end>`, the file as its source
+ * (`.test.ts`), start and end in seconds since the epoch: when its process began and ended, so
+ * that a run's files can be laid on a timeline (which files ran side by side, where a core idled).
  * Any other process that loads this (the runner itself, a child started with the runner's flags)
  * writes nothing.
  */
@@ -29,7 +31,8 @@ if (log && file?.endsWith('.test.js')) {
       const own = utime + stime;
       const children = cutime + cstime;
       const source = relative(process.cwd(), file).replace(/\.test\.js$/, '.test.ts');
-      appendFileSync(log, `${(own + children).toFixed(2)}\t${own.toFixed(2)}\t${children.toFixed(2)}\t${source}\n`);
+      const times = `${(performance.timeOrigin / 1000).toFixed(1)}\t${(Date.now() / 1000).toFixed(1)}`;
+      appendFileSync(log, `${(own + children).toFixed(2)}\t${own.toFixed(2)}\t${children.toFixed(2)}\t${source}\t${times}\n`);
     } catch {
       // A measurement, not a test: a file whose figure cannot be read is left out of the report.
     }

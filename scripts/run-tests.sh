@@ -50,8 +50,24 @@ fi
 # In this order (node --test would sort them by name): scripts/run-node-tests.mjs. Each file's
 # CPU, its children's included, goes to .test-cpu.txt (scripts/file-cpu-probe.mjs).
 : > "$root/.test-cpu.txt"
+# The whole machine's CPU while the files run, from /proc/stat (proc(5)): what the files'
+# figures miss (the runner, the shared OAuth server, processes reparented to init such as
+# Chromium's renderers) and how much of the two cores stood idle. One line every 5 s,
+# `<epoch s> <busy ticks> <idle ticks>`, read with builtins only (no process per sample).
+machine_cpu() {
+  local label user nice system idle iowait irq softirq steal rest
+  while :; do
+    read -r label user nice system idle iowait irq softirq steal rest < /proc/stat
+    echo "$EPOCHSECONDS $((user + nice + system + irq + softirq + steal)) $((idle + iowait))"
+    sleep 5
+  done
+}
+machine_cpu > "$root/.test-machine-cpu.txt" 2>/dev/null &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null; rm -rf "$tree"' EXIT
 SB_TEST_CPU_LOG="$root/.test-cpu.txt" "$node_bin" --import ./scripts/file-cpu-probe.mjs scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-2}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
 status=$?
+kill "$sampler" 2>/dev/null
 if [ -n "${issuer_log:-}" ] && [ "$(wc -l < "$issuer_log")" -gt 1 ]; then
   echo "# what the shared OAuth server wrote besides its ready line (the last 50 lines):" >&2
   tail -n +2 "$issuer_log" | tail -n 50 | sed 's/^/#   /' >&2
@@ -64,6 +80,11 @@ fi
 if [ -s .test-cpu.txt ]; then
   sort -t$'\t' -k1,1nr -o .test-cpu.txt .test-cpu.txt
   echo "# CPU of the test files, with the processes each started: $(awk -F'\t' '{ s += $1 } END { printf "%.0f s in %d files", s, NR }' .test-cpu.txt); the ten heaviest (all, own, children; all in .test-cpu.txt):" >&2
-  head -n 10 .test-cpu.txt | sed 's/^/#   /' >&2
+  head -n 10 .test-cpu.txt | cut -f1-4 | sed 's/^/#   /' >&2
+fi
+if [ "$(wc -l < .test-machine-cpu.txt 2>/dev/null || echo 0)" -gt 1 ]; then
+  # USER_HZ is 100 on Linux: ticks / 100 = seconds of one core.
+  awk -v cores="$(nproc)" 'NR == 1 { t0 = $1; b0 = $2; i0 = $3 } { t = $1; b = $2; i = $3 }
+    END { busy = (b - b0) / 100; idle = (i - i0) / 100; printf "# the machine while the files ran (%d s, %d cores): %.0f s of CPU busy, %.0f s idle (%.0f %% busy; every process on it, not only the tests)\n", t - t0, cores, busy, idle, 100 * busy / (busy + idle) }' .test-machine-cpu.txt >&2
 fi
 exit $status
