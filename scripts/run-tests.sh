@@ -26,6 +26,14 @@ tree=$("$node_bin" scripts/compile-tests.mjs) || { echo "compiling the tests fai
 trap 'rm -rf "$tree"' EXIT
 cd "$tree"
 compiled=("${files[@]/%.ts/.js}")
+# Short files that change nothing the process shares run a few to a process, each in a suite of
+# its own (scripts/group-tests.mjs): a process's module loading cost as much as such a file's
+# tests. TEST_GROUPS=0 gives every file its own process.
+mapfile -t compiled < <("$node_bin" scripts/group-tests.mjs "$tree" test/timings.txt "${compiled[@]}")
+if [ ${#compiled[@]} -eq 0 ]; then
+  echo "grouping the test files failed" >&2
+  exit 2
+fi
 # One OAuth server for the whole run (test/helpers/oauth.ts startOAuthServer): each file
 # starting its own cost 1.4 s of CPU, 109 times. Its stdin is this script's pipe, so it ends
 # with the script however the script ends (OAUTH_SERVER_WATCH_STDIN); its output goes to a
@@ -46,6 +54,27 @@ if [ -z "${SB_TEST_ISSUER:-}" ]; then
     exit 2
   fi
   export SB_TEST_ISSUER=$issuer
+fi
+# One Chromium for the run's browser files (test/fixtures/browser-server-process.ts; each file
+# connects, test/helpers/browser.ts): a launch cost about 3 s of CPU, 28 times. Started only
+# when a file given drives a browser (scripts/uses-browser.mjs). Its stdin is a pipe from this
+# script, so it closes Chromium and ends with the script, however the script ends.
+if [ -z "${SB_TEST_BROWSER_WS:-}" ] && "$node_bin" scripts/uses-browser.mjs "${files[@]}"; then
+  browser_log="$tree/browser-server.log"
+  exec {browser_stdin}> >(exec "$node_bin" test/fixtures/browser-server-process.js > "$browser_log" 2>&1)
+  ws=''
+  # Its ready line, {"wsEndpoint":…}, names the browser (bounded: 60 s).
+  for _ in $(seq 1 600); do
+    ws=$(grep -o -m1 '^{"wsEndpoint":"[^"]*"' "$browser_log" 2>/dev/null | cut -d'"' -f4)
+    [ -n "$ws" ] && break
+    sleep 0.1
+  done
+  if [ -z "$ws" ]; then
+    echo "the shared browser did not announce its endpoint within 60 s; its output:" >&2
+    cat "$browser_log" >&2
+    exit 2
+  fi
+  export SB_TEST_BROWSER_WS=$ws
 fi
 # In this order (node --test would sort them by name): scripts/run-node-tests.mjs. Each file's
 # CPU, its children's included, goes to .test-cpu.txt (scripts/file-cpu-probe.mjs).
@@ -86,5 +115,8 @@ if [ "$(wc -l < .test-machine-cpu.txt 2>/dev/null || echo 0)" -gt 1 ]; then
   # USER_HZ is 100 on Linux: ticks / 100 = seconds of one core.
   awk -v cores="$(nproc)" 'NR == 1 { t0 = $1; b0 = $2; i0 = $3 } { t = $1; b = $2; i = $3 }
     END { busy = (b - b0) / 100; idle = (i - i0) / 100; printf "# the machine while the files ran (%d s, %d cores): %.0f s of CPU busy, %.0f s idle (%.0f %% busy; every process on it, not only the tests)\n", t - t0, cores, busy, idle, 100 * busy / (busy + idle) }' .test-machine-cpu.txt >&2
+fi
+if [ -s .test-cpu.txt ] && [ -s .test-machine-cpu.txt ]; then
+  "$node_bin" scripts/test-timeline.mjs .test-cpu.txt .test-machine-cpu.txt "${TEST_CONCURRENCY:-2}" >&2
 fi
 exit $status

@@ -8,7 +8,7 @@
  *
  * Every context is separate (own cookie jar) — `newPage()` is "another browser". Everything
  * is closed by `close()`, within a deadline; Playwright also kills the browser when the test
- * process exits.
+ * process exits. Under `npm test` the files share one browser process (launchBrowser).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -51,13 +51,21 @@ export function ensureChromium(): void {
   }
 }
 
+/**
+ * The run's shared Chromium (scripts/run-tests.sh starts test/fixtures/browser-server-process.ts
+ * and names it in `SB_TEST_BROWSER_WS`; issue 43), else one launched for this file. Each page
+ * has a context of its own either way; `close()` on a shared browser closes this file's
+ * contexts and disconnects, leaving the browser to the other files.
+ */
 export async function launchBrowser(): Promise<BrowserHandle> {
-  ensureChromium();
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    timeout: LAUNCH_TIMEOUT_MS,
-    args: [...CHROMIUM_ARGS],
-  });
+  const shared = process.env.SB_TEST_BROWSER_WS;
+  let browser: Browser;
+  if (shared) {
+    browser = await chromium.connect(shared, { timeout: LAUNCH_TIMEOUT_MS });
+  } else {
+    ensureChromium();
+    browser = await chromium.launch({ executablePath: CHROMIUM, timeout: LAUNCH_TIMEOUT_MS, args: [...CHROMIUM_ARGS] });
+  }
   const contexts = new Set<BrowserContext>();
   let closing: Promise<void> | undefined;
 

@@ -120,7 +120,14 @@ export async function startSharedParts(): Promise<{ stop: () => Promise<void> }>
   };
 }
 
-export async function launchSharedBrowser(): Promise<BrowserServer> {
+/**
+ * The browser the scenarios' fixtures connect to: the run's shared one when `npm test` started
+ * it (SB_TEST_BROWSER_WS, test/helpers/browser.ts), left running at `close()`; else launched
+ * here, for this file.
+ */
+export async function launchSharedBrowser(): Promise<Pick<BrowserServer, 'wsEndpoint' | 'close'>> {
+  const shared = process.env.SB_TEST_BROWSER_WS;
+  if (shared) return { wsEndpoint: () => shared, close: async () => {} };
   ensureChromium();
   return chromium.launchServer({ executablePath: CHROMIUM, timeout: 30_000, args: [...CHROMIUM_ARGS] });
 }
