@@ -23,9 +23,9 @@
  * exit writes what is held (a write in flight then is the thread pool's). A write that fails
  * drops its batch: the audit must never take the gateway down.
  */
-import { closeSync, openSync, write, writeSync } from 'node:fs';
+import { closeSync, openSync, write } from 'node:fs';
 import type { AuditSink } from './audit.js';
-import { LineBuffer } from './log-buffer.js';
+import { LineBuffer, writeWhole } from './log-buffer.js';
 
 /** A batch leaves at once when it holds about this many characters (as the access log's). */
 const BATCH_CHARS = 4096;
@@ -139,7 +139,7 @@ class BatchedAuditFile implements AuditFileSink {
     if (!this.#lines.length) return;
     const bytes = this.#take();
     try {
-      for (let offset = 0; offset < bytes.length; ) offset += writeSync(this.fd, bytes, offset, bytes.length - offset);
+      writeWhole(this.fd, bytes);
     } catch {}
   }
 

@@ -73,8 +73,8 @@ export class LineBuffer {
   }
 }
 
-/** Writes all of `bytes`, after a short write or a full non-blocking pipe too. */
-function writeWhole(fd: number, bytes: Buffer): void {
+/** Writes all of `bytes`, after a short write or a full non-blocking pipe too (the audit file's synchronous flush uses it as well). */
+export function writeWhole(fd: number, bytes: Buffer): void {
   for (let offset = 0; offset < bytes.length; ) {
     try {
       offset += writeSync(fd, bytes, offset, bytes.length - offset);
