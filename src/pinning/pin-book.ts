@@ -102,6 +102,18 @@ export class PinBook {
     }
   }
 
+  /**
+   * The book as the store has it now, for calls judged in block or hold mode: a first read when
+   * this call is the one that starts it (fresh by construction), else the pending changes read
+   * again ({@link refreshPending}) — one read of the pending hash per call, not two on the first.
+   * A read another call started earlier may predate the change, so it is not taken as fresh.
+   */
+  async loadFresh(): Promise<void> {
+    if (this.#loaded === undefined) return this.load();
+    await this.#loaded;
+    await this.refreshPending();
+  }
+
   /** The changed definition waiting for approval, if the tool's current one differs from its pin. */
   pending(tool: string): Pin | undefined {
     return this.#pending.get(tool);

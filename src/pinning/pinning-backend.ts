@@ -46,9 +46,8 @@ export class PinningBackend extends DecoratedBackend {
     const user = headers.caller?.principal.userKey ?? NO_USER;
     const book = this.bookOf(user);
     if (calls.length) {
-      await book.load();
-      // Block and hold refuse on a pending change: read what the store has now, not only this replica's copy (PinBook.refreshPending).
-      if (this.mode !== 'log') await book.refreshPending();
+      // Block and hold refuse on a pending change: read what the store has now, not only this replica's copy (PinBook.loadFresh).
+      await (this.mode === 'log' ? book.load() : book.loadFresh());
       const judged = await Promise.all(calls.map((m) => this.#refusal(m, book, user)));
       const refusals = judged.filter((r) => r !== undefined);
       if (refusals.length) {

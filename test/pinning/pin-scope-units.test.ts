@@ -16,7 +16,7 @@ import type { BackendCallHeaders, BackendResponse, McpBackend } from '../../src/
 import { syntheticBody } from '../../src/backends/body.js';
 import { fingerprint } from '../../src/pinning/fingerprint.js';
 import { ListJudge, type JudgeReports, type PinMode } from '../../src/pinning/judge.js';
-import { PinBook } from '../../src/pinning/pin-book.js';
+import { bookKeys, PinBook } from '../../src/pinning/pin-book.js';
 import { PinningBackend } from '../../src/pinning/pinning-backend.js';
 import { schemaChecks } from '../../src/pinning/schema-check.js';
 import { approvePending, readPins } from '../../src/pinning/stored-pins.js';
@@ -125,6 +125,22 @@ describe('scope backend: hold serves a user only what the operator gave or their
       assert.match(refused.error!.message, mode === 'block' ? /Tool "search" of backend "rugged" is blocked/ : /checked against its pinned inputSchema/);
       assert.equal(sent.length, 1, `${mode}: the call after the rug pull never reached the backend`);
     }
+  });
+
+  test('block and hold read the pending changes once per call: on the first call with the book, after on each call', async () => {
+    const store = new MemoryStore();
+    const pendingKey = bookKeys('notes', 'carol').pending;
+    let pendingReads = 0;
+    const getFields = store.getFields.bind(store);
+    store.getFields = (key: string) => ((pendingReads += key === pendingKey ? 1 : 0), getFields(key));
+    const book = new PinBook('notes', store, undefined, 'carol');
+    const inner = { name: 'notes', post: async (): Promise<BackendResponse> => ({ status: 200, headers: {}, contentType: 'application/json', body: syntheticBody('{"jsonrpc":"2.0","id":1,"result":{}}') }) } as unknown as McpBackend;
+    const backend = new PinningBackend(inner, () => book, 'block', { changed: () => {} });
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'q' } } });
+    await (await backend.post(call, caller('carol'))).body.text();
+    assert.equal(pendingReads, 1, 'the first call: the book is read, pending changes with it, once');
+    await (await backend.post(call, caller('carol'))).body.text();
+    assert.equal(pendingReads, 2, 'the next call: the pending changes again, once');
   });
 
   test("a verdict judged for mallory is not served to bob for the same page; after approval the operator's pin is everyone's", async () => {
