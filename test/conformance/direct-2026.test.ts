@@ -19,6 +19,7 @@ import {
   formatTally,
   runConformance,
   startConformanceServer,
+  stopConformanceCli,
   tallyConformance,
   type ConformanceServer,
   type ScenarioResult,
@@ -65,6 +66,7 @@ const MUST_SUCCEED: Array<[scenario: string, check: string]> = [
 
 const cleanups: Array<() => Promise<void>> = [];
 after(async () => {
+  await stopConformanceCli().catch(() => {});
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 

@@ -15,6 +15,7 @@ import {
   formatConformanceTable,
   runConformance,
   startConformanceServer,
+  stopConformanceCli,
   type ConformanceServer,
 } from '../helpers/conformance.js';
 import { parseSseBlock as parseBlock } from '../helpers/sse-client.js';
@@ -28,6 +29,7 @@ const KNOWN_DIRECT_FAILURES = new Map<string, string>();
 
 const cleanups: Array<() => Promise<void>> = [];
 after(async () => {
+  await stopConformanceCli().catch(() => {});
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 

