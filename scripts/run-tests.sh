@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm test [-- <file or folder>...]`: the suite, or the part named (a developer's inner loop),
 # with node:test's TAP summary on stdout (what CI reads) and, at the end, the ten slowest files
-# (each file's time in .test-timings.txt; issue 43). Files run TEST_CONCURRENCY at a time (default 2,
-# one per core of the build machine; TEST_CONCURRENCY=1 runs them one after another).
+# (each file's time in .test-timings.txt; issue 43). Files run TEST_CONCURRENCY at a time (default 3
+# on the 2-core build machine: a file often waits, and a third keeps the cores busy then — 787 s
+# against 843 s at two, docs/testing.md; TEST_CONCURRENCY=1 runs them one after another).
 #
 # The files run compiled (scripts/compile-tests.mjs: a tree under .test-build/ with each .ts's
 # .js beside it), not under tsx: its loader cost about 1.1 s of CPU in each of some 500
@@ -94,7 +95,7 @@ machine_cpu() {
 machine_cpu > "$root/.test-machine-cpu.txt" 2>/dev/null &
 sampler=$!
 trap 'kill "$sampler" 2>/dev/null; rm -rf "$tree"' EXIT
-SB_TEST_CPU_LOG="$root/.test-cpu.txt" "$node_bin" --import ./scripts/file-cpu-probe.mjs scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-2}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
+SB_TEST_CPU_LOG="$root/.test-cpu.txt" "$node_bin" --import ./scripts/file-cpu-probe.mjs scripts/run-node-tests.mjs "${TEST_CONCURRENCY:-3}" 900000 "$root/.test-timings.txt" "${compiled[@]}"
 status=$?
 kill "$sampler" 2>/dev/null
 if [ -n "${issuer_log:-}" ] && [ "$(wc -l < "$issuer_log")" -gt 1 ]; then
@@ -117,6 +118,6 @@ if [ "$(wc -l < .test-machine-cpu.txt 2>/dev/null || echo 0)" -gt 1 ]; then
     END { busy = (b - b0) / 100; idle = (i - i0) / 100; printf "# the machine while the files ran (%d s, %d cores): %.0f s of CPU busy, %.0f s idle (%.0f %% busy; every process on it, not only the tests)\n", t - t0, cores, busy, idle, 100 * busy / (busy + idle) }' .test-machine-cpu.txt >&2
 fi
 if [ -s .test-cpu.txt ] && [ -s .test-machine-cpu.txt ]; then
-  "$node_bin" scripts/test-timeline.mjs .test-cpu.txt .test-machine-cpu.txt "${TEST_CONCURRENCY:-2}" >&2
+  "$node_bin" scripts/test-timeline.mjs .test-cpu.txt .test-machine-cpu.txt "${TEST_CONCURRENCY:-3}" >&2
 fi
 exit $status
