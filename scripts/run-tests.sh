@@ -35,6 +35,20 @@ if [ ${#compiled[@]} -eq 0 ]; then
   echo "grouping the test files failed" >&2
   exit 2
 fi
+# The value of "<field>" in the first line of <log> that starts {"<field>":"…", once a shared
+# server started in the background has written it; bounded at <seconds>. On timeout: the log
+# to stderr, status 1.
+ready_value() {
+  local log=$1 field=$2 seconds=$3 what=$4 value=''
+  for _ in $(seq 1 $((seconds * 10))); do
+    value=$(grep -o -m1 "^{\"$field\":\"[^\"]*\"" "$log" 2>/dev/null | cut -d'"' -f4)
+    [ -n "$value" ] && { echo "$value"; return 0; }
+    sleep 0.1
+  done
+  echo "$what did not announce its $field within $seconds s; its output:" >&2
+  cat "$log" >&2
+  return 1
+}
 # One OAuth server for the whole run (test/helpers/oauth.ts startOAuthServer): each file
 # starting its own cost 1.4 s of CPU, 109 times. Its stdin is this script's pipe, so it ends
 # with the script however the script ends (OAUTH_SERVER_WATCH_STDIN); its output goes to a
@@ -42,19 +56,9 @@ fi
 if [ -z "${SB_TEST_ISSUER:-}" ]; then
   issuer_log="$tree/oauth-server.log"
   coproc ISSUER { OAUTH_SERVER_PORT=0 OAUTH_SERVER_WATCH_STDIN=1 exec "$node_bin" test/fixtures/oauth-server-process.js > "$issuer_log" 2>&1; }
-  issuer=''
-  # Its ready line, {"issuer":…,"port":…}, names the issuer (bounded: 30 s).
-  for _ in $(seq 1 300); do
-    issuer=$(grep -o -m1 '^{"issuer":"[^"]*"' "$issuer_log" 2>/dev/null | cut -d'"' -f4)
-    [ -n "$issuer" ] && break
-    sleep 0.1
-  done
-  if [ -z "$issuer" ]; then
-    echo "the shared OAuth server did not announce its issuer within 30 s; its output:" >&2
-    cat "$issuer_log" >&2
-    exit 2
-  fi
-  export SB_TEST_ISSUER=$issuer
+  # Its ready line, {"issuer":…,"port":…}, names the issuer.
+  SB_TEST_ISSUER=$(ready_value "$issuer_log" issuer 30 'the shared OAuth server') || exit 2
+  export SB_TEST_ISSUER
 fi
 # One Chromium for the run's browser files (test/fixtures/browser-server-process.ts; each file
 # connects, test/helpers/browser.ts): a launch cost about 3 s of CPU, 28 times. Started only
@@ -63,19 +67,9 @@ fi
 if [ -z "${SB_TEST_BROWSER_WS:-}" ] && "$node_bin" scripts/uses-browser.mjs "${files[@]}"; then
   browser_log="$tree/browser-server.log"
   exec {browser_stdin}> >(exec "$node_bin" test/fixtures/browser-server-process.js > "$browser_log" 2>&1)
-  ws=''
-  # Its ready line, {"wsEndpoint":…}, names the browser (bounded: 60 s).
-  for _ in $(seq 1 600); do
-    ws=$(grep -o -m1 '^{"wsEndpoint":"[^"]*"' "$browser_log" 2>/dev/null | cut -d'"' -f4)
-    [ -n "$ws" ] && break
-    sleep 0.1
-  done
-  if [ -z "$ws" ]; then
-    echo "the shared browser did not announce its endpoint within 60 s; its output:" >&2
-    cat "$browser_log" >&2
-    exit 2
-  fi
-  export SB_TEST_BROWSER_WS=$ws
+  # Its ready line, {"wsEndpoint":…}, names the browser.
+  SB_TEST_BROWSER_WS=$(ready_value "$browser_log" wsEndpoint 60 'the shared browser') || exit 2
+  export SB_TEST_BROWSER_WS
 fi
 # In this order (node --test would sort them by name): scripts/run-node-tests.mjs. Each file's
 # CPU, its children's included, goes to .test-cpu.txt (scripts/file-cpu-probe.mjs).
