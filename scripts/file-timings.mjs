@@ -8,7 +8,7 @@
  * file that ran in a group of short files (scripts/group-tests.mjs) by its suite there.
  */
 import { relative } from 'node:path';
-import { GROUPS_DIR } from './group-tests.mjs';
+import { GROUPS_DIR, sourceName } from './group-tests.mjs';
 
 export default async function* fileTimings(source) {
   const files = [];
@@ -17,9 +17,9 @@ export default async function* fileTimings(source) {
     if (event.type !== 'test:complete' || !data?.file) continue;
     const file = relative(process.cwd(), data.file);
     // A group of short files (scripts/group-tests.mjs): each member is a suite named by its source.
-    const member = file.startsWith(`${GROUPS_DIR}/`) ? data.nesting === 0 && /\.test\.ts$/.test(data.name) : data.name === data.file;
-    if (!member) continue;
-    files.push({ file: file.startsWith(`${GROUPS_DIR}/`) ? data.name : file.replace(/\.test\.js$/, '.test.ts'), seconds: (data.details?.duration_ms ?? 0) / 1000, ok: data.details?.passed !== false });
+    const grouped = file.startsWith(`${GROUPS_DIR}/`);
+    if (grouped ? data.nesting !== 0 || !/\.test\.ts$/.test(data.name) : data.name !== data.file) continue;
+    files.push({ file: grouped ? data.name : sourceName(file), seconds: (data.details?.duration_ms ?? 0) / 1000, ok: data.details?.passed !== false });
   }
   files.sort((a, b) => b.seconds - a.seconds);
   for (const { file, seconds, ok } of files) yield `${seconds.toFixed(1)}\t${file}${ok ? '' : '\t(failed)'}\n`;

@@ -61,8 +61,8 @@ export function ownProcessReason(source) {
 
 /**
  * Splits `files` (compiled paths relative to the tree, in run order) into what runs alone and
- * the groups: `{ order }`, each entry a file or a group `{ members, seconds }`, placed where its
- * first (slowest) member was.
+ * the groups: the run order again, each entry a file or a group `{ members, seconds }` placed
+ * where its first (slowest) member was.
  */
 export function planGroups(files, secondsOf, sourceOf) {
   const order = [];

@@ -13,7 +13,7 @@
  * - runClientScenario(name): the CLI's verdict for one scenario (exit code 0 = OVERALL:
  *   PASSED: no failed or warning check, the client exited 0 unless the scenario allows an
  *   error, no timeout) with its checks from the `-o` directory. The CLI runs once per scenario
- *   as before, in a Node 22 process that keeps it loaded (startCliDriver, one per CLI version,
+ *   as before, in a Node 22 process that keeps it loaded (keptLoaded, one per CLI version,
  *   ended by startSharedParts' `stop`): a process of its own per scenario cost about 1 s of CPU
  *   to start, 60 starts in the two client files (issue 43).
  */
@@ -24,7 +24,7 @@ import { chromium, type BrowserServer } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, ensureChromium } from './browser.js';
 import { startOAuthServer } from './oauth.js';
 import { startRedis } from './redis.js';
-import { CONFORMANCE_2026_CLI, CONFORMANCE_CLI, PROJECT_ROOT, startCliDriver, type CliDriver, type ConformanceCheck } from './conformance.js';
+import { CONFORMANCE_2026_CLI, CONFORMANCE_CLI, keptLoaded, PROJECT_ROOT, stopConformanceCli, type ConformanceCheck } from './conformance.js';
 import { startFixtureHost } from './conformance-fixture-host.js';
 
 /** The 20 client scenarios of 0.1.16 for 2025-11-25, 2025-06-18 and 2025-03-26 (`conformance list`). */
@@ -85,15 +85,6 @@ export const CLIENT_SCENARIOS_2026: readonly string[] = [
  */
 export const CLIENT_SCENARIOS_DPOP: readonly string[] = ['auth/dpop', 'auth/dpop-nonce'];
 
-/** The conformance CLI of each version, kept loaded across this file's scenarios (runClientScenario). */
-const cliDrivers = new Map<string, CliDriver>();
-
-function cliDriver(cli: string): CliDriver {
-  let driver = cliDrivers.get(cli);
-  if (driver === undefined) cliDrivers.set(cli, (driver = startCliDriver(cli)));
-  return driver;
-}
-
 /** The command the suite starts per scenario: it hands the scenario to this process's fixture host (startSharedParts). */
 const SHIM = path.join(PROJECT_ROOT, 'test', 'fixtures', 'conformance-client-shim.mjs');
 
@@ -111,8 +102,7 @@ export async function startSharedParts(): Promise<{ stop: () => Promise<void> }>
   process.env.CONFORMANCE_FIXTURE_HOST = host.url;
   return {
     stop: async () => {
-      await Promise.all([...cliDrivers.values()].map((driver) => driver.stop()));
-      cliDrivers.clear();
+      await stopConformanceCli();
       await host.stop();
       await browser.close();
       await Promise.allSettled([idp.stop(), redis.stop()]);
@@ -157,7 +147,7 @@ export async function runClientScenario(scenario: string, options: ClientScenari
   try {
     const flags = [...(options.suite2026 ? ['--explore'] : []), ...(options.user === '2026-07-28' ? ['--user=2026-07-28'] : [])];
     const command = [process.execPath, SHIM, ...flags].join(' ');
-    const run = await cliDriver(options.suite2026 ? CONFORMANCE_2026_CLI : CONFORMANCE_CLI).run(['client', '--scenario', scenario, '--command', command, '--timeout', String(timeoutMs), '-o', outDir], timeoutMs + 60_000);
+    const run = await keptLoaded(options.suite2026 ? CONFORMANCE_2026_CLI : CONFORMANCE_CLI).run(['client', '--scenario', scenario, '--command', command, '--timeout', String(timeoutMs), '-o', outDir], timeoutMs + 60_000);
     const checks = await readChecks(outDir);
     return { passed: run.exitCode === 0 && checks.length > 0, checks, output: `${run.stdout}\n${run.stderr}` };
   } finally {

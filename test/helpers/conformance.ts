@@ -521,28 +521,28 @@ export function startCliDriver(cli: string): CliDriver {
 }
 
 /**
- * The conformance CLI of each version, kept loaded across a test file's server-mode runs
- * (runConformance) and `list` runs (conformanceRequirements): one Node 22 process per version
- * instead of one per run (issue 43: 12 server runs and 4 `list`s in the 2026 files, 16 server
- * runs in the 0.1.16 ones, about 1 s of CPU each start).
+ * The conformance CLI of each version, kept loaded across a test file's runs — server mode
+ * (runConformance), `list` (conformanceRequirements) and client scenarios (conformance-client.ts
+ * runClientScenario): one Node 22 process per version instead of one per run (issue 43: about
+ * 1 s of CPU each start).
  */
-const serverDrivers = new Map<string, CliDriver>();
+const keptDrivers = new Map<string, CliDriver>();
 
-function keptLoaded(cli: string): CliDriver {
-  let driver = serverDrivers.get(cli);
-  if (driver === undefined) serverDrivers.set(cli, (driver = startCliDriver(cli)));
+export function keptLoaded(cli: string): CliDriver {
+  let driver = keptDrivers.get(cli);
+  if (driver === undefined) keptDrivers.set(cli, (driver = startCliDriver(cli)));
   return driver;
 }
 
 /**
- * Ends the CLI processes runConformance and conformanceRequirements kept loaded, once their
- * runs are done, and waits for them to exit (so their CPU counts with the file's). A test file
- * that runs the CLI calls it in its `after`; without it they are killed when the file's
- * process exits. A later run starts a new one.
+ * Ends the CLI processes kept loaded ({@link keptLoaded}), once their runs are done, and waits
+ * for them to exit (so their CPU counts with the file's). A test file that runs the CLI calls
+ * it in its `after` (the client files through startSharedParts' `stop`); without it they are
+ * killed when the file's process exits. A later run starts a new one.
  */
 export async function stopConformanceCli(): Promise<void> {
-  const drivers = [...serverDrivers.values()];
-  serverDrivers.clear();
+  const drivers = [...keptDrivers.values()];
+  keptDrivers.clear();
   await Promise.all(drivers.map((driver) => driver.stop()));
 }
 
