@@ -4,12 +4,17 @@
  * leaves a process behind.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CHROMIUM_LAUNCHER } from './browser.js';
 import { spawnChild } from './child.js';
 import { startEverything } from './everything.js';
 import { freePort } from './free-port.js';
@@ -277,5 +282,19 @@ describe('startEverything', () => {
     const port = Number(new URL(everything.url).port);
     await everything.stop();
     assert.equal(await portIsFree(port), true, 'port released after stop()');
+  });
+});
+
+describe('test/fixtures/chromium.sh (what Playwright starts as Chromium)', () => {
+  test('merges every --disable-features and --enable-features into one of each and passes the rest unchanged, in order', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-chromium-stub-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    // A stand-in for /usr/bin/chromium that prints the arguments it was given, one per line.
+    const stub = join(dir, 'chromium');
+    writeFileSync(stub, '#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n', { mode: 0o755 });
+    const given = ['--disable-features=PaintHolding,HttpsUpgrades', '--headless', '--enable-features=A', '--remote-debugging-pipe', '--disable-features=WebUIOmniboxPopup', 'with space', '--enable-features=B'];
+    const run = spawnSync(CHROMIUM_LAUNCHER, given, { env: { ...process.env, SB_CHROMIUM_BINARY: stub }, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(run.stdout.split('\n').slice(0, -1), ['--headless', '--remote-debugging-pipe', 'with space', '--disable-features=PaintHolding,HttpsUpgrades,WebUIOmniboxPopup', '--enable-features=A,B']);
   });
 });
