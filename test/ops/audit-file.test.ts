@@ -27,15 +27,21 @@ const line = (n: number) => `{"schema":"switchboard.audit/v1","n":${n}}\n`;
 
 test('records of many turns leave together once the interval has passed, not one write per turn', async () => {
   const path = join(dir, 'interval.jsonl');
-  const sink = openAuditFile(path, 200);
+  // 1 s: twenty turns take a few milliseconds, but a clean-clone run with the machine 94 % busy
+  // once took more than 200 ms for them (each turn waits for a stat in the thread pool).
+  const intervalMs = 1_000;
+  const started = Date.now();
+  const sink = openAuditFile(path, intervalMs);
   const sizes = new Set<number>();
   for (let n = 0; n < 20; n++) {
     sink.write(line(n));
     await nextTurn();
     sizes.add(await sizeOf(path));
   }
+  const elapsed = Date.now() - started;
   // Twenty turns, each with a record, and nothing written yet (the old per-turn write wrote 20 times).
-  assert.deepEqual([...sizes], [0]);
+  if (elapsed < intervalMs) assert.deepEqual([...sizes], [0], `nothing written within the interval (the turns took ${elapsed} ms)`);
+  else assert.fail(`the twenty turns took ${elapsed} ms, longer than the ${intervalMs} ms interval: the machine is too slow for this check`);
   const deadline = Date.now() + 5_000;
   while ((await sizeOf(path)) === 0 && Date.now() < deadline) await sleep(20);
   const text = await readFile(path, 'utf8');
