@@ -55,7 +55,7 @@ const BASE_CONFIGS = ['governed (base)', 'metrics only (base)'] as const;
  * Governed at 0.1 taken apart, one part each (for bench/governance-profile.ts `--configs`; the
  * phase does not run them): which part's cost the profile's shares and /proc say it is.
  */
-const PART_CONFIGS = ['telemetry 0.1 only', 'rules only', 'audit only'] as const;
+const PART_CONFIGS = ['telemetry only', 'telemetry 0.1 only', 'rules only', 'audit only'] as const;
 export type GovernanceConfig = (typeof CONFIGS)[number] | (typeof BASE_CONFIGS)[number] | (typeof PART_CONFIGS)[number];
 const GOVERNED = ['governed', 'governed 0.1', 'metrics only'] as const;
 /** The configurations of this run: the four, and the base commit's two when asked for. */
@@ -124,6 +124,8 @@ export function configOf(which: GovernanceConfig, collector: string, auditFile: 
       return governed(0.1);
     case 'metrics only':
       return { telemetry: telemetry(0) };
+    case 'telemetry only':
+      return { telemetry: telemetry(1) };
     case 'telemetry 0.1 only':
       return { telemetry: telemetry(0.1) };
     case 'rules only':
