@@ -1,6 +1,6 @@
 /**
  * `audit.sink: file`'s batching (src/ops/audit-file.ts; issue 44 part 1): records wait up to
- * `audit.flushInterval` (default 100 ms) or about 4 KiB to share one write, `0` writes at the
+ * `audit.flushInterval` (default 100 ms) or about 64 KiB to share one write, `0` writes at the
  * end of each event-loop turn as before, and closing the audit writes what is held. Judged on
  * the file itself, as a reader of it sees it.
  */
@@ -49,28 +49,28 @@ test('records of many turns leave together once the interval has passed, not one
   sink.end();
 });
 
-test('a batch of about 4 KiB leaves at once, written off the event loop, without waiting for the interval', async () => {
+test('a batch of about 64 KiB leaves at once, written off the event loop, without waiting for the interval', async () => {
   const path = join(dir, 'size.jsonl');
   const sink = openAuditFile(path, 1_000);
-  const record = `{"schema":"switchboard.audit/v1","pad":"${'x'.repeat(500)}"}\n`;
+  const record = `{"schema":"switchboard.audit/v1","pad":"${'x'.repeat(4000)}"}\n`;
   let written = 0;
-  while (written < 4096) {
-    assert.equal(await sizeOf(path), 0, 'held below 4 KiB');
+  while (written < 64 * 1024) {
+    assert.equal(await sizeOf(path), 0, 'held below 64 KiB');
     sink.write(record);
     written += record.length;
   }
   // Asynchronous (the thread pool), so not within this turn; well before the 1 s interval.
   const started = Date.now();
   while ((await sizeOf(path)) < written && Date.now() - started < 900) await sleep(5);
-  assert.equal(await sizeOf(path), written, 'the batch that reached 4 KiB, written before its interval');
+  assert.equal(await sizeOf(path), written, 'the batch that reached 64 KiB, written before its interval');
   sink.end();
 });
 
 test('closing waits for the write in flight, then writes what is held, in order', async () => {
   const path = join(dir, 'in-flight.jsonl');
   const sink = openAuditFile(path, 1_000);
-  const lines = Array.from({ length: 12 }, (_, n) => `{"schema":"switchboard.audit/v1","n":${n},"pad":"${'y'.repeat(400)}"}\n`);
-  for (const l of lines) sink.write(l); // past 4 KiB at the ninth or tenth: that batch is in flight
+  const lines = Array.from({ length: 12 }, (_, n) => `{"schema":"switchboard.audit/v1","n":${n},"pad":"${'y'.repeat(6000)}"}\n`);
+  for (const l of lines) sink.write(l); // past 64 KiB at the eleventh: that batch is in flight
   await new Promise<void>((resolve) => sink.end(resolve));
   assert.equal(await readFile(path, 'utf8'), lines.join(''));
 });
