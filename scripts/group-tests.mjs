@@ -19,7 +19,7 @@
  *   schedule of slowest first;
  * - a file whose text changes what the process shares ({@link SHARED_STATE}): the environment,
  *   the working directory, process listeners or exit code, the global dispatcher, `node:test`
- *   mocks of globals or timers, `console`'s methods;
+ *   mocks of globals or timers, `console`'s methods, module loader hooks;
  * - a file that says `test-isolation: own-process` in a comment (for what the scan cannot see).
  *
  * Usage: node scripts/group-tests.mjs <tree> <timings file> <compiled file>...
@@ -50,6 +50,9 @@ export const SHARED_STATE = [
   /(?<![\w$.])mock\.(timers|method|module|fn|getter|setter|property)\b/, // the module-wide mock (t.mock is undone with its test)
   /console\.\w+\s*=(?!=)/,
   /globalThis\.\w+\s*=(?!=)/,
+  // module loader hooks: they see every module the process loads after them, and a module the
+  // group loaded before (say the OpenTelemetry SDK, test/telemetry/telemetry-off.test.ts) they never see
+  /\bregister\(\s*['"`]|\bmodule\.register\(|\bregisterHooks\(/,
   /test-isolation:\s*own-process/,
 ];
 

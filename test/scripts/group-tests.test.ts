@@ -41,6 +41,8 @@ test('a file that changes what the process shares keeps its own process', () => 
     'mock.method(globalThis, "fetch");',
     'console.warn = () => {};',
     'globalThis.fetch = fake;',
+    "register('../fixtures/import-watch.mjs', import.meta.url, { data });",
+    "module.register(hooks, import.meta.url);",
     '// test-isolation: own-process (it counts open handles)',
   ]) {
     assert.ok(reason(text), `refused: ${text}`);
