@@ -16,13 +16,13 @@
  * status when the backend refused the POST, with the failure when it could not be reached, and
  * — for an answer streamed that never carried the response — when the stream ends.
  */
-import type { BackendCallHeaders, BackendResponse, CallTrace, McpBackend } from '../backends/backend.js';
+import type { BackendCaller, BackendCallHeaders, BackendResponse, CallTrace, McpBackend } from '../backends/backend.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import { idKey } from '../policy/answer-edit.js';
 import { observedAnswer, type AnswerObserver } from '../policy/answer-observe.js';
-import { isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { isBatchText, isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { withMeta, withTraceMetaText } from './meta-splice.js';
-import type { ClientScope, ClientTarget, ServerScope, Telemetry } from './telemetry.js';
+import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
 
 export class ClientSpanBackend extends DecoratedBackend {
   readonly #target: ClientTarget;
@@ -36,7 +36,7 @@ export class ClientSpanBackend extends DecoratedBackend {
   }
 
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
-    const parsed = routeParsed(headers.caller?.trace, body) ?? parseBody(body);
+    const parsed = routeParsed(headers.caller, body) ?? parseBody(body);
     if (!parsed) return this.inner.post(body, headers, signal);
     const parent = { traceparent: headers.traceparent, tracestate: headers.tracestate, baggage: headers.baggage };
     const session = { id: headers.sessionId, protocolVersion: headers.protocolVersion };
@@ -130,17 +130,17 @@ class ClientCall implements AnswerObserver {
 }
 
 /**
- * The message the route parsed, when `body` is the very text it parsed (the SERVER span keeps
- * both: telemetry.ts ServerScope.request), so it is not parsed a second time; undefined when a
- * face rewrote the body, or there is no SERVER span (a batch).
+ * The messages the route parsed, when `body` is the very text it parsed (BackendCaller.parsed,
+ * which the policy faces read too), so it is not parsed a second time; undefined when a face
+ * rewrote the body, or the call has no route's parse (a GET stream's).
  */
-function routeParsed(trace: CallTrace | undefined, body: string): { messages: JsonRpcMessage[]; batch: boolean } | undefined {
-  const request = (trace as ServerScope | undefined)?.request;
-  return request?.text === body ? { messages: [request.message], batch: false } : undefined;
+function routeParsed(caller: BackendCaller | undefined, body: string): { messages: readonly JsonRpcMessage[]; batch: boolean } | undefined {
+  const parsed = caller?.parsed;
+  return parsed?.text === body ? { messages: parsed.messages, batch: isBatchText(body) } : undefined;
 }
 
 /** The messages of a body, or undefined when it is not JSON-RPC objects (then it goes untouched). */
-function parseBody(body: string): { messages: JsonRpcMessage[]; batch: boolean } | undefined {
+function parseBody(body: string): { messages: readonly JsonRpcMessage[]; batch: boolean } | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);

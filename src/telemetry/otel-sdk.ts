@@ -123,9 +123,6 @@ class SpanLife implements ServerScope, ClientScope {
   /** The context {@link headers} were written from: a CLIENT span under this one starts from it (parentContext). */
   readonly context: Context | undefined;
 
-  /** SERVER spans: the client's request as parsed by the route (ServerScope.request). */
-  request?: { readonly text: string; readonly message: JsonRpcMessage };
-
   constructor(
     /** Undefined: not sampled and no context to carry ({@link startSpan}); only the histogram is recorded. */
     readonly span: Span | undefined,
@@ -197,10 +194,7 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots:
   }
   const span = startSpan(tracer, roots, name, { kind: SpanKind.SERVER, attributes, links }, parent, false);
   contentAttributes(config, message, span);
-  const life = new SpanLife(span, attributes, instruments.server, config, parent);
-  // The route's parse of the body it forwards (mcp/routes.ts): the CLIENT face reuses it for that same text.
-  if (typeof request.body === 'string') life.request = { text: request.body, message };
-  return life;
+  return new SpanLife(span, attributes, instruments.server, config, parent);
 }
 
 /**

@@ -14,12 +14,6 @@ import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 /** The SERVER span of one client message, from its arrival to the end of its answer. */
 export interface ServerScope extends CallTrace {
-  /**
-   * The client's request as the route parsed it: its text (the body posted) and its message.
-   * A CLIENT face handed that same text reads the message from here instead of parsing it again
-   * (issue 44 part 1); a face that rewrote the body hands on other text, which is parsed.
-   */
-  readonly request?: { readonly text: string; readonly message: JsonRpcMessage };
   /** Ends the span; `failure` is the gateway's own outcome (metrics' `McpOutcome`) when it answered with an error. */
   end(failure?: string): void;
 }
