@@ -83,7 +83,7 @@ export const auditSchema = z
     path: z.string().min(1).optional(),
     /**
      * For `sink: file`: how long a record may wait for others to share its write (a batch also
-     * leaves at about 4 KiB). `0` writes at the end of each event-loop turn: under load that is
+     * leaves at about 64 KiB). `0` writes at the end of each event-loop turn: under load that is
      * about one write(2) per record (issue 44 part 1). A SIGKILL loses at most this much.
      */
     flushInterval: jsonHint(z.union([z.string(), z.number()]), { kind: 'replace', json: DURATION_JSON_SCHEMA })
