@@ -1,9 +1,13 @@
 /**
  * The OpenTelemetry SDK behind `telemetry` (issue 30 §1), loaded only by a dynamic import from
- * telemetry.ts. No auto-instrumentation and no global registration: one tracer provider
- * (parent-based ratio sampler, bounded span queue, OTLP/HTTP exporter to `{endpoint}/v1/traces`),
+ * telemetry.ts. No auto-instrumentation and no global registration: spans (parent-based ratio
+ * sampling, bounded span queue, OTLP/HTTP exporter to `{endpoint}/v1/traces`),
  * one meter provider (OTLP/HTTP to `{endpoint}/v1/metrics`), W3C trace context and baggage,
  * and contexts passed by hand from the SERVER span to the CLIENT spans (the request carries it).
+ *
+ * Spans are the gateway's own records (recorded-span.ts), sampled as the SDK's
+ * `ParentBasedSampler` over its `TraceIdRatioBasedSampler` samples (startSpan), queued and
+ * exported by span-queue.ts and otlp-trace-exporter.ts; no `TracerProvider` is made.
  *
  * Spans and metrics follow `docs/gen-ai/mcp.md` of open-telemetry/semantic-conventions-genai:
  * - the SERVER span's parent is the context in the client's `params._meta` (the convention's
@@ -16,13 +20,11 @@
  *   per record; issue 44), exported by the SDK's reader through a MetricProducer (metric-producer.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type Link, type Span, type SpanOptions } from '@opentelemetry/api';
+import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Context, type Link, type SpanContext } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
-import { RootSampling } from './root-sampling.js';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { CallTrace, TraceHeaders } from '../backends/backend.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
@@ -34,6 +36,8 @@ import { DurationHistogram } from './duration-histogram.js';
 import { cappedJson, describeMessage, METRIC_KEYS, responseError, serverOf, type Attributes } from './mcp-attributes.js';
 import { HistogramProducer } from './metric-producer.js';
 import { OtlpJsonTraceExporter } from './otlp-trace-exporter.js';
+import { RecordedSpan, type SpanSource } from './recorded-span.js';
+import { RootSampling } from './root-sampling.js';
 import { BoundedSpanQueue, spanQueueLimits } from './span-queue.js';
 import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
 
@@ -42,6 +46,7 @@ export const MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 1
 
 const SCOPE_NAME = 'switchboard';
 const propagator = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] });
+const baggagePropagator = new W3CBaggagePropagator();
 
 interface Instruments {
   server: DurationHistogram;
@@ -69,17 +74,17 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   const endpoint = config.otlp.endpoint.replace(/\/+$/, '');
   const headers = config.otlp.headers;
   const limits = spanQueueLimits(config.spans);
-  const roots = new RootSampling(config.sampling.ratio);
-  const tracerProvider = new TracerProvider({
-    resource,
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling.ratio) }),
-    // A root's trace id is drawn and judged before the tracer is asked (root-sampling.ts).
-    idGenerator: roots,
-    // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts);
-    // the SDK's OTLP/HTTP export with our OTLP/JSON encoder (otlp-trace-exporter.ts).
-    spanProcessors: [new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: limits.exportTimeoutMs }), dropped, limits)],
-  });
+  // Never in a call's way: a bounded queue, one export at a time, drops counted (span-queue.ts);
+  // the SDK's OTLP/HTTP export with our OTLP/JSON encoder (otlp-trace-exporter.ts).
+  const queue = new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${endpoint}/v1/traces`, headers, timeoutMillis: limits.exportTimeoutMs }), dropped, limits);
   const instruments = durationHistograms(log);
+  const spans: Spans = {
+    source: { resource, instrumentationScope: { name: SCOPE_NAME, version: packageVersion() } },
+    roots: new RootSampling(config.sampling.ratio),
+    queue,
+    instruments,
+    config,
+  };
   // The SDK's meter provider has no instrument of its own: its reader exports ours (metric-producer.ts),
   // which are cumulative — said to the exporter too, so OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE is not read.
   const producer = new HistogramProducer({ name: SCOPE_NAME, version: packageVersion() }, [instruments.server, instruments.client, instruments.session], resource);
@@ -87,13 +92,12 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
     resource,
     readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers, temporalityPreference: AggregationTemporalityPreference.CUMULATIVE }), metricProducers: [producer] })],
   });
-  const tracer = tracerProvider.getTracer(SCOPE_NAME, packageVersion());
   // The origin only: an endpoint URL may carry credentials.
   log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');
   return {
     recordsContent: config.recordContent,
-    server: (request, message, backend) => startServerSpan(tracer, roots, instruments, config, { request, message, backend }),
-    client: (target, message, parent, session, unsampledRoot = false, server) => startClientSpan(tracer, roots, instruments, config, { target, message, parent, session, unsampledRoot, server }),
+    server: (request, message, backend) => startServerSpan(spans, { request, message, backend }),
+    client: (target, message, parent, session, unsampledRoot = false, server) => startClientSpan(spans, { target, message, parent, session, unsampledRoot, server }),
     sessionEnded: (createdAt, protocolVersion) => {
       const attributes: Attributes = { 'network.transport': 'tcp', 'network.protocol.name': 'http' };
       if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
@@ -102,10 +106,28 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
     auditSink: async () => (await import('./audit-logs.js')).createAuditLogSink(endpoint, headers, resource, packageVersion()),
     shutdown: async () => {
       // Both flush what they hold before stopping (SIGTERM: SPEC §5 graceful shutdown).
-      const results = await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
+      const results = await Promise.allSettled([queue.shutdown(), meterProvider.shutdown()]);
       for (const r of results) if (r.status === 'rejected') log.warn({ err: (r.reason as Error)?.message }, 'OpenTelemetry export at shutdown failed');
     },
   };
+}
+
+/** What every span of the process is made with: one object, so no closure is made per call. */
+interface Spans {
+  readonly source: SpanSource;
+  readonly roots: RootSampling;
+  readonly queue: BoundedSpanQueue;
+  readonly instruments: Instruments;
+  readonly config: TelemetryConfig;
+}
+
+/**
+ * A span's parent as the gateway carries it: the span context to continue (none, or an invalid
+ * one, for a root) and the W3C `baggage` text that goes with it to the backend.
+ */
+interface Parent {
+  readonly span: SpanContext | undefined;
+  readonly baggage: string | undefined;
 }
 
 /**
@@ -113,35 +135,35 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
  * It is the scope the gateway holds (no closures made per call), for the SERVER span and the CLIENT span alike.
  */
 class SpanLife implements ServerScope, ClientScope {
-  readonly #started = performance.now();
+  readonly #started: number;
   #ended = false;
   #failed = false;
 
   /** The span's context as W3C text, for `params._meta` and the headers; none without a span. */
   readonly headers: TraceHeaders;
 
-  /** The context {@link headers} were written from: a CLIENT span under this one starts from it (parentContext). */
-  readonly context: Context | undefined;
-
   constructor(
-    /** Undefined: not sampled and no context to carry ({@link startSpan}); only the histogram is recorded. */
-    readonly span: Span | undefined,
+    private readonly spans: Spans,
+    /** The span's own context; undefined: not sampled and no context to carry ({@link startSpan}), only the histogram is recorded. */
+    readonly context: SpanContext | undefined,
+    /** The record to export: only a sampled span has one. */
+    private readonly record: RecordedSpan | undefined,
     readonly attributes: Attributes,
     private readonly histogram: DurationHistogram,
-    private readonly config: TelemetryConfig,
-    parent: Context,
+    baggage: string | undefined,
+    started: number,
   ) {
-    this.context = span ? trace.setSpan(parent, span) : undefined;
-    this.headers = this.context ? injected(this.context) : NO_CONTEXT;
+    this.#started = started;
+    this.headers = context ? { traceparent: traceparentOf(context), tracestate: context.traceState?.serialize(), baggage } : NO_CONTEXT;
   }
 
   get traceId(): string {
-    return this.span?.spanContext().traceId ?? '';
+    return this.context?.traceId ?? '';
   }
 
   /** No context goes to the backend: the request is not sampled and its client sent none. */
   get unsampledRoot(): boolean {
-    return !this.span;
+    return !this.context;
   }
 
   observe(message: JsonRpcMessage): void {
@@ -151,8 +173,9 @@ class SpanLife implements ServerScope, ClientScope {
       this.#fail(error.attributes, error.message);
       return;
     }
-    if (this.config.recordContent && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined && this.span?.isRecording()) {
-      this.span.setAttribute('gen_ai.tool.call.result', cappedJson(message.result, this.config.contentMaxBytes));
+    const { config } = this.spans;
+    if (config.recordContent && this.record && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined) {
+      this.attributes['gen_ai.tool.call.result'] = cappedJson(message.result, config.contentMaxBytes);
     }
   }
 
@@ -161,23 +184,27 @@ class SpanLife implements ServerScope, ClientScope {
     if (this.#ended) return;
     if (failure && !this.#failed && !NOT_FAILED.has(failure)) this.#fail({ 'error.type': failure });
     this.#ended = true;
-    this.span?.end();
+    const now = performance.now();
+    if (this.record) {
+      this.record.ended(now);
+      this.spans.queue.onEnd(this.record);
+    }
     // The span's attributes as they are: the histogram reads only its keys (METRIC_KEYS), no copy made.
-    this.histogram.record((performance.now() - this.#started) / 1000, this.attributes);
+    this.histogram.record((now - this.#started) / 1000, this.attributes);
   }
 
   #fail(attributes: Attributes, message?: string): void {
     this.#failed = true;
     Object.assign(this.attributes, attributes);
-    this.span?.setAttributes(attributes);
-    this.span?.setStatus({ code: SpanStatusCode.ERROR, message });
+    this.record?.failed(message);
   }
 }
 
 /** Outcomes of the gateway's own that are not failures (metrics' McpOutcome). */
 const NOT_FAILED: ReadonlySet<string> = new Set(['relayed', 'answered_by_gateway']);
 
-function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootSampling, instruments: Instruments, config: TelemetryConfig, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
+function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
+  const started = performance.now();
   const { request, message } = p;
   const { name, attributes } = describeMessage(message);
   const { parent, links } = serverParent(request, message);
@@ -189,27 +216,24 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots:
   if (request.socket?.remotePort !== undefined) attributes['client.port'] = request.socket.remotePort;
   const principal = request.principal;
   if (principal) {
-    if (config.user === 'sub') attributes['user.id'] = principal.sub;
+    if (spans.config.user === 'sub') attributes['user.id'] = principal.sub;
     else attributes['enduser.pseudo.id'] = principal.userKey;
   }
-  const span = startSpan(tracer, roots, name, { kind: SpanKind.SERVER, attributes, links }, parent, false);
-  contentAttributes(config, message, span);
-  return new SpanLife(span, attributes, instruments.server, config, parent);
+  return startSpan(spans, spans.instruments.server, { name, kind: SpanKind.SERVER, attributes, links, message, started }, parent, false);
 }
 
 /**
- * The tracer's span, unless the sampler's answer is known beforehand to be "drop": a valid
- * parent that is not sampled (ParentBasedSampler's default for an unsampled parent, remote or
- * local, is AlwaysOff), or no parent at ratio 0 (TraceIdRatioBasedSampler(0) samples nothing).
- * Then a non-recording span over the context the SDK's Tracer would give it — the parent's
- * trace id and trace state or a new trace id, a new span id, flags 0, so the backend still
- * learns it is not sampled — without the tracer's copies of the attributes and sampler call
- * (issue 30 "Cost": sampling 0 should cost little). The histograms are recorded either way (SpanLife).
+ * A span as the SDK's tracer with `ParentBasedSampler({ root: TraceIdRatioBasedSampler(ratio) })`
+ * would make it, without the tracer (recorded-span.ts says what that saves):
+ * - a valid parent that is sampled: a recorded child, same trace id and trace state, a new span
+ *   id, flags SAMPLED (the sampler's default for a sampled parent, remote or local, is AlwaysOn);
+ * - a valid parent that is not sampled: a span context only, the same trace id and trace state,
+ *   a new span id, flags 0, so the backend still learns it is not sampled (AlwaysOff);
+ * - no valid parent: a root, judged by the ratio first (root-sampling.ts), recorded under the
+ *   trace id judged.
+ * The histograms are recorded either way (SpanLife).
  *
- * A root (no valid parent) is judged by the ratio first (root-sampling.ts): one not sampled
- * never reaches the tracer.
- *
- * No span at all (undefined) when the request is not sampled and has no parent: no client
+ * No span at all (no context) when the request is not sampled and has no parent: no client
  * context to carry on, and a trace id made up here that nobody records would tell the backend
  * nothing. Then nothing is injected into the request, neither `params._meta` nor headers
  * (issue 44: "don't inject at all into a request that is not sampled, unless the backend must
@@ -217,44 +241,71 @@ function startServerSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots:
  * CLIENT span of such a request (`unsampledRoot`, told by its SERVER span) is none either:
  * without this it would be a root of its own, sampled by the ratio.
  */
-function startSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootSampling, name: string, options: SpanOptions, parent: Context, unsampledRoot: boolean): Span | undefined {
-  const from = trace.getSpanContext(parent);
+function startSpan(
+  spans: Spans,
+  histogram: DurationHistogram,
+  s: { name: string; kind: SpanKind; attributes: Attributes; links?: Link[]; message: JsonRpcMessage; started: number },
+  parent: Parent,
+  unsampledRoot: boolean,
+): SpanLife {
+  const from = parent.span;
   const valid = from !== undefined && isSpanContextValid(from);
-  // A root the ratio does not sample: as above, nothing to carry — and the tracer not asked (root-sampling.ts).
-  if (!valid && (unsampledRoot || !roots.admit())) return undefined;
-  if (valid && (from.traceFlags & TraceFlags.SAMPLED) === 0) {
-    return trace.wrapSpanContext({ traceId: from.traceId, spanId: roots.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: from.traceState });
+  let context: SpanContext | undefined;
+  if (valid) {
+    const flags = from.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
+    context = { traceId: from.traceId, spanId: spans.roots.spanId(), traceFlags: flags, traceState: from.traceState };
+  } else {
+    // A root the ratio does not sample: as above, nothing to carry.
+    const traceId = unsampledRoot ? undefined : spans.roots.admit();
+    if (traceId) context = { traceId, spanId: spans.roots.spanId(), traceFlags: TraceFlags.SAMPLED };
   }
-  const span = tracer.startSpan(name, options, parent);
-  roots.settle();
-  return valid || span.isRecording() ? span : undefined;
+  let record: RecordedSpan | undefined;
+  if (context && context.traceFlags & TraceFlags.SAMPLED) {
+    record = new RecordedSpan(spans.source, s.name, s.kind, context, valid ? from : undefined, s.attributes, s.links, s.started);
+    contentAttributes(spans.config, s.message, s.attributes);
+  }
+  return new SpanLife(spans, context, record, s.attributes, histogram, context ? parent.baggage : undefined, s.started);
 }
 
 /** The context of a request that has none to carry. */
 const NO_CONTEXT: TraceHeaders = Object.freeze({});
 
+/** `traceparent` of a span context, as the W3C propagator writes it (version 00, flags as two hex digits). */
+function traceparentOf(c: SpanContext): string {
+  return `00-${c.traceId}-${c.spanId}-0${Number(c.traceFlags || TraceFlags.NONE).toString(16)}`;
+}
+
 /** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
-function serverParent(request: FastifyRequest, message: JsonRpcMessage): { parent: Context; links?: Link[] } {
+function serverParent(request: FastifyRequest, message: JsonRpcMessage): { parent: Parent; links?: Link[] } {
   const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
   const fromHeaders = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
   const headerSpan = trace.getSpanContext(fromHeaders);
-  if (!meta || typeof meta !== 'object' || !('traceparent' in meta)) return { parent: fromHeaders };
+  if (!meta || typeof meta !== 'object' || !('traceparent' in meta)) return { parent: parentOf(fromHeaders) };
   const fromMeta = propagator.extract(ROOT_CONTEXT, meta, defaultTextMapGetter);
   const metaSpan = trace.getSpanContext(fromMeta);
-  if (!metaSpan) return { parent: fromHeaders };
+  if (!metaSpan) return { parent: parentOf(fromHeaders) };
   const differs = headerSpan && (headerSpan.traceId !== metaSpan.traceId || headerSpan.spanId !== metaSpan.spanId);
-  return { parent: fromMeta, links: differs ? [{ context: headerSpan }] : undefined };
+  return { parent: parentOf(fromMeta), links: differs ? [{ context: headerSpan }] : undefined };
 }
 
-function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots: RootSampling, instruments: Instruments, config: TelemetryConfig, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; unsampledRoot: boolean; server?: CallTrace }): ClientScope {
+/** A parent from an extracted context: its span context, and its baggage as the W3C baggage propagator writes it again. */
+function parentOf(ctx: Context): Parent {
+  let baggage: string | undefined;
+  if (propagation.getBaggage(ctx)) {
+    const carrier: Record<string, string> = {};
+    baggagePropagator.inject(ctx, carrier, defaultTextMapSetter);
+    baggage = carrier.baggage;
+  }
+  return { span: trace.getSpanContext(ctx), baggage };
+}
+
+function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; unsampledRoot: boolean; server?: CallTrace }): ClientScope {
+  const started = performance.now();
   const { name, attributes } = describeMessage(p.message);
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
   if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
   Object.assign(attributes, serverOfTarget(p.target), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
-  const parent = parentContext(p.parent, p.server);
-  const span = startSpan(tracer, roots, name, { kind: SpanKind.CLIENT, attributes }, parent, p.unsampledRoot);
-  contentAttributes(config, p.message, span);
-  return new SpanLife(span, attributes, instruments.client, config, parent);
+  return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, clientParent(p.parent, p.server), p.unsampledRoot);
 }
 
 /**
@@ -264,10 +315,12 @@ function startClientSpan(tracer: ReturnType<TracerProvider['getTracer']>, roots:
  * has just written is not parsed back with the W3C propagator's regular expressions (issue 44
  * part 1: 3 to 5 µs of a sampled call in a profile).
  */
-function parentContext(text: TraceHeaders, server: CallTrace | undefined): Context {
+function clientParent(text: TraceHeaders, server: CallTrace | undefined): Parent {
   const own = server instanceof SpanLife ? server : undefined;
-  if (own?.context && own.headers.traceparent === text.traceparent && own.headers.tracestate === text.tracestate && own.headers.baggage === text.baggage) return own.context;
-  return propagator.extract(ROOT_CONTEXT, text, defaultTextMapGetter);
+  if (own?.context && own.headers.traceparent === text.traceparent && own.headers.tracestate === text.tracestate && own.headers.baggage === text.baggage) {
+    return { span: own.context, baggage: own.headers.baggage };
+  }
+  return parentOf(propagator.extract(ROOT_CONTEXT, text, defaultTextMapGetter));
 }
 
 /** `server.address`/`server.port` of each backend client's target, read from its URL once (not per call). */
@@ -280,15 +333,8 @@ function serverOfTarget(target: ClientTarget): Attributes {
 }
 
 /** Opt-in (`recordContent`): a tool call's arguments, capped — only on a span that is recorded. */
-function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, span: Span | undefined): void {
-  if (!config.recordContent || message.method !== 'tools/call' || !span?.isRecording()) return;
+function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, attributes: Attributes): void {
+  if (!config.recordContent || message.method !== 'tools/call') return;
   const args = (message.params as { arguments?: unknown } | undefined)?.arguments;
-  if (args !== undefined) span.setAttribute('gen_ai.tool.call.arguments', cappedJson(args, config.contentMaxBytes));
-}
-
-/** `traceparent`, `tracestate` and `baggage` of a context, as W3C text. */
-function injected(ctx: Context): TraceHeaders {
-  const carrier: Record<string, string> = {};
-  propagator.inject(ctx, carrier, defaultTextMapSetter);
-  return { traceparent: carrier.traceparent, tracestate: carrier.tracestate, baggage: carrier.baggage };
+  if (args !== undefined) attributes['gen_ai.tool.call.arguments'] = cappedJson(args, config.contentMaxBytes);
 }

@@ -1,5 +1,6 @@
 /**
- * An OTLP/JSON trace export request written straight from the SDK's ended spans (issue 44 part
+ * An OTLP/JSON trace export request written straight from ended spans — the gateway's own
+ * (recorded-span.ts) or the SDK's, which have the same fields (`EncodableSpan`) — (issue 44 part
  * 1). The SDK's `JsonTraceSerializer` first turns each span into the request's object tree, then
  * `JSON.stringify`s it, then encodes that string as UTF-8: on this machine 13.6 µs of CPU per
  * span of a gateway SERVER span's 18 µs end to end (bench/otel-floor.ts). This one walks the
@@ -22,7 +23,8 @@
  */
 import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
-import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
+import type { TimedEvent } from '@opentelemetry/sdk-trace';
+import type { EncodableSpan } from './recorded-span.js';
 import { jsonNumber, jsonString, keyValues, nanosString } from './otlp-json-values.js';
 import { Utf8BatchWriter } from './utf8-batch-writer.js';
 
@@ -30,7 +32,7 @@ const HAS_IS_REMOTE = 0x100;
 const IS_REMOTE = 0x200;
 
 /** The request as one string (for tests and the bench; the exporter writes it as bytes, {@link OtlpJsonTraceSerializer}). */
-export function traceRequestJson(spans: readonly ReadableSpan[]): string {
+export function traceRequestJson(spans: readonly EncodableSpan[]): string {
   const parts: string[] = [];
   writeTraceRequest(spans, (text) => parts.push(text));
   return parts.join('');
@@ -40,7 +42,7 @@ export function traceRequestJson(spans: readonly ReadableSpan[]): string {
  * The request's text, handed to `emit` in pieces, each small: a span, or a group's opening or
  * closing (utf8-batch-writer.ts says why not one string). In order, they are the request.
  */
-export function writeTraceRequest(spans: readonly ReadableSpan[], emit: (text: string) => void): void {
+export function writeTraceRequest(spans: readonly EncodableSpan[], emit: (text: string) => void): void {
   emit('{"resourceSpans":[');
   let firstResource = true;
   for (const [resource, scopes] of grouped(spans)) {
@@ -57,11 +59,11 @@ export function writeTraceRequest(spans: readonly ReadableSpan[], emit: (text: s
   emit(']}');
 }
 
-type Resource = ReadableSpan['resource'];
+type Resource = EncodableSpan['resource'];
 
 /** Spans by resource (the object), then by scope; each in the order first seen. */
-function grouped(spans: readonly ReadableSpan[]): Map<Resource, Map<string, ReadableSpan[]>> {
-  const resources = new Map<Resource, Map<string, ReadableSpan[]>>();
+function grouped(spans: readonly EncodableSpan[]): Map<Resource, Map<string, EncodableSpan[]>> {
+  const resources = new Map<Resource, Map<string, EncodableSpan[]>>();
   for (const span of spans) {
     let scopes = resources.get(span.resource);
     if (!scopes) resources.set(span.resource, (scopes = new Map()));
@@ -75,7 +77,7 @@ function grouped(spans: readonly ReadableSpan[]): Map<Resource, Map<string, Read
 }
 
 /** One `ScopeSpans`, after `separator`: the scope of its first span, the spans, the scope's schema URL. */
-function scopeSpans(group: readonly ReadableSpan[], separator: string, emit: (text: string) => void): void {
+function scopeSpans(group: readonly EncodableSpan[], separator: string, emit: (text: string) => void): void {
   const scope = group[0]!.instrumentationScope;
   let opening = `${separator}{"scope":{"name":${jsonString(scope.name)}`;
   if (scope.version !== undefined) opening += `,"version":${jsonString(scope.version)}`;
@@ -87,7 +89,7 @@ function scopeSpans(group: readonly ReadableSpan[], separator: string, emit: (te
 }
 
 /** One `Span`. */
-function span(s: ReadableSpan): string {
+function span(s: EncodableSpan): string {
   const context = s.spanContext();
   const parent = s.parentSpanContext;
   let out = `{"traceId":${jsonString(context.traceId)},"spanId":${jsonString(context.spanId)}`;
@@ -134,7 +136,7 @@ function link(l: Link): string {
  * collector's answer (an `ExportTraceServiceResponse`, possibly empty) read as JSON, an
  * unreadable one as empty with a diagnostic warning — what the SDK's JSON serializer does.
  */
-export const OtlpJsonTraceSerializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
+export const OtlpJsonTraceSerializer: ISerializer<EncodableSpan[], IExportTraceServiceResponse> = {
   serializeRequest: (spans) => {
     const writer = new Utf8BatchWriter();
     writeTraceRequest(spans, (text) => writer.write(text));

@@ -22,14 +22,15 @@ import type { ExportResult } from '@opentelemetry/core';
 import { OTLPExporterBase, type OTLPExporterNodeConfigBase } from '@opentelemetry/otlp-exporter-base';
 import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
 import { TraceExporterMetricsHelper, type IExportTraceServiceResponse, type ISerializer } from '@opentelemetry/otlp-transformer';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
+import type { EncodableSpan } from './recorded-span.js';
 import { OtlpJsonTraceSerializer, writeTraceRequest } from './otlp-json-spans.js';
 import { RequestBuffers, Utf8BatchWriter } from './utf8-batch-writer.js';
 
 /** The component type the SDK's own OTLP/HTTP span exporter reports itself as (semconv `otel.component.type`). */
 const COMPONENT_TYPE = 'otlp_http_span_exporter';
 
-export class OtlpJsonTraceExporter extends OTLPExporterBase<ReadableSpan[]> implements SpanExporter {
+export class OtlpJsonTraceExporter extends OTLPExporterBase<EncodableSpan[]> implements SpanExporter {
   readonly #serializer: LendingSerializer;
 
   /** The SDK exporter's config: `url`, `headers`, `timeoutMillis`, `compression`, `concurrencyLimit`, … */
@@ -41,7 +42,7 @@ export class OtlpJsonTraceExporter extends OTLPExporterBase<ReadableSpan[]> impl
   }
 
   /** The SDK's export; the body's buffer goes back once, when the result is known (it may be known before this returns). */
-  override export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+  override export(spans: EncodableSpan[], done: (result: ExportResult) => void): void {
     let settled = false;
     let lent: Buffer | undefined;
     const giveBack = () => {
@@ -59,11 +60,11 @@ export class OtlpJsonTraceExporter extends OTLPExporterBase<ReadableSpan[]> impl
 }
 
 /** Writes each request into a buffer of its {@link RequestBuffers}; the exporter takes it with {@link takeLast} and gives it back. */
-class LendingSerializer implements ISerializer<ReadableSpan[], IExportTraceServiceResponse> {
+class LendingSerializer implements ISerializer<EncodableSpan[], IExportTraceServiceResponse> {
   readonly #buffers = new RequestBuffers();
   #last: Buffer | undefined;
 
-  serializeRequest(spans: ReadableSpan[]): Uint8Array {
+  serializeRequest(spans: EncodableSpan[]): Uint8Array {
     const writer = new Utf8BatchWriter(this.#buffers.take());
     writeTraceRequest(spans, (text) => writer.write(text));
     this.#last = writer.buffer;

@@ -19,12 +19,19 @@
  * concurrency limit) while the collector stalls.
  */
 import { TraceFlags } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace';
+import type { EncodableSpan } from './recorded-span.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
 
 /** Why spans were dropped: the queue was at its bound, or their batch's export failed or timed out. */
 export type SpanDropReason = 'queue_full' | 'export_failed';
+
+/** An exporter of spans as the queue holds them (otlp-trace-exporter.ts; an SDK `SpanExporter` is one too). */
+export interface EncodableSpanExporter {
+  export(spans: EncodableSpan[], done: (result: ExportResult) => void): void;
+  shutdown(): Promise<void>;
+}
 
 export interface SpanQueueLimits {
   maxQueue: number;
@@ -41,8 +48,12 @@ export function spanQueueLimits(spans: TelemetryConfig['spans']): SpanQueueLimit
   return { maxQueue: spans.queueSize, batchSize: spans.batchSize, delayMs: spans.batchDelay, exportTimeoutMs: spans.exportTimeout };
 }
 
+/**
+ * The queue takes the gateway's own spans (recorded-span.ts) and, being an SDK `SpanProcessor`
+ * too, the SDK's (its tests feed it a `TracerProvider`'s); its exporter sends both as they are.
+ */
 export class BoundedSpanQueue implements SpanProcessor {
-  #queue: ReadableSpan[] = [];
+  #queue: EncodableSpan[] = [];
   #exporting: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -50,14 +61,14 @@ export class BoundedSpanQueue implements SpanProcessor {
   #lastFailed = false;
 
   constructor(
-    private readonly exporter: SpanExporter,
+    private readonly exporter: EncodableSpanExporter,
     private readonly dropped: (reason: SpanDropReason, count: number) => void,
     private readonly limits: SpanQueueLimits = SPAN_QUEUE_DEFAULTS,
   ) {}
 
   onStart(): void {}
 
-  onEnd(span: ReadableSpan): void {
+  onEnd(span: EncodableSpan): void {
     if (this.#stopped || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.#queue.length >= this.limits.maxQueue) {
       this.dropped('queue_full', 1);
@@ -83,7 +94,7 @@ export class BoundedSpanQueue implements SpanProcessor {
   }
 
   /** One batch to the exporter; resolves when it answered or its time is up (then the batch counts as dropped). */
-  #send(batch: ReadableSpan[]): Promise<void> {
+  #send(batch: EncodableSpan[]): Promise<void> {
     return new Promise((resolve) => {
       let done = false;
       const finish = (ok: boolean) => {
