@@ -17,7 +17,10 @@
  * `plain` taken within a round, median over rounds. Then open-loop rounds at half the plain
  * gateway's throughput: p50 of each, minus plain's in the same round.
  *
- *   node --import tsx bench/governance.ts [--quick] [--rounds N] [--seconds S] [--profile] [--base-root DIR]
+ *   node --import tsx bench/governance.ts [--quick] [--rounds N] [--seconds S] [--profile] [--base-root DIR] [--built]
+ *
+ * `--built` runs every gateway from its checkout's `dist/cli.js`, as the image runs it (build
+ * each checkout first), instead of src/cli.ts through tsx.
  *
  * `--base-root DIR` (a worktree of another commit, `git worktree add --detach DIR <commit>`
  * with node_modules linked in) adds `governed (base)` and `metrics only (base)`, run from DIR's
@@ -78,6 +81,8 @@ export interface GovernanceSettings {
   latencyRounds: number;
   connections: number;
   profile: boolean;
+  /** Gateways from `dist/cli.js` (`--built`), as deployed, not src/cli.ts through tsx. */
+  built?: boolean;
 }
 
 export const QUICK_GOVERNANCE: GovernanceSettings = { rounds: 2, roundMs: 2000, warmupMs: 1500, latencyRounds: 1, connections: 16, profile: false };
@@ -167,6 +172,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
         logLevel: 'default',
         profileDir: s.profile && which === 'governed' ? GOVERNANCE_PROFILE_DIR : undefined,
         root: which.endsWith('(base)') ? baseRoot : undefined,
+        built: s.built,
         extra: configOf(which, run.collector.url, auditFile),
       });
       log(`governance: gateway "${which}" on ${run.gateways[which]!.url} (pid ${run.gateways[which]!.child.pid})`);
@@ -289,7 +295,7 @@ export function reportGovernance(results: GovernanceResults): void {
 }
 
 function parseArgs(argv: string[]): GovernanceSettings {
-  const s = { ...(argv.includes('--quick') ? QUICK_GOVERNANCE : FULL_GOVERNANCE), profile: argv.includes('--profile') };
+  const s = { ...(argv.includes('--quick') ? QUICK_GOVERNANCE : FULL_GOVERNANCE), profile: argv.includes('--profile'), built: argv.includes('--built') };
   const at = (flag: string) => (argv.includes(flag) ? Number(argv[argv.indexOf(flag) + 1]) : undefined);
   s.rounds = at('--rounds') ?? s.rounds;
   s.latencyRounds = at('--latency-rounds') ?? s.latencyRounds;

@@ -85,9 +85,11 @@ export interface Gateway {
  * tree, or another commit's worktree when comparing (bench/compare.ts). `logLevel`: a level,
  * `default` for the shipped one (no `log` block), unset for `silent`; the child's stdout is
  * read by this process into a bounded log (test/helpers/child.ts), as a log collector would.
- * `nodeArgs`: more Node flags (bench/memory.ts: `--heapsnapshot-signal`).
+ * `nodeArgs`: more Node flags (bench/memory.ts: `--heapsnapshot-signal`). `built`: run `root`'s
+ * `dist/cli.js`, as the image does (`npm run build` first), not its src/cli.ts through tsx,
+ * whose transform adds a `__name` call to each function made at run time.
  */
-export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap; extra?: Record<string, unknown>; nodeArgs?: string[] }): Promise<Gateway> {
+export async function startGateway(opts: { redisUrl?: string; redis?: Record<string, unknown>; issuer: string; backends: Backend[]; profileDir?: string; root?: string; logLevel?: string; wrap?: GatewayWrap; extra?: Record<string, unknown>; nodeArgs?: string[]; built?: boolean }): Promise<Gateway> {
   const root = opts.root ?? ROOT;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -120,7 +122,7 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
   writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
   // Nothing is attached for the memory measurement: it reads the process from outside (bench/settled-memory.ts).
   const nodeArgs = [...(opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []), ...(opts.wrap?.nodeArgs ?? []), ...(opts.nodeArgs ?? [])];
-  const entry = opts.wrap ? [join(root, 'dist', 'cli.js')] : ['--import', 'tsx', join(root, 'src', 'cli.ts')];
+  const entry = opts.wrap || opts.built ? [join(root, 'dist', 'cli.js')] : ['--import', 'tsx', join(root, 'src', 'cli.ts')];
   const command = opts.wrap ? [...opts.wrap.command, process.execPath] : [process.execPath];
   const child = await spawnChild({
     name: 'switchboard',

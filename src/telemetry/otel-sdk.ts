@@ -206,24 +206,36 @@ const NOT_FAILED: ReadonlySet<string> = new Set(['relayed', 'answered_by_gateway
 function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
   const started = performance.now();
   const { request, message } = p;
-  const { name, attributes } = describeMessage(message);
   const { parent, links } = serverParent(request, message);
+  const context = spanContextOf(spans.roots, parent, false);
+  // Not recorded: only the histogram's attributes (METRIC_KEYS) are needed, so the client's
+  // address, port, session and user are not looked up (issue 44 part 1: metrics only).
+  const recorded = isRecorded(context);
+  const { name, attributes } = describeMessage(message);
   const version = headerValue(request.headers[HEADER.protocolVersion]);
-  const session = headerValue(request.headers[HEADER.sessionId]);
-  if (session) attributes['mcp.session.id'] = session;
-  if (version) attributes['mcp.protocol.version'] = version;
-  Object.assign(attributes, { 'client.address': request.ip, 'network.transport': 'tcp', 'network.protocol.name': 'http', 'network.protocol.version': request.raw.httpVersion, 'switchboard.backend': p.backend });
-  if (request.socket?.remotePort !== undefined) attributes['client.port'] = request.socket.remotePort;
-  const principal = request.principal;
-  if (principal) {
-    if (spans.config.user === 'sub') attributes['user.id'] = principal.sub;
-    else attributes['enduser.pseudo.id'] = principal.userKey;
+  if (recorded) {
+    const session = headerValue(request.headers[HEADER.sessionId]);
+    if (session) attributes['mcp.session.id'] = session;
   }
-  return startSpan(spans, spans.instruments.server, { name, kind: SpanKind.SERVER, attributes, links, message, started }, parent, false);
+  if (version) attributes['mcp.protocol.version'] = version;
+  if (recorded) attributes['client.address'] = request.ip;
+  attributes['network.transport'] = 'tcp';
+  attributes['network.protocol.name'] = 'http';
+  attributes['network.protocol.version'] = request.raw.httpVersion;
+  attributes['switchboard.backend'] = p.backend;
+  if (recorded) {
+    if (request.socket?.remotePort !== undefined) attributes['client.port'] = request.socket.remotePort;
+    const principal = request.principal;
+    if (principal) {
+      if (spans.config.user === 'sub') attributes['user.id'] = principal.sub;
+      else attributes['enduser.pseudo.id'] = principal.userKey;
+    }
+  }
+  return startSpan(spans, spans.instruments.server, { name, kind: SpanKind.SERVER, attributes, links, message, started }, parent, context);
 }
 
 /**
- * A span as the SDK's tracer with `ParentBasedSampler({ root: TraceIdRatioBasedSampler(ratio) })`
+ * A span's context as the SDK's tracer with `ParentBasedSampler({ root: TraceIdRatioBasedSampler(ratio) })`
  * would make it, without the tracer (recorded-span.ts says what that saves):
  * - a valid parent that is sampled: a recorded child, same trace id and trace state, a new span
  *   id, flags SAMPLED (the sampler's default for a sampled parent, remote or local, is AlwaysOn);
@@ -233,7 +245,7 @@ function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: Js
  *   trace id judged.
  * The histograms are recorded either way (SpanLife).
  *
- * No span at all (no context) when the request is not sampled and has no parent: no client
+ * No context at all when the request is not sampled and has no parent: no client
  * context to carry on, and a trace id made up here that nobody records would tell the backend
  * nothing. Then nothing is injected into the request, neither `params._meta` nor headers
  * (issue 44: "don't inject at all into a request that is not sampled, unless the backend must
@@ -241,27 +253,34 @@ function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: Js
  * CLIENT span of such a request (`unsampledRoot`, told by its SERVER span) is none either:
  * without this it would be a root of its own, sampled by the ratio.
  */
+function spanContextOf(roots: RootSampling, parent: Parent, unsampledRoot: boolean): SpanContext | undefined {
+  const from = parent.span;
+  if (from !== undefined && isSpanContextValid(from)) {
+    const flags = from.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
+    return { traceId: from.traceId, spanId: roots.spanId(), traceFlags: flags, traceState: from.traceState };
+  }
+  // A root the ratio does not sample: as above, nothing to carry.
+  const traceId = unsampledRoot ? undefined : roots.admit();
+  return traceId ? { traceId, spanId: roots.spanId(), traceFlags: TraceFlags.SAMPLED } : undefined;
+}
+
+/** Whether a span with this context is recorded (and exported): it is sampled. */
+function isRecorded(context: SpanContext | undefined): context is SpanContext {
+  return context !== undefined && (context.traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
+/** The span's life over its context ({@link spanContextOf}): a record when it is sampled, the histogram always. */
 function startSpan(
   spans: Spans,
   histogram: DurationHistogram,
   s: { name: string; kind: SpanKind; attributes: Attributes; links?: Link[]; message: JsonRpcMessage; started: number },
   parent: Parent,
-  unsampledRoot: boolean,
+  context: SpanContext | undefined,
 ): SpanLife {
-  const from = parent.span;
-  const valid = from !== undefined && isSpanContextValid(from);
-  let context: SpanContext | undefined;
-  if (valid) {
-    const flags = from.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
-    context = { traceId: from.traceId, spanId: spans.roots.spanId(), traceFlags: flags, traceState: from.traceState };
-  } else {
-    // A root the ratio does not sample: as above, nothing to carry.
-    const traceId = unsampledRoot ? undefined : spans.roots.admit();
-    if (traceId) context = { traceId, spanId: spans.roots.spanId(), traceFlags: TraceFlags.SAMPLED };
-  }
   let record: RecordedSpan | undefined;
-  if (context && context.traceFlags & TraceFlags.SAMPLED) {
-    record = new RecordedSpan(spans.source, s.name, s.kind, context, valid ? from : undefined, s.attributes, s.links, s.started);
+  if (isRecorded(context)) {
+    const from = parent.span;
+    record = new RecordedSpan(spans.source, s.name, s.kind, context, from && isSpanContextValid(from) ? from : undefined, s.attributes, s.links, s.started);
     contentAttributes(spans.config, s.message, s.attributes);
   }
   return new SpanLife(spans, context, record, s.attributes, histogram, context ? parent.baggage : undefined, s.started);
@@ -278,15 +297,21 @@ function traceparentOf(c: SpanContext): string {
 /** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
 function serverParent(request: FastifyRequest, message: JsonRpcMessage): { parent: Parent; links?: Link[] } {
   const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
+  const hasMeta = meta !== null && typeof meta === 'object' && 'traceparent' in meta;
+  // The usual call carries no context at all: nothing to extract (the W3C propagators read only these two headers first).
+  if (!hasMeta && request.headers.traceparent === undefined && request.headers.baggage === undefined) return NO_PARENT;
   const fromHeaders = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
   const headerSpan = trace.getSpanContext(fromHeaders);
-  if (!meta || typeof meta !== 'object' || !('traceparent' in meta)) return { parent: parentOf(fromHeaders) };
+  if (!hasMeta) return { parent: parentOf(fromHeaders) };
   const fromMeta = propagator.extract(ROOT_CONTEXT, meta, defaultTextMapGetter);
   const metaSpan = trace.getSpanContext(fromMeta);
   if (!metaSpan) return { parent: parentOf(fromHeaders) };
   const differs = headerSpan && (headerSpan.traceId !== metaSpan.traceId || headerSpan.spanId !== metaSpan.spanId);
   return { parent: parentOf(fromMeta), links: differs ? [{ context: headerSpan }] : undefined };
 }
+
+/** A request without trace context: a root. */
+const NO_PARENT: { parent: Parent } = Object.freeze({ parent: Object.freeze({ span: undefined, baggage: undefined }) });
 
 /** A parent from an extracted context: its span context, and its baggage as the W3C baggage propagator writes it again. */
 function parentOf(ctx: Context): Parent {
@@ -305,7 +330,8 @@ function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonR
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
   if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
   Object.assign(attributes, serverOfTarget(p.target), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
-  return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, clientParent(p.parent, p.server), p.unsampledRoot);
+  const parent = clientParent(p.parent, p.server);
+  return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, parent, spanContextOf(spans.roots, parent, p.unsampledRoot));
 }
 
 /**
