@@ -90,17 +90,29 @@ export interface AuditSink {
   end?(done?: () => void): unknown;
 }
 
-/** The last record's time: `toISOString` is made once per millisecond, not once per record. */
-let lastMs = -1;
-let lastIso = '';
+/**
+ * The record's time, as `new Date().toISOString()` writes it. Its text up to the seconds is
+ * made once per second and the milliseconds appended (issue 44 part 1: at a few thousand
+ * records a second the millisecond changes on nearly every record, so caching the whole text
+ * per millisecond saved little).
+ */
+let lastSecond = Number.NaN;
+let secondPrefix = '';
 
 function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastIso = new Date(ms).toISOString();
+  return isoTime(Date.now());
+}
+
+/** `new Date(ms).toISOString()`, through the per-second prefix (exported for its test). */
+export function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastSecond = second;
+    // "2026-11-29T23:54:16." of "2026-11-29T23:54:16.000Z" (years 0–9999: the fixed-width form).
+    secondPrefix = new Date(second * 1000).toISOString().slice(0, -4);
   }
-  return lastIso;
+  const millis = ms - second * 1000;
+  return `${secondPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
 }
 
 const q = JSON.stringify;

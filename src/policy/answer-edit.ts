@@ -23,7 +23,7 @@ import type { BackendError } from '../backends/errors.js';
 import { editStrictly, idKey } from '../backends/strict-answer.js';
 import { requestIdsOf, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { formatSseEvent, transformSse } from '../wire/sse.js';
-import { observedAnswer } from './answer-observe.js';
+import { observedAnswer, type AnswerObserver } from './answer-observe.js';
 
 /** The key of a list result's entries: `tools`, `prompts`, `resources`, `resourceTemplates`. */
 export type ListKey = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
@@ -39,7 +39,7 @@ export interface AnswerEdit {
   /** Answers the gateway made for requests it kept from the backend. */
   errors: readonly JsonRpcMessage[];
   /** Sees each response message of the backend (not the added errors). */
-  observe?: (message: JsonRpcMessage) => void;
+  observe?: AnswerObserver;
   /** What a list answer is read against (needed with `listIds`): the POST as forwarded, and who is told of a refusal. */
   strict?: StrictListRead;
 }
@@ -66,7 +66,7 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
   const rewrite = (m: unknown): unknown => {
     if (!m || typeof m !== 'object' || Array.isArray(m)) return m;
     const msg = m as JsonRpcMessage;
-    observe?.(msg);
+    observe?.observe(msg);
     const key = msg.method === undefined && 'result' in msg && (typeof msg.id === 'string' || typeof msg.id === 'number') ? listIds.get(idKey(msg.id)) : undefined;
     if (!key) return m;
     return { ...msg, result: filterEntries(msg.result, key, (entry) => edit.visible(entry, key)) };
@@ -77,7 +77,7 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
   }
   if (listIds.size) return editLists(res, edit, rewrite);
-  if (observe && !errors.length) return observedAnswer(res, { observe });
+  if (observe && !errors.length) return observedAnswer(res, observe);
   if (res.contentType === 'application/json') return { ...res, headers, body: syntheticBody(editJson(res, rewrite, errors)) };
   if (res.contentType === 'text/event-stream') {
     const events = transformSse(res.body, (data, id) => {

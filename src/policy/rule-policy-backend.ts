@@ -29,11 +29,12 @@ import type { BackendCallHeaders, BackendCaller, BackendResponse, McpBackend } f
 import { syntheticBody } from '../backends/body.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import type { Config } from '../config/schema.js';
-import type { Audit, AuditEvent, AuditRequest, AuditSinks } from '../ops/audit.js';
+import type { Audit, AuditRequest, AuditSinks } from '../ops/audit.js';
 import { LiveAudit } from '../ops/live-audit.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ErrorCode, errorResponse, isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
-import { editAnswer, fieldOf, idKey, LIST_KEYS, type ListKey, type StrictListRead } from './answer-edit.js';
+import { editAnswer, fieldOf, idKey, LIST_KEYS, type AnswerEdit, type ListKey, type StrictListRead } from './answer-edit.js';
+import type { AnswerObserver } from './answer-observe.js';
 import { AUDITED_METHODS, callerBase, outcomeOf, requestFacts } from './audit-calls.js';
 import { derived } from '../config/live-config.js';
 import type { StateStore } from '../state/store.js';
@@ -43,7 +44,7 @@ import { CelRules, type RuleDecision } from './cel-rules.js';
 import { claimValues } from './backend-access.js';
 import { policyVariables, type RequestFacts } from './policy-input.js';
 import { toolListEntry } from './tool-policy.js';
-import { failedCall, settledAtEnd } from './unanswered.js';
+import { failedCall, settledAtEnd, type Unanswered } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
 import { confirmHold, type ConfirmParts, type HoldOutcome } from './confirm-hold.js';
 import { approvalEvents } from './approval-events.js';
@@ -54,9 +55,58 @@ const UNJUDGED: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/dis
 const RESOURCE_NOT_FOUND = -32002;
 
 type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
-/** A record waiting for its answer; `inflight`: its key in the cancellable calls (RulePolicyBackend). */
-/** `approval`: the approval of a `confirm` rule this call uses (its record names it). */
-type Pending = { base: AuditRequest; rule: string; approval?: string; inflight?: string };
+/**
+ * A record waiting for its answer. `approval`: the approval of a `confirm` rule this call uses
+ * (its record names it). `inflight`: its key among the cancellable calls (RulePolicyBackend),
+ * with `id`, its key among its POST's records.
+ */
+type Pending = { base: AuditRequest; rule: string; approval?: string; inflight?: string; id?: string; records?: PendingRecords };
+/** How a record is written: the face's, one function per backend (not per call). */
+type WriteRecord = (p: Pending, started: number, outcome: Unanswered) => void;
+
+/**
+ * One POST's records waiting for their answers, by request id: what the answer's messages are
+ * told to (it is the answer's observer), what settles those left when the answer ends or the
+ * call fails, and what a cancellation ends. One object per POST, no closure per call (issue 44
+ * part 1).
+ */
+class PendingRecords implements AnswerObserver {
+  readonly byId = new Map<string, Pending>();
+
+  constructor(
+    private readonly write: WriteRecord,
+    readonly started: number,
+  ) {}
+
+  /** A response message: its request's record, with its outcome. */
+  observe(msg: JsonRpcMessage): void {
+    if (msg.method !== undefined || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) return;
+    this.#end(idKey(msg.id), outcomeOf(msg));
+  }
+
+  /** The records still waiting, with how the answer ended (unanswered.ts). */
+  settle(outcome: Unanswered): void {
+    for (const p of this.byId.values()) this.write(p, this.started, outcome);
+    this.byId.clear();
+  }
+
+  /** A client's `notifications/cancelled` for the request `id`: its record, now. */
+  cancel(id: string): void {
+    this.#end(id, CANCELLED);
+  }
+
+  #end(id: string, outcome: Unanswered): void {
+    const p = this.byId.get(id);
+    if (!p) return;
+    this.byId.delete(id);
+    this.write(p, this.started, outcome);
+  }
+}
+
+const CANCELLED: Unanswered = Object.freeze({ outcome: 'cancelled' });
+
+/** The edit of an answer with no list to filter. */
+const NO_LIST_EDIT: Pick<AnswerEdit, 'listIds' | 'visible'> = Object.freeze({ listIds: new Map<string, ListKey>(), visible: () => true });
 
 export interface RulePolicyParts {
   /** The rules of the config as it is now: compiled again after a reload changed it (config/live-config.ts). */
@@ -75,7 +125,8 @@ export class RulePolicyBackend extends DecoratedBackend {
    * 2025-11-25 Cancellation), instead of leaving it to the timeout. An entry goes when its
    * record is written, so this holds only calls still waiting for their answer.
    */
-  readonly #inflight = new Map<string, () => void>();
+  readonly #inflight = new Map<string, Pending>();
+  readonly #writeRecord: WriteRecord = (p, started, outcome) => this.#write(p, started, outcome);
 
   constructor(
     inner: McpBackend,
@@ -99,9 +150,10 @@ export class RulePolicyBackend extends DecoratedBackend {
     if (!messages) return this.inner.post(body, headers, signal);
     const started = performance.now();
     const errors: JsonRpcMessage[] = [];
-    const denied = new Set<JsonRpcMessage>();
-    const pending = new Map<string, Pending>();
-    const listIds = new Map<string, ListKey>();
+    // Made only when needed: most POSTs are one allowed call (issue 44 part 1).
+    let denied: Set<JsonRpcMessage> | undefined;
+    let listIds: Map<string, ListKey> | undefined;
+    const records = new PendingRecords(this.#writeRecord, started);
     for (const m of messages) {
       if (!isRequest(m) || UNJUDGED.has(m.method!)) continue;
       const facts = requestFacts(m, this.name);
@@ -110,37 +162,43 @@ export class RulePolicyBackend extends DecoratedBackend {
       const judged = decision && decision.effect !== 'allow' ? await this.#refusal(caller, m as Request, facts, decision, started) : undefined;
       const refusal = judged?.answer;
       if (refusal) {
-        denied.add(m);
+        (denied ??= new Set()).add(m);
         errors.push(refusal);
       } else {
         const list = LIST_KEYS[m.method!];
-        if (list && this.parts.rules().size) listIds.set(idKey(m.id!), list);
-        if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(pending, caller, m as Request, facts, decision, started, judged?.approval);
+        if (list && this.parts.rules().size) (listIds ??= new Map()).set(idKey(m.id!), list);
+        if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(records, caller, m as Request, facts, decision, started, judged?.approval);
       }
     }
-    if (caller.sessionId) this.#cancellable(caller, messages, pending, started);
-    const rest = messages.filter((m) => !denied.has(m));
-    if (!rest.length || (denied.size && !isBatchText(body))) {
+    if (caller.sessionId) this.#cancellable(caller, messages, records);
+    const rest = denied ? messages.filter((m) => !denied.has(m)) : messages;
+    if (!rest.length || (denied && !isBatchText(body))) {
       const refusal = isBatchText(body) ? errors : errors[0]!;
       return { status: 200, headers: {}, contentType: 'application/json', body: syntheticBody(JSON.stringify(refusal)), refused: true };
     }
-    const forward = denied.size ? JSON.stringify(rest.length === 1 ? rest[0] : rest) : body;
+    const forward = denied ? JSON.stringify(rest.length === 1 ? rest[0] : rest) : body;
     let res: BackendResponse;
     try {
       res = await this.inner.post(forward, headers, signal);
     } catch (err) {
-      this.#settle(pending, started, failedCall(this.name, err, signal));
+      records.settle(failedCall(this.name, err, signal));
       throw err;
     }
-    if (res.status < 200 || res.status >= 300) this.#settle(pending, started, { outcome: 'error' });
+    if (res.status < 200 || res.status >= 300) records.settle({ outcome: 'error' });
+    const waiting = records.byId.size > 0;
+    const lists = listIds ? this.#listEdit(caller, listIds, rest, forward) : NO_LIST_EDIT;
+    const edited = editAnswer(res, { errors, ...lists, observe: waiting ? records : undefined });
+    // A record still pending when the answer's body is done never got its response.
+    return waiting ? settledAtEnd(this.name, edited, signal, records) : edited;
+  }
+
+  /** The parts of an answer's edit that filter its lists: which entries stay, and the strict read of the answer. */
+  #listEdit(caller: BackendCaller, listIds: ReadonlyMap<string, ListKey>, rest: readonly JsonRpcMessage[], forward: string): Pick<AnswerEdit, 'listIds' | 'visible' | 'strict'> {
     const visible = (entry: unknown, key: ListKey) => {
       if (key === 'tools') this.parts.confirm?.tools.seen(this.name, entry);
       return this.#listable(caller, key, entry);
     };
-    const observe = pending.size ? (msg: JsonRpcMessage) => this.#observed(pending, started, msg) : undefined;
-    const edited = editAnswer(res, { errors, listIds, visible, observe, strict: this.#strict(rest, forward, caller) });
-    // A record still pending when the answer's body is done never got its response.
-    return pending.size ? settledAtEnd(this.name, edited, signal, (outcome) => this.#settle(pending, started, outcome)) : edited;
+    return { listIds, visible, strict: this.#strict(rest, forward, caller) };
   }
 
   /** What a list answer is read against; a refused one is logged and counted (issue 41 §1). */
@@ -178,7 +236,7 @@ export class RulePolicyBackend extends DecoratedBackend {
   }
 
   /** An allowed request to record when its answer passes — or now, when the tool lists refuse it. */
-  #pend(pending: Map<string, Pending>, caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision | undefined, started: number, approval?: string): void {
+  #pend(records: PendingRecords, caller: BackendCaller, m: Request, facts: RequestFacts, decision: RuleDecision | undefined, started: number, approval?: string): void {
     const base = callerBase(caller, facts, m);
     const entry = m.method === 'tools/call' ? toolListEntry(this.config, facts.tool ?? '') : undefined;
     if (entry && !entry.allowed) {
@@ -186,39 +244,28 @@ export class RulePolicyBackend extends DecoratedBackend {
       return;
     }
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
-    pending.set(idKey(m.id), { base, rule, ...(approval ? { approval } : {}) });
-  }
-
-  #observed(pending: Map<string, Pending>, started: number, msg: JsonRpcMessage): void {
-    if (msg.method !== undefined || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) return;
-    const key = idKey(msg.id);
-    const p = pending.get(key);
-    if (!p) return;
-    pending.delete(key);
-    this.#write(p, started, outcomeOf(msg));
-  }
-
-  #settle(pending: Map<string, Pending>, started: number, outcome: Pick<AuditEvent, 'outcome' | 'code'>): void {
-    for (const p of pending.values()) this.#write(p, started, outcome);
-    pending.clear();
+    const p: Pending = { base, rule };
+    if (approval) p.approval = approval;
+    records.byId.set(idKey(m.id), p);
   }
 
   /** Registers this POST's pending records as cancellable, and ends those a `notifications/cancelled` in it names. */
-  #cancellable(caller: BackendCaller, messages: readonly JsonRpcMessage[], pending: Map<string, Pending>, started: number): void {
-    for (const [key, p] of pending) {
-      p.inflight = inflightKey(caller, key);
-      this.#inflight.set(p.inflight, () => {
-        if (!pending.delete(key)) return;
-        this.#write(p, started, { outcome: 'cancelled' });
-      });
+  #cancellable(caller: BackendCaller, messages: readonly JsonRpcMessage[], records: PendingRecords): void {
+    for (const [id, p] of records.byId) {
+      p.inflight = inflightKey(caller, id);
+      p.id = id;
+      p.records = records;
+      this.#inflight.set(p.inflight, p);
     }
     for (const m of messages) {
       const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
-      if (typeof requestId === 'string' || typeof requestId === 'number') this.#inflight.get(inflightKey(caller, idKey(requestId)))?.();
+      if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
+      const p = this.#inflight.get(inflightKey(caller, idKey(requestId)));
+      p?.records?.cancel(p.id!);
     }
   }
 
-  #write(p: Pending, started: number, outcome: Pick<AuditEvent, 'outcome' | 'code'>): void {
+  #write(p: Pending, started: number, outcome: Unanswered): void {
     if (p.inflight) this.#inflight.delete(p.inflight);
     this.parts.audit()?.recordOf(p.base, { event: 'call', decision: 'allow', rule: p.rule, approval: p.approval, outcome: outcome.outcome, code: outcome.code, durationMs: performance.now() - started });
   }

@@ -33,16 +33,16 @@ export function failedCall(backend: string, err: unknown, signal: AbortSignal | 
 }
 
 /**
- * `res` whose body, once it is done, calls `settle` with how it ended — what the records
+ * `res` whose body, once it is done, calls `records.settle` with how it ended — what the records
  * still pending then get: read to the end (the stream closed without their responses:
  * disconnected), failed (timeout or disconnected), or stopped by its reader (cancelled).
  */
-export function settledAtEnd(backend: string, res: BackendResponse, signal: AbortSignal | undefined, settle: (outcome: Unanswered) => void): BackendResponse {
+export function settledAtEnd(backend: string, res: BackendResponse, signal: AbortSignal | undefined, records: { settle(outcome: Unanswered): void }): BackendResponse {
   let settled = false;
   const once = (how: Unanswered) => {
     if (settled) return;
     settled = true;
-    settle(how);
+    records.settle(how);
   };
   const ended = (err?: unknown) => once(err === undefined ? STREAM_ENDED : signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err));
   // Dropped by its reader (the 2026-07-28 client closed its stream): cancelled now, not at the backend's next event.

@@ -70,7 +70,7 @@ describe('an answer only observed by the audit', () => {
   it('passes with its length and bytes as sent, and the observer sees its outcome', async () => {
     const text = '{"result":{"content":[{"type":"text","text":"{\\"isError\\":true}"}],"isError":true},"jsonrpc":"2.0","id":9}';
     const seen: JsonRpcMessage[] = [];
-    const res = editAnswer(answer(text), { errors: [], listIds: new Map(), visible: () => true, observe: (m) => seen.push(m) });
+    const res = editAnswer(answer(text), { errors: [], listIds: new Map(), visible: () => true, observe: { observe: (m) => void seen.push(m) } });
     assert.equal(res.headers['content-length'], String(Buffer.byteLength(text)), 'the length is kept: the relay can answer in one write');
     assert.equal(await res.body.text(), text);
     assert.deepEqual(seen.map(facts), [{ id: 9, request: false, outcome: 'isError' }]);
@@ -79,7 +79,7 @@ describe('an answer only observed by the audit', () => {
   it('is observed when read chunk by chunk too, and a batch is parsed', async () => {
     const text = '[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}]';
     const seen: JsonRpcMessage[] = [];
-    const res = editAnswer(answer(text), { errors: [], listIds: new Map(), visible: () => true, observe: (m) => seen.push(m) });
+    const res = editAnswer(answer(text), { errors: [], listIds: new Map(), visible: () => true, observe: { observe: (m) => void seen.push(m) } });
     const chunks: Buffer[] = [];
     for await (const chunk of res.body) chunks.push(chunk);
     assert.equal(Buffer.concat(chunks).toString('utf8'), text);
