@@ -11,7 +11,7 @@
  * phase's figures.
  *
  *   node --import tsx bench/governance-profile.ts [--configs "plain,metrics only,governed"] [--shapes chunked,sse-one]
- *        [--rounds N] [--seconds S] [--top N] [--base-root DIR]
+ *        [--rounds N] [--seconds S] [--top N] [--base-root DIR] [--built]
  *
  * `--base-root DIR` (a worktree of another commit) makes the `(base)` configurations runnable
  * (e.g. `--configs "plain,metrics only,metrics only (base)"`). Profiles land in
@@ -41,6 +41,8 @@ interface Options {
   roundMs: number;
   top: number;
   baseRoot?: string;
+  /** `--built`: gateways from `dist/cli.js`, as the image runs them (bench/processes.ts startGateway). */
+  built: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -54,6 +56,7 @@ function parseArgs(argv: string[]): Options {
     roundMs: Number(at('--seconds') ?? 4) * 1000,
     top: Number(at('--top') ?? 25),
     baseRoot: at('--base-root'),
+    built: argv.includes('--built'),
   };
 }
 
@@ -91,7 +94,7 @@ async function main(): Promise<void> {
       files.push(auditFile);
       const root = which.endsWith('(base)') ? o.baseRoot : undefined;
       if (which.endsWith('(base)') && !root) throw new Error(`${which} needs --base-root`);
-      gateways.set(which, await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends, logLevel: 'default', profileDir: dir, root, extra: configOf(which, sink.url, auditFile) }));
+      gateways.set(which, await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends, logLevel: 'default', profileDir: dir, root, built: o.built, extra: configOf(which, sink.url, auditFile) }));
       log(`gateway "${which}" pid ${gateways.get(which)!.child.pid}`);
     }
     for (const [i, shape] of o.shapes.entries()) {

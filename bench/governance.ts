@@ -99,6 +99,12 @@ export interface ConfigFigures {
   p50ms: number;
   /** p50 minus plain's in the same round, median; 0 for plain. */
   addedP50ms: number;
+  /**
+   * CPU per call in the open loop (every gateway at the same arrival rate), ÷ plain's in the same
+   * round, median. Beside the closed loop's ratio: there a slower gateway also leaves its peers
+   * idle more often, so each of its writes more often wakes one, which its CPU pays (loopback).
+   */
+  halfLoadCpuRatio?: number;
 }
 
 export interface ShapeFigures extends ErrorSink {
@@ -228,14 +234,22 @@ async function measureShape(s: GovernanceSettings, shape: Shape, backend: Backen
   const halfLoadRate = Math.max(50, Math.round(median(rate.plain) / 2 / 50) * 50);
   const p50 = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
   const added = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const openCpu = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
+  const openCpuRatio = Object.fromEntries(ACTIVE.map((w) => [w, [] as number[]])) as Record<GovernanceConfig, number[]>;
   for (let r = 0; r < s.latencyRounds; r++) {
     for (const which of ACTIVE.map((_, i) => ACTIVE[(i + r) % ACTIVE.length]!)) {
       await sleep(200);
+      const cpu0 = cpuNow(pids);
       const res = await openLoop(paths[which], halfLoadRate, s.roundMs);
+      const cpu1 = cpuNow(pids);
       checkErrors(res, `governance ${shape} ${which} open loop round ${r + 1}`, sink);
       p50[which].push(percentiles(res.latencies, [50])[0]!);
+      openCpu[which].push((cpu1[which]! - cpu0[which]!) / Math.max(1, res.calls));
     }
-    for (const w of ACTIVE) added[w].push(p50[w].at(-1)! - p50.plain.at(-1)!);
+    for (const w of ACTIVE) {
+      added[w].push(p50[w].at(-1)! - p50.plain.at(-1)!);
+      openCpuRatio[w].push(openCpu[w].at(-1)! / openCpu.plain.at(-1)!);
+    }
     log(`governance ${shape} open loop ${r + 1}/${s.latencyRounds} @ ${halfLoadRate}/s: p50 ${ACTIVE.map((w) => `${w} ${p50[w].at(-1)!.toFixed(3)}`).join(', ')} ms`);
   }
   const configs = Object.fromEntries(
@@ -249,6 +263,7 @@ async function measureShape(s: GovernanceSettings, shape: Shape, backend: Backen
         throughputRatio: median(rateRatio[w]),
         p50ms: median(p50[w]),
         addedP50ms: median(added[w]),
+        halfLoadCpuRatio: median(openCpuRatio[w]),
       } satisfies ConfigFigures,
     ]),
   ) as Record<GovernanceConfig, ConfigFigures>;
@@ -272,12 +287,12 @@ function targetsOf(shapes: Record<Shape, ShapeFigures>): GovernanceResults['targ
 
 /** The phase's table: one row per shape and configuration. */
 export function governanceTable(r: GovernanceResults): string {
-  const rows = ['| answer | configuration | calls/s | CPU per call | ÷ plain | throughput ÷ plain | p50 at half load | added p50 |', '|---|---|---|---|---|---|---|---|'];
+  const rows = ['| answer | configuration | calls/s | CPU per call | ÷ plain | throughput ÷ plain | p50 at half load | added p50 | CPU at half load ÷ plain |', '|---|---|---|---|---|---|---|---|---|'];
   for (const shape of GOVERNANCE_SHAPES) {
     const s = r.shapes[shape];
     for (const w of ACTIVE) {
       const f = s.configs[w];
-      rows.push(`| ${shape} | ${w} | ${f.callsPerSec.toFixed(0)} | ${f.cpuUsPerCall.toFixed(0)} µs | ${f.cpuRatio.toFixed(3)} | ${f.throughputRatio.toFixed(3)} | ${f.p50ms.toFixed(3)} ms @ ${s.halfLoadRate}/s | ${w === 'plain' ? '—' : `${f.addedP50ms >= 0 ? '+' : ''}${f.addedP50ms.toFixed(3)} ms`} |`);
+      rows.push(`| ${shape} | ${w} | ${f.callsPerSec.toFixed(0)} | ${f.cpuUsPerCall.toFixed(0)} µs | ${f.cpuRatio.toFixed(3)} | ${f.throughputRatio.toFixed(3)} | ${f.p50ms.toFixed(3)} ms @ ${s.halfLoadRate}/s | ${w === 'plain' ? '—' : `${f.addedP50ms >= 0 ? '+' : ''}${f.addedP50ms.toFixed(3)} ms`} | ${f.halfLoadCpuRatio?.toFixed(3) ?? '—'} |`);
     }
   }
   const targets = r.targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} ${t.shape} ${t.config}: ${t.figure} ${t.value.toFixed(3)} (target ${t.figure.startsWith('throughput') ? '≥' : '≤'} ${t.target})`);

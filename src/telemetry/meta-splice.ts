@@ -15,6 +15,7 @@
 import type { TraceHeaders } from '../backends/backend.js';
 import { objectMember, skipSpace } from '../wire/json-scan.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+import { jsonString } from './otlp-json-values.js';
 
 const TRACE_KEYS = ['traceparent', 'tracestate', 'baggage'] as const;
 
@@ -22,9 +23,19 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
 
 /** `text`, the JSON of `message`, with `trace` in its `params._meta`: spliced when safe, else written again. */
 export function withTraceMetaText(text: string, message: JsonRpcMessage, trace: TraceHeaders): string {
-  const members = TRACE_KEYS.filter((k) => trace[k]).map((k) => `${JSON.stringify(k)}:${JSON.stringify(trace[k])}`).join(',');
+  const members = traceMembers(trace);
   const spliced = members && safeToSplice(text, message) ? splice(text, members) : undefined;
   return spliced ?? JSON.stringify(withMeta(message, trace));
+}
+
+/** `"traceparent":…,"tracestate":…,"baggage":…` of the context's keys that have a value, as JSON.stringify writes them. */
+function traceMembers(trace: TraceHeaders): string {
+  let out = '';
+  for (const key of TRACE_KEYS) {
+    const value = trace[key];
+    if (value) out += `${out ? ',' : ''}"${key}":${jsonString(value)}`;
+  }
+  return out;
 }
 
 function safeToSplice(text: string, message: JsonRpcMessage): boolean {
