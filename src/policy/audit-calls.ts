@@ -33,7 +33,7 @@ export function auditBase(principal: Principal, request: Pick<BackendCaller, 'he
     userKey: principal.userKey,
     claims: principal.claims,
     session,
-    endpoint: request.url?.split('?')[0],
+    endpoint: request.url === undefined ? undefined : pathOf(request.url),
     backend: facts.backend,
     method: facts.method,
     requestId: message?.id,
@@ -43,6 +43,12 @@ export function auditBase(principal: Principal, request: Pick<BackendCaller, 'he
     arguments: facts.arguments,
     traceId: request.trace?.traceId || traceIdOf((message?.params as { _meta?: unknown } | undefined)?._meta, request.headers?.traceparent),
   };
+}
+
+/** A URL's path, without its query. */
+function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
 }
 
 /** A backend call's request part, made once when the request is judged (its record's verdict comes later). */

@@ -329,7 +329,10 @@ function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonR
   const { name, attributes } = describeMessage(p.message);
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
   if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
-  Object.assign(attributes, serverOfTarget(p.target), { 'network.transport': 'tcp', 'network.protocol.name': 'http', 'switchboard.backend': p.target.name });
+  Object.assign(attributes, serverOfTarget(p.target));
+  attributes['network.transport'] = 'tcp';
+  attributes['network.protocol.name'] = 'http';
+  attributes['switchboard.backend'] = p.target.name;
   const parent = clientParent(p.parent, p.server);
   return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, parent, spanContextOf(spans.roots, parent, p.unsampledRoot));
 }
