@@ -64,14 +64,21 @@ type Resource = EncodableSpan['resource'];
 /** Spans by resource (the object), then by scope; each in the order first seen. */
 function grouped(spans: readonly EncodableSpan[]): Map<Resource, Map<string, EncodableSpan[]>> {
   const resources = new Map<Resource, Map<string, EncodableSpan[]>>();
+  // The group of the span before: the next span, of the same resource and scope object (every span of the gateway's), joins it at once.
+  let last: { resource: Resource; scope: EncodableSpan['instrumentationScope']; group: EncodableSpan[] } | undefined;
   for (const span of spans) {
+    const scope = span.instrumentationScope;
+    if (last && last.resource === span.resource && last.scope === scope) {
+      last.group.push(span);
+      continue;
+    }
     let scopes = resources.get(span.resource);
     if (!scopes) resources.set(span.resource, (scopes = new Map()));
-    const scope = span.instrumentationScope;
     const key = `${scope.name}@${scope.version || ''}:${scope.schemaUrl || ''}`;
-    const group = scopes.get(key);
+    let group = scopes.get(key);
     if (group) group.push(span);
-    else scopes.set(key, [span]);
+    else scopes.set(key, (group = [span]));
+    last = { resource: span.resource, scope, group };
   }
   return resources;
 }

@@ -87,22 +87,45 @@ export function keyValues(attributes: Record<string, unknown>): string {
   let out = '[';
   let first = true;
   for (const key of Object.keys(attributes)) {
-    out += `${first ? '' : ','}${keyOpening(key)}${anyValue(attributes[key])}}`;
+    out += `${first ? '' : ','}${keyValue(key, attributes[key])}`;
     first = false;
   }
   return `${out}]`;
 }
 
-/** The most attribute keys whose opening is kept: a gateway's are a few dozen, fixed. */
+/** The most attribute keys whose encodings are kept: a gateway's are a few dozen, fixed. */
 const KEYS_KEPT = 1024;
-const keyOpenings = new Map<string, string>();
+/** The most string values kept per key: most of a span's values repeat call after call (method, tool, backend, transport, …). */
+const VALUES_KEPT = 64;
+/** The longest string value whose encoding is kept. */
+const VALUE_CHARS_KEPT = 256;
 
-/** `{"key":…,"value":` of a key, escaped once per key rather than once per span. */
-function keyOpening(key: string): string {
-  let opening = keyOpenings.get(key);
-  if (opening === undefined) {
-    opening = `{"key":${jsonString(key)},"value":`;
-    if (keyOpenings.size < KEYS_KEPT) keyOpenings.set(key, opening);
+interface KeyEncodings {
+  /** `{"key":…,"value":`, escaped once per key rather than once per span. */
+  opening: string;
+  /** Whole `KeyValue`s of this key's string values seen so far (at most VALUES_KEPT). */
+  strings: Map<string, string>;
+}
+
+const keyEncodings = new Map<string, KeyEncodings>();
+
+/**
+ * One `KeyValue`. A string value's whole encoding is kept per key, up to VALUES_KEPT values a
+ * key: a span's attributes mostly repeat, so most are written as one string found in two maps,
+ * not escaped and joined again (issue 44 part 1). A key with more distinct values (an id, a port)
+ * fills its share and its further values are written each time, as before.
+ */
+function keyValue(key: string, value: unknown): string {
+  let encodings = keyEncodings.get(key);
+  if (encodings === undefined) {
+    encodings = { opening: `{"key":${jsonString(key)},"value":`, strings: new Map() };
+    if (keyEncodings.size < KEYS_KEPT) keyEncodings.set(key, encodings);
   }
-  return opening;
+  if (typeof value !== 'string') return `${encodings.opening}${anyValue(value)}}`;
+  let encoded = encodings.strings.get(value);
+  if (encoded === undefined) {
+    encoded = `${encodings.opening}{"stringValue":${jsonString(value)}}}`;
+    if (encodings.strings.size < VALUES_KEPT && value.length <= VALUE_CHARS_KEPT) encodings.strings.set(value, encoded);
+  }
+  return encoded;
 }

@@ -56,9 +56,12 @@ const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
 const NO_EVENTS: TimedEvent[] = Object.freeze([]) as unknown as TimedEvent[];
 const NO_LINKS: Link[] = Object.freeze([]) as unknown as Link[];
 
+/** The process's time origin as an `HrTime`: fixed for the process, so converted once. */
+const ORIGIN: HrTime = millisToHrTime(performance.timeOrigin);
+
 /** `performance.now()` milliseconds as an epoch `HrTime`, as the SDK's span computes it (time origin plus the reading, each exact). */
 function epochTime(performanceMs: number): HrTime {
-  return addHrTimes(millisToHrTime(performance.timeOrigin), millisToHrTime(performanceMs));
+  return addHrTimes(ORIGIN, millisToHrTime(performanceMs));
 }
 
 export class RecordedSpan implements EncodableSpan {

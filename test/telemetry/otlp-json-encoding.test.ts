@@ -18,7 +18,7 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { traceRequestJson, OtlpJsonTraceSerializer } from '../../src/telemetry/otlp-json-spans.js';
-import { jsonString, nanosString } from '../../src/telemetry/otlp-json-values.js';
+import { jsonString, keyValues, nanosString } from '../../src/telemetry/otlp-json-values.js';
 import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
 
 const TRICKY = ['', 'plain', 'quote " and \\ backslash', 'controls \u0000\u0001\b\f\n\r\t\u001f\u007f', 'unicode é ü 日本語 🚀', 'lone surrogates \ud800 x \udfff', '\u2028\u2029 </script>', 'emoji pair \ud83d\ude80 then lone \ud83d'];
@@ -154,5 +154,17 @@ test('the exporter posts the SDK serializer\'s text, batch after batch from reus
     });
   } finally {
     server.close();
+  }
+});
+
+test('string attributes written from the encodings kept per key read back as given: repeated, past the kept share, long, escaped', () => {
+  const expected = (attributes: Record<string, string | number>) =>
+    Object.entries(attributes).map(([key, v]) => ({ key, value: typeof v === 'string' ? { stringValue: v } : { intValue: v } }));
+  // 200 distinct values of one key (its kept share is 64), each seen twice; values over the kept length; every tricky string.
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < 200; i++) {
+      const attributes = { 'cache.key': `value ${i}`, 'cache.long': 'x'.repeat(250 + i), 'cache.tricky': TRICKY[i % TRICKY.length]!, 'cache.number': i };
+      assert.deepEqual(JSON.parse(keyValues(attributes)), expected(attributes), `round ${round}, value ${i}`);
+    }
   }
 });
