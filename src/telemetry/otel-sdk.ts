@@ -349,6 +349,8 @@ function clientParent(text: TraceHeaders, server: CallTrace | undefined): Parent
   if (own?.context && own.headers.traceparent === text.traceparent && own.headers.tracestate === text.tracestate && own.headers.baggage === text.baggage) {
     return { span: own.context, baggage: own.headers.baggage };
   }
+  // No context to carry (an unsampled root's SERVER span writes none): nothing to parse.
+  if (text.traceparent === undefined && text.baggage === undefined) return NO_PARENT.parent;
   return parentOf(propagator.extract(ROOT_CONTEXT, text, defaultTextMapGetter));
 }
 
