@@ -46,6 +46,12 @@ export const CHROMIUM_ARGS: readonly string[] = [
   '--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,IsolateOrigins,site-per-process',
   '--disable-site-isolation-trials',
 ];
+
+/** How every Chromium of the suite is started: the launcher script (Debian's binary behind it) and {@link CHROMIUM_ARGS}. */
+export function chromiumLaunchOptions(timeout: number): { executablePath: string; timeout: number; args: string[] } {
+  return { executablePath: CHROMIUM_LAUNCHER, timeout, args: [...CHROMIUM_ARGS] };
+}
+
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LAUNCH_TIMEOUT_MS = 30_000;
 const ACTION_TIMEOUT_MS = 15_000;
@@ -83,7 +89,7 @@ export async function launchBrowser(): Promise<BrowserHandle> {
     browser = await chromium.connect(shared, { timeout: LAUNCH_TIMEOUT_MS });
   } else {
     ensureChromium();
-    browser = await chromium.launch({ executablePath: CHROMIUM_LAUNCHER, timeout: LAUNCH_TIMEOUT_MS, args: [...CHROMIUM_ARGS] });
+    browser = await chromium.launch(chromiumLaunchOptions(LAUNCH_TIMEOUT_MS));
   }
   const contexts = new Set<BrowserContext>();
   let closing: Promise<void> | undefined;

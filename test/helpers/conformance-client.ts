@@ -21,7 +21,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserServer } from 'playwright-core';
-import { CHROMIUM_ARGS, CHROMIUM_LAUNCHER, ensureChromium } from './browser.js';
+import { chromiumLaunchOptions, ensureChromium } from './browser.js';
 import { startOAuthServer } from './oauth.js';
 import { startRedis } from './redis.js';
 import { CONFORMANCE_2026_CLI, CONFORMANCE_CLI, keptLoaded, PROJECT_ROOT, stopConformanceCli, type ConformanceCheck } from './conformance.js';
@@ -119,7 +119,7 @@ export async function launchSharedBrowser(): Promise<Pick<BrowserServer, 'wsEndp
   const shared = process.env.SB_TEST_BROWSER_WS;
   if (shared) return { wsEndpoint: () => shared, close: async () => {} };
   ensureChromium();
-  return chromium.launchServer({ executablePath: CHROMIUM_LAUNCHER, timeout: 30_000, args: [...CHROMIUM_ARGS] });
+  return chromium.launchServer(chromiumLaunchOptions(30_000));
 }
 
 export interface ClientScenarioResult {
