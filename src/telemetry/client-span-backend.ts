@@ -44,7 +44,7 @@ export class ClientSpanBackend extends DecoratedBackend {
     const unsampledRoot = headers.caller?.trace?.unsampledRoot === true;
     const call = new ClientCall(headers.caller?.trace, this.telemetry.recordsContent);
     const scopes: Array<ClientScope | undefined> = [];
-    for (const m of parsed.messages) scopes.push(typeof m.method === 'string' ? call.add(m, this.telemetry.client(this.#target, m, parent, session, unsampledRoot, headers.caller?.trace)) : undefined);
+    for (const m of parsed.messages) scopes.push(typeof m.method === 'string' ? call.add(m, this.telemetry.client(this.#target, m, parent, session, headers.caller?.trace)) : undefined);
     const first = call.first();
     if (!first) return this.inner.post(body, headers, signal);
     // One message (all but a 2025-03-26 batch): its text with the context spliced in, not re-written.

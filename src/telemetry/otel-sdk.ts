@@ -97,7 +97,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   return {
     recordsContent: config.recordContent,
     server: (request, message, backend) => startServerSpan(spans, { request, message, backend }),
-    client: (target, message, parent, session, unsampledRoot = false, server) => startClientSpan(spans, { target, message, parent, session, unsampledRoot, server }),
+    client: (target, message, parent, session, server) => startClientSpan(spans, { target, message, parent, session, server }),
     sessionEnded: (createdAt, protocolVersion) => {
       const attributes: Attributes = { 'network.transport': 'tcp', 'network.protocol.name': 'http' };
       if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
@@ -122,8 +122,9 @@ interface Spans {
 }
 
 /**
- * A span's parent as the gateway carries it: the span context to continue (none, or an invalid
- * one, for a root) and the W3C `baggage` text that goes with it to the backend.
+ * A span's parent as the gateway carries it: the span context to continue, valid (none for a
+ * root: {@link parentOf} drops an invalid one), and the W3C `baggage` text that goes with it to
+ * the backend.
  */
 interface Parent {
   readonly span: SpanContext | undefined;
@@ -255,7 +256,7 @@ function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: Js
  */
 function spanContextOf(roots: RootSampling, parent: Parent, unsampledRoot: boolean): SpanContext | undefined {
   const from = parent.span;
-  if (from !== undefined && isSpanContextValid(from)) {
+  if (from !== undefined) {
     const flags = from.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
     return { traceId: from.traceId, spanId: roots.spanId(), traceFlags: flags, traceState: from.traceState };
   }
@@ -279,8 +280,7 @@ function startSpan(
 ): SpanLife {
   let record: RecordedSpan | undefined;
   if (isRecorded(context)) {
-    const from = parent.span;
-    record = new RecordedSpan(spans.source, s.name, s.kind, context, from && isSpanContextValid(from) ? from : undefined, s.attributes, s.links, s.started);
+    record = new RecordedSpan(spans.source, s.name, s.kind, context, parent.span, s.attributes, s.links, s.started);
     contentAttributes(spans.config, s.message, s.attributes);
   }
   return new SpanLife(spans, context, record, s.attributes, histogram, context ? parent.baggage : undefined, s.started);
@@ -313,7 +313,7 @@ function serverParent(request: FastifyRequest, message: JsonRpcMessage): { paren
 /** A request without trace context: a root. */
 const NO_PARENT: { parent: Parent } = Object.freeze({ parent: Object.freeze({ span: undefined, baggage: undefined }) });
 
-/** A parent from an extracted context: its span context, and its baggage as the W3C baggage propagator writes it again. */
+/** A parent from an extracted context: its span context when valid, and its baggage as the W3C baggage propagator writes it again. */
 function parentOf(ctx: Context): Parent {
   let baggage: string | undefined;
   if (propagation.getBaggage(ctx)) {
@@ -321,10 +321,11 @@ function parentOf(ctx: Context): Parent {
     baggagePropagator.inject(ctx, carrier, defaultTextMapSetter);
     baggage = carrier.baggage;
   }
-  return { span: trace.getSpanContext(ctx), baggage };
+  const span = trace.getSpanContext(ctx);
+  return { span: span && isSpanContextValid(span) ? span : undefined, baggage };
 }
 
-function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; unsampledRoot: boolean; server?: CallTrace }): ClientScope {
+function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; server?: CallTrace }): ClientScope {
   const started = performance.now();
   const { name, attributes } = describeMessage(p.message);
   if (p.session.id) attributes['mcp.session.id'] = p.session.id;
@@ -334,7 +335,7 @@ function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonR
   attributes['network.protocol.name'] = 'http';
   attributes['switchboard.backend'] = p.target.name;
   const parent = clientParent(p.parent, p.server);
-  return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, parent, spanContextOf(spans.roots, parent, p.unsampledRoot));
+  return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, parent, spanContextOf(spans.roots, parent, p.server?.unsampledRoot === true));
 }
 
 /**

@@ -39,11 +39,12 @@ export interface Telemetry {
   readonly recordsContent: boolean;
   server(request: FastifyRequest, message: JsonRpcMessage, backend: string): ServerScope;
   /**
-   * `unsampledRoot`: the SERVER span's (CallTrace): no span, nothing to inject, only the histogram.
-   * `server`: the SERVER span of the call, when there is one: if `parent` is its context, the
-   * CLIENT span's parent is taken from it as it is, not parsed back from the text.
+   * `server`: the SERVER span of the call, when there is one. If `parent` is its context, the
+   * CLIENT span's parent is taken from it as it is, not parsed back from the text; if it is an
+   * unsampled root (`CallTrace.unsampledRoot`), the CLIENT span is none either: nothing to
+   * inject, only the histogram.
    */
-  client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }, unsampledRoot?: boolean, server?: CallTrace): ClientScope;
+  client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }, server?: CallTrace): ClientScope;
   /** A session the client ended: `mcp.server.session.duration`. */
   sessionEnded(createdAt: number, protocolVersion: string | undefined): void;
   /** `audit.sink: otlp`: a sink exporting each audit record as an OTLP log record (audit-logs.ts). */
