@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { configOf, type GovernanceConfig } from './governance.js';
-import { baseHeaders, closedLoop, median, openLoop, openPath, type LoopResult, type Path } from './load.js';
+import { baseHeaders, closedLoop, openLoop, openPath, percentiles, type LoopResult, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { cpuNow, log, sleep } from './sampling.js';
 
@@ -61,12 +61,6 @@ interface Tally {
   cycleRatios: number[];
 }
 
-const quartiles = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return [q(0.25), median(s), q(0.75)] as const;
-};
-
 /** Cycles of one load over every configuration, rotating; each window's CPU and calls added to its tally. */
 async function cycles(o: Options, paths: Map<GovernanceConfig, Path>, pids: Record<string, number>, load: (p: Path) => Promise<LoopResult>, what: string): Promise<Map<GovernanceConfig, Tally>> {
   const tallies = new Map(o.configs.map((w) => [w, { cpuUs: 0, calls: 0, errors: 0, cycleRatios: [] } as Tally]));
@@ -96,7 +90,7 @@ function table(o: Options, what: string, tallies: Map<GovernanceConfig, Tally>):
   for (const w of o.configs) {
     const t = tallies.get(w)!;
     const perCall = t.cpuUs / Math.max(1, t.calls);
-    const [q1, m, q3] = quartiles(t.cycleRatios);
+    const [q1, m, q3] = percentiles(Float64Array.from(t.cycleRatios), [25, 50, 75]) as [number, number, number];
     rows.push(`| ${w} | ${t.calls} | ${perCall.toFixed(1)} µs | ${(perCall / plainPerCall).toFixed(3)} | ${q1.toFixed(3)} / ${m.toFixed(3)} / ${q3.toFixed(3)} | ${t.errors} |`);
   }
   return rows.join('\n');
