@@ -104,7 +104,7 @@ export interface ConfigFigures {
    * round, median. Beside the closed loop's ratio: there a slower gateway also leaves its peers
    * idle more often, so each of its writes more often wakes one, which its CPU pays (loopback).
    */
-  halfLoadCpuRatio?: number;
+  halfLoadCpuRatio: number;
 }
 
 export interface ShapeFigures extends ErrorSink {
@@ -292,7 +292,7 @@ export function governanceTable(r: GovernanceResults): string {
     const s = r.shapes[shape];
     for (const w of ACTIVE) {
       const f = s.configs[w];
-      rows.push(`| ${shape} | ${w} | ${f.callsPerSec.toFixed(0)} | ${f.cpuUsPerCall.toFixed(0)} µs | ${f.cpuRatio.toFixed(3)} | ${f.throughputRatio.toFixed(3)} | ${f.p50ms.toFixed(3)} ms @ ${s.halfLoadRate}/s | ${w === 'plain' ? '—' : `${f.addedP50ms >= 0 ? '+' : ''}${f.addedP50ms.toFixed(3)} ms`} | ${f.halfLoadCpuRatio?.toFixed(3) ?? '—'} |`);
+      rows.push(`| ${shape} | ${w} | ${f.callsPerSec.toFixed(0)} | ${f.cpuUsPerCall.toFixed(0)} µs | ${f.cpuRatio.toFixed(3)} | ${f.throughputRatio.toFixed(3)} | ${f.p50ms.toFixed(3)} ms @ ${s.halfLoadRate}/s | ${w === 'plain' ? '—' : `${f.addedP50ms >= 0 ? '+' : ''}${f.addedP50ms.toFixed(3)} ms`} | ${f.halfLoadCpuRatio.toFixed(3)} |`);
     }
   }
   const targets = r.targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} ${t.shape} ${t.config}: ${t.figure} ${t.value.toFixed(3)} (target ${t.figure.startsWith('throughput') ? '≥' : '≤'} ${t.target})`);
