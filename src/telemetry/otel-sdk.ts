@@ -299,7 +299,7 @@ function serverParent(request: FastifyRequest, message: JsonRpcMessage): { paren
   const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
   const hasMeta = meta !== null && typeof meta === 'object' && 'traceparent' in meta;
   // The usual call carries no context at all: nothing to extract (the W3C propagators read only these two headers first).
-  if (!hasMeta && request.headers.traceparent === undefined && request.headers.baggage === undefined) return NO_PARENT;
+  if (!hasMeta && request.headers.traceparent === undefined && request.headers.baggage === undefined) return ROOT_SERVER_PARENT;
   const fromHeaders = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
   const headerSpan = trace.getSpanContext(fromHeaders);
   if (!hasMeta) return { parent: parentOf(fromHeaders) };
@@ -311,7 +311,9 @@ function serverParent(request: FastifyRequest, message: JsonRpcMessage): { paren
 }
 
 /** A request without trace context: a root. */
-const NO_PARENT: { parent: Parent } = Object.freeze({ parent: Object.freeze({ span: undefined, baggage: undefined }) });
+const ROOT: Parent = Object.freeze({ span: undefined, baggage: undefined });
+/** {@link serverParent}'s answer for such a request, made once. */
+const ROOT_SERVER_PARENT: { parent: Parent } = Object.freeze({ parent: ROOT });
 
 /** A parent from an extracted context: its span context when valid, and its baggage as the W3C baggage propagator writes it again. */
 function parentOf(ctx: Context): Parent {
@@ -351,7 +353,7 @@ function clientParent(text: TraceHeaders, server: CallTrace | undefined): Parent
     return { span: own.context, baggage: own.headers.baggage };
   }
   // No context to carry (an unsampled root's SERVER span writes none): nothing to parse.
-  if (text.traceparent === undefined && text.baggage === undefined) return NO_PARENT.parent;
+  if (text.traceparent === undefined && text.baggage === undefined) return ROOT;
   return parentOf(propagator.extract(ROOT_CONTEXT, text, defaultTextMapGetter));
 }
 
