@@ -4,11 +4,11 @@
  * process, CPU time (user + system) of this process.
  *
  * - span: `startSpan` with the attributes a gateway SERVER span carries (12), `end`, and its
- *   export: the gateway's span queue (src/telemetry/span-queue.ts) and an OTLP/HTTP exporter to
- *   a real receiver (bench/otlp-sink.ts, its own process), flushed before the clock stops — the
- *   JSON encoding and the posts included. Twice: with the SDK's `OTLPTraceExporter` (its
- *   `JsonTraceSerializer`), and with the gateway's (src/telemetry/otlp-trace-exporter.ts: the
- *   SDK's HTTP export delegate, our encoder);
+ *   export to a real receiver (bench/otlp-sink.ts, its own process), flushed before the clock
+ *   stops — the JSON encoding and the posts included. Twice: the SDK's own way (its
+ *   `BatchSpanProcessor` and `OTLPTraceExporter`, with its `JsonTraceSerializer`), and the
+ *   gateway's (src/telemetry/span-queue.ts writing each span into its request as it ends,
+ *   src/telemetry/otlp-trace-exporter.ts: the SDK's HTTP export delegate);
  * - span, not exported: the same without the queue's export (the tracer's work alone);
  * - encoding alone: a batch of 512 such spans as the OTLP JSON the exporter posts — by the SDK's
  *   `JsonTraceSerializer` and by ours (src/telemetry/otlp-json-spans.ts), checked to be the same
@@ -30,7 +30,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { BatchSpanProcessor, TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { DurationHistogram } from '../src/telemetry/duration-histogram.js';
 import { METRIC_KEYS } from '../src/telemetry/mcp-attributes.js';
 import { OtlpJsonTraceSerializer } from '../src/telemetry/otlp-json-spans.js';
@@ -67,7 +67,7 @@ const { child: sink, url: sinkUrl } = await startOtlpSink();
 try {
   const url = `${sinkUrl}/v1/traces`;
   let dropped = 0;
-  const exportedSdk = new BoundedSpanQueue(new OTLPTraceExporter({ url }), (_reason, n) => (dropped += n));
+  const exportedSdk = new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }), maxExportBatchSize: 512, maxQueueSize: 2048 });
   const exported = new BoundedSpanQueue(new OtlpJsonTraceExporter({ url }), (_reason, n) => (dropped += n));
   // The tracer's work alone: a processor that takes the span and lets it go.
   const nothing: SpanProcessor = { onStart: () => {}, onEnd: () => {}, forceFlush: async () => {}, shutdown: async () => {} };

@@ -25,7 +25,7 @@ import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
 import type { EncodableSpan } from './recorded-span.js';
-import { jsonNumber, jsonString, keyValues, nanosString } from './otlp-json-values.js';
+import { jsonNumber, jsonString, keyValues, nanosString, writeJsonString, writeKeyValues, writeNanos } from './otlp-json-values.js';
 import { Utf8BatchWriter } from './utf8-batch-writer.js';
 
 const HAS_IS_REMOTE = 0x100;
@@ -33,39 +33,69 @@ const IS_REMOTE = 0x200;
 
 /** The request as one string (for tests and the bench; the exporter writes it as bytes, {@link OtlpJsonTraceSerializer}). */
 export function traceRequestJson(spans: readonly EncodableSpan[]): string {
-  const parts: string[] = [];
-  writeTraceRequest(spans, (text) => parts.push(text));
-  return parts.join('');
+  const writer = new Utf8BatchWriter();
+  writeTraceRequest(spans, writer);
+  return writer.view().toString('utf8');
 }
 
-/**
- * The request's text, handed to `emit` in pieces, each small: a span, or a group's opening or
- * closing (utf8-batch-writer.ts says why not one string). In order, they are the request.
- */
-export function writeTraceRequest(spans: readonly EncodableSpan[], emit: (text: string) => void): void {
-  emit('{"resourceSpans":[');
+/** The whole request for `spans`, grouped as the SDK's serializer groups them, written into `w`. */
+export function writeTraceRequest(spans: readonly EncodableSpan[], w: Utf8BatchWriter): void {
+  w.write('{"resourceSpans":[');
   let firstResource = true;
   for (const [resource, scopes] of grouped(spans)) {
-    const schemaUrl = resource.schemaUrl ? `,"schemaUrl":${jsonString(resource.schemaUrl)}` : '';
-    emit(`${firstResource ? '' : ','}{"resource":{"attributes":${keyValues(resource.attributes)},"droppedAttributesCount":0${schemaUrl}},"scopeSpans":[`);
+    w.write(`${firstResource ? '' : ','}${resourceOpening(resource)}`);
     firstResource = false;
     let firstScope = true;
     for (const group of scopes.values()) {
-      scopeSpans(group, firstScope ? '' : ',', emit);
+      w.write(`${firstScope ? '' : ','}${scopeOpening(group[0]!.instrumentationScope)}`);
       firstScope = false;
+      for (let i = 0; i < group.length; i++) {
+        if (i) w.write(',');
+        writeSpan(group[i]!, w);
+      }
+      w.write(scopeClosing(group[0]!.instrumentationScope));
     }
-    emit(`]${schemaUrl}}`);
+    w.write(resourceClosing(resource));
   }
-  emit(']}');
+  w.write(']}');
 }
 
-type Resource = EncodableSpan['resource'];
+export type Resource = EncodableSpan['resource'];
+export type Scope = EncodableSpan['instrumentationScope'];
+
+/** A `ResourceSpans` up to its first `ScopeSpans`: `{"resource":{…},"scopeSpans":[`. */
+export function resourceOpening(resource: Resource): string {
+  return `{"resource":{"attributes":${keyValues(resource.attributes)},"droppedAttributesCount":0${schemaUrlOf(resource)}},"scopeSpans":[`;
+}
+
+/** What closes a `ResourceSpans` ({@link resourceOpening}). */
+export function resourceClosing(resource: Resource): string {
+  return `]${schemaUrlOf(resource)}}`;
+}
+
+function schemaUrlOf(resource: Resource): string {
+  return resource.schemaUrl ? `,"schemaUrl":${jsonString(resource.schemaUrl)}` : '';
+}
+
+/** A `ScopeSpans` up to its first span: `{"scope":{…},"spans":[`. */
+export function scopeOpening(scope: Scope): string {
+  let opening = `{"scope":{"name":${jsonString(scope.name)}`;
+  if (scope.version !== undefined) opening += `,"version":${jsonString(scope.version)}`;
+  const { attributes, droppedAttributesCount } = scope as { attributes?: Record<string, unknown>; droppedAttributesCount?: number };
+  if (attributes && Object.keys(attributes).length > 0) opening += `,"attributes":${keyValues(attributes)},"droppedAttributesCount":${jsonNumber(droppedAttributesCount ?? 0)}`;
+  return `${opening}},"spans":[`;
+}
+
+/** What closes a `ScopeSpans` ({@link scopeOpening}). */
+export function scopeClosing(scope: Scope): string {
+  return scope.schemaUrl === undefined ? ']}' : `],"schemaUrl":${jsonString(scope.schemaUrl)}}`;
+}
 
 /** Spans by resource (the object), then by scope; each in the order first seen. */
 function grouped(spans: readonly EncodableSpan[]): Map<Resource, Map<string, EncodableSpan[]>> {
   const resources = new Map<Resource, Map<string, EncodableSpan[]>>();
   // The group of the span before: the next span, of the same resource and scope object (every span of the gateway's), joins it at once.
-  let last: { resource: Resource; scope: EncodableSpan['instrumentationScope']; group: EncodableSpan[] } | undefined;
+  let last: { resource: Resource; scope: Scope; group: EncodableSpan[] } | undefined;
   for (const span of spans) {
     const scope = span.instrumentationScope;
     if (last && last.resource === span.resource && last.scope === scope) {
@@ -83,35 +113,86 @@ function grouped(spans: readonly EncodableSpan[]): Map<Resource, Map<string, Enc
   return resources;
 }
 
-/** One `ScopeSpans`, after `separator`: the scope of its first span, the spans, the scope's schema URL. */
-function scopeSpans(group: readonly EncodableSpan[], separator: string, emit: (text: string) => void): void {
-  const scope = group[0]!.instrumentationScope;
-  let opening = `${separator}{"scope":{"name":${jsonString(scope.name)}`;
-  if (scope.version !== undefined) opening += `,"version":${jsonString(scope.version)}`;
-  const { attributes, droppedAttributesCount } = scope as { attributes?: Record<string, unknown>; droppedAttributesCount?: number };
-  if (attributes && Object.keys(attributes).length > 0) opening += `,"attributes":${keyValues(attributes)},"droppedAttributesCount":${jsonNumber(droppedAttributesCount ?? 0)}`;
-  emit(`${opening}},"spans":[`);
-  for (let i = 0; i < group.length; i++) emit((i ? ',' : '') + span(group[i]!));
-  emit(scope.schemaUrl === undefined ? ']}' : `],"schemaUrl":${jsonString(scope.schemaUrl)}}`);
-}
+/** The constant pieces of a span's text, encoded once (copied as bytes, not character by character). */
+const PIECE = {
+  traceId: Buffer.from('{"traceId":'),
+  spanId: Buffer.from(',"spanId":'),
+  parentSpanId: Buffer.from(',"parentSpanId":'),
+  traceState: Buffer.from(',"traceState":'),
+  name: Buffer.from(',"name":'),
+  kind: Buffer.from(',"kind":'),
+  startTime: Buffer.from(',"startTimeUnixNano":'),
+  endTime: Buffer.from(',"endTimeUnixNano":'),
+  attributes: Buffer.from(',"attributes":'),
+  droppedAttributes: Buffer.from(',"droppedAttributesCount":'),
+  events: Buffer.from(',"events":['),
+  droppedEvents: Buffer.from('],"droppedEventsCount":'),
+  status: Buffer.from(',"status":{"code":'),
+  /** What follows the attributes when nothing was dropped and there are no events (every gateway span). */
+  noEvents: Buffer.from(',"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"status":{"code":'),
+  message: Buffer.from(',"message":'),
+  links: Buffer.from('},"links":['),
+  droppedLinks: Buffer.from('],"droppedLinksCount":'),
+  flags: Buffer.from(',"flags":'),
+  /** What follows the status when there are no links and none was dropped (every gateway span but a SERVER span with a link). */
+  noLinks: Buffer.from('},"links":[],"droppedLinksCount":0,"flags":'),
+};
 
-/** One `Span`. */
-function span(s: EncodableSpan): string {
+/**
+ * One `Span`, written into `w` piece by piece: each piece is a constant or a value the span
+ * already holds, so no string is joined only to be copied again (utf8-batch-writer.ts).
+ */
+export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   const context = s.spanContext();
   const parent = s.parentSpanContext;
-  let out = `{"traceId":${jsonString(context.traceId)},"spanId":${jsonString(context.spanId)}`;
-  if (parent?.spanId) out += `,"parentSpanId":${jsonString(parent.spanId)}`;
-  out += traceState(context);
-  out += `,"name":${jsonString(s.name)},"kind":${s.kind == null ? 0 : s.kind + 1}`;
-  out += `,"startTimeUnixNano":${nanosString(s.startTime)},"endTimeUnixNano":${nanosString(s.endTime)}`;
-  out += `,"attributes":${keyValues(s.attributes)},"droppedAttributesCount":${jsonNumber(s.droppedAttributesCount)}`;
-  out += ',"events":[';
-  for (let i = 0; i < s.events.length; i++) out += (i ? ',' : '') + event(s.events[i]!);
-  out += `],"droppedEventsCount":${jsonNumber(s.droppedEventsCount)},"status":{"code":${jsonNumber(s.status.code)}`;
-  if (s.status.message !== undefined) out += `,"message":${jsonString(s.status.message)}`;
-  out += '},"links":[';
-  for (let i = 0; i < s.links.length; i++) out += (i ? ',' : '') + link(s.links[i]!);
-  return `${out}],"droppedLinksCount":${jsonNumber(s.droppedLinksCount)},"flags":${flags(context.traceFlags, parent?.isRemote)}}`;
+  w.bytes(PIECE.traceId);
+  writeJsonString(context.traceId, w);
+  w.bytes(PIECE.spanId);
+  writeJsonString(context.spanId, w);
+  if (parent?.spanId) {
+    w.bytes(PIECE.parentSpanId);
+    writeJsonString(parent.spanId, w);
+  }
+  const state = context.traceState?.serialize();
+  if (state !== undefined) {
+    w.bytes(PIECE.traceState);
+    writeJsonString(state, w);
+  }
+  w.bytes(PIECE.name);
+  writeJsonString(s.name, w);
+  w.bytes(PIECE.kind);
+  w.write(String(s.kind == null ? 0 : s.kind + 1));
+  w.bytes(PIECE.startTime);
+  writeNanos(s.startTime, w);
+  w.bytes(PIECE.endTime);
+  writeNanos(s.endTime, w);
+  w.bytes(PIECE.attributes);
+  writeKeyValues(s.attributes, w);
+  if (s.droppedAttributesCount === 0 && s.events.length === 0 && s.droppedEventsCount === 0) w.bytes(PIECE.noEvents);
+  else {
+    w.bytes(PIECE.droppedAttributes);
+    w.write(jsonNumber(s.droppedAttributesCount));
+    w.bytes(PIECE.events);
+    for (let i = 0; i < s.events.length; i++) w.write((i ? ',' : '') + event(s.events[i]!));
+    w.bytes(PIECE.droppedEvents);
+    w.write(jsonNumber(s.droppedEventsCount));
+    w.bytes(PIECE.status);
+  }
+  w.write(jsonNumber(s.status.code));
+  if (s.status.message !== undefined) {
+    w.bytes(PIECE.message);
+    writeJsonString(s.status.message, w);
+  }
+  if (s.links.length === 0 && s.droppedLinksCount === 0) w.bytes(PIECE.noLinks);
+  else {
+    w.bytes(PIECE.links);
+    for (let i = 0; i < s.links.length; i++) w.write((i ? ',' : '') + link(s.links[i]!));
+    w.bytes(PIECE.droppedLinks);
+    w.write(jsonNumber(s.droppedLinksCount));
+    w.bytes(PIECE.flags);
+  }
+  w.write(String(flags(context.traceFlags, parent?.isRemote)));
+  w.write('}');
 }
 
 function traceState(context: SpanContext): string {
@@ -146,7 +227,7 @@ function link(l: Link): string {
 export const OtlpJsonTraceSerializer: ISerializer<EncodableSpan[], IExportTraceServiceResponse> = {
   serializeRequest: (spans) => {
     const writer = new Utf8BatchWriter();
-    writeTraceRequest(spans, (text) => writer.write(text));
+    writeTraceRequest(spans, writer);
     return writer.copy();
   },
   deserializeResponse: (data) => {

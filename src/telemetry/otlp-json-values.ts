@@ -20,6 +20,7 @@
  *   anything else (null or undefined inside an array) as the empty AnyValue `{}`.
  */
 import type { HrTime } from '@opentelemetry/api';
+import type { Utf8BatchWriter } from './utf8-batch-writer.js';
 
 /**
  * Characters `JSON.stringify` would escape in a string: `"`, `\`, controls, and surrogates (a
@@ -30,6 +31,11 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 /** A JSON string literal, exactly as `JSON.stringify` writes it; without a copy when nothing needs escaping. */
 export function jsonString(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** {@link jsonString} written into `w`, without making the literal when nothing needs escaping. */
+export function writeJsonString(s: string, w: Utf8BatchWriter): void {
+  if (!w.quoted(s)) w.write(JSON.stringify(s));
 }
 
 /** A JSON number as `JSON.stringify` writes it (non-finite: `null`). */
@@ -52,6 +58,19 @@ export function nanosString(time: HrTime): string {
     return `"${seconds}${NANOS_PADDING.slice(digits.length)}${digits}"`;
   }
   return `"${BigInt(seconds) * 1_000_000_000n + BigInt(nanos)}"`;
+}
+
+/** {@link nanosString} written into `w` in its pieces (no string joined to be copied again). */
+export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
+  const seconds = Math.trunc(time[0]);
+  const nanos = Math.trunc(time[1]);
+  if (!(seconds > 0 && nanos >= 0 && nanos < 1e9 && seconds < 1e15)) return w.write(nanosString(time));
+  const digits = String(nanos);
+  w.write('"');
+  w.write(String(seconds));
+  w.write(NANOS_PADDING.slice(digits.length));
+  w.write(digits);
+  w.write('"');
 }
 
 /** A value as an OTLP `AnyValue` object. */
@@ -103,29 +122,69 @@ const VALUE_CHARS_KEPT = 256;
 interface KeyEncodings {
   /** `{"key":…,"value":`, escaped once per key rather than once per span. */
   opening: string;
-  /** Whole `KeyValue`s of this key's string values seen so far (at most VALUES_KEPT). */
-  strings: Map<string, string>;
+  /** The same, as UTF-8. */
+  openingBytes: Buffer;
+  /** Whole `KeyValue`s of this key's string values seen so far (at most VALUES_KEPT), as UTF-8. */
+  strings: Map<string, Buffer>;
 }
 
 const keyEncodings = new Map<string, KeyEncodings>();
 
-/**
- * One `KeyValue`. A string value's whole encoding is kept per key, up to VALUES_KEPT values a
- * key: a span's attributes mostly repeat, so most are written as one string found in two maps,
- * not escaped and joined again (issue 44 part 1). A key with more distinct values (an id, a port)
- * fills its share and its further values are written each time, as before.
- */
-function keyValue(key: string, value: unknown): string {
+function encodingsOf(key: string): KeyEncodings {
   let encodings = keyEncodings.get(key);
   if (encodings === undefined) {
-    encodings = { opening: `{"key":${jsonString(key)},"value":`, strings: new Map() };
+    const opening = `{"key":${jsonString(key)},"value":`;
+    encodings = { opening, openingBytes: Buffer.from(opening, 'utf8'), strings: new Map() };
     if (keyEncodings.size < KEYS_KEPT) keyEncodings.set(key, encodings);
   }
-  if (typeof value !== 'string') return `${encodings.opening}${anyValue(value)}}`;
+  return encodings;
+}
+
+/** One `KeyValue`, as text (resources, scopes, events, links: not a span's attributes, which are written by {@link writeKeyValues}). */
+function keyValue(key: string, value: unknown): string {
+  return `${encodingsOf(key).opening}${anyValue(value)}}`;
+}
+
+/**
+ * Attributes as the JSON array of OTLP `KeyValue`s, in their keys' order, written into `w`. A
+ * string value's whole `KeyValue` is kept as bytes per key, up to VALUES_KEPT values a key: a
+ * span's attributes mostly repeat, so most are copied from two map lookups, not escaped, joined
+ * and encoded again (issue 44 part 1). A key with more distinct values (an id, a port) fills its
+ * share and its further values are written each time. The keys are walked by `for…in` (own
+ * enumerable keys of a plain object, in the order `Object.keys` gives): V8 then reads each value
+ * from the object's enumeration cache, not by a lookup of a key among many shapes.
+ */
+export function writeKeyValues(attributes: Record<string, unknown>, w: Utf8BatchWriter): void {
+  w.write('[');
+  let first = true;
+  for (const key in attributes) {
+    if (!Object.hasOwn(attributes, key)) continue;
+    if (!first) w.write(',');
+    first = false;
+    writeKeyValue(key, attributes[key], w);
+  }
+  w.write(']');
+}
+
+function writeKeyValue(key: string, value: unknown, w: Utf8BatchWriter): void {
+  const encodings = encodingsOf(key);
+  if (typeof value !== 'string') {
+    w.bytes(encodings.openingBytes);
+    w.write(anyValue(value));
+    w.write('}');
+    return;
+  }
   let encoded = encodings.strings.get(value);
   if (encoded === undefined) {
-    encoded = `${encodings.opening}{"stringValue":${jsonString(value)}}}`;
-    if (encodings.strings.size < VALUES_KEPT && value.length <= VALUE_CHARS_KEPT) encodings.strings.set(value, encoded);
+    if (encodings.strings.size >= VALUES_KEPT || value.length > VALUE_CHARS_KEPT) {
+      w.bytes(encodings.openingBytes);
+      w.write('{"stringValue":');
+      writeJsonString(value, w);
+      w.write('}}');
+      return;
+    }
+    encoded = Buffer.from(`${encodings.opening}{"stringValue":${jsonString(value)}}}`, 'utf8');
+    encodings.strings.set(value, encoded);
   }
-  return encoded;
+  w.bytes(encoded);
 }

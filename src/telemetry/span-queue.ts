@@ -3,10 +3,11 @@
  * export never blocks a call. A collector that is slow or down costs a bounded queue, dropped
  * spans counted in a metric, not latency or memory growth").
  *
- * A call only appends its ended span to an array (`onEnd`); nothing on the call's path waits
- * for, encodes or sends anything. The queue holds at most `maxQueue` spans: one more is dropped
- * and counted (`queue_full`). Batches of up to `batchSize` leave when that many are waiting, or
- * `delayMs` after the first; exactly one export is in flight at a time, so a collector that
+ * A call only writes its ended span into the request being filled (`onEnd`: otlp-json-batch.ts
+ * says why at once, as bytes); nothing on the call's path waits for or sends anything. The queue
+ * holds at most `maxQueue` spans: one more is dropped and counted (`queue_full`). A request of
+ * `batchSize` spans leaves when it is full, or `delayMs` after its first span; exactly one export
+ * is in flight at a time, so a collector that
  * stalls (accepts and never answers) holds one batch for at most `exportTimeoutMs` — the
  * exporter's own request timeout is the same bound. One that refuses connections holds a batch
  * as long: the OTLP exporter retries ECONNREFUSED with backoff (1 s, 1.5 s, …) until that
@@ -23,13 +24,15 @@ import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import type { EncodableSpan } from './recorded-span.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
+import { TraceRequestBatch } from './otlp-json-batch.js';
+import { RequestBuffers } from './utf8-batch-writer.js';
 
 /** Why spans were dropped: the queue was at its bound, or their batch's export failed or timed out. */
 export type SpanDropReason = 'queue_full' | 'export_failed';
 
-/** An exporter of spans as the queue holds them (otlp-trace-exporter.ts; an SDK `SpanExporter` is one too). */
-export interface EncodableSpanExporter {
-  export(spans: EncodableSpan[], done: (result: ExportResult) => void): void;
+/** An exporter of written requests (otlp-trace-exporter.ts); it releases each request's buffer once its export settled. */
+export interface TraceRequestExporter {
+  export(batch: TraceRequestBatch, done: (result: ExportResult) => void): void;
   shutdown(): Promise<void>;
 }
 
@@ -50,51 +53,90 @@ export function spanQueueLimits(spans: TelemetryConfig['spans']): SpanQueueLimit
 
 /**
  * The queue takes the gateway's own spans (recorded-span.ts) and, being an SDK `SpanProcessor`
- * too, the SDK's (its tests feed it a `TracerProvider`'s); its exporter sends both as they are.
+ * too, the SDK's (its tests feed it a `TracerProvider`'s); both are written the same way.
  */
 export class BoundedSpanQueue implements SpanProcessor {
-  #queue: EncodableSpan[] = [];
+  /** Requests full (or of an earlier resource or scope), waiting for their export, oldest first. */
+  #waiting: TraceRequestBatch[] = [];
+  /** The request being filled. */
+  #filling: TraceRequestBatch | undefined;
+  /** Spans in the requests waiting and the one being filled (not in the one in flight): what `maxQueue` bounds. */
+  #queued = 0;
   #exporting: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   /** Whether the last batch to settle was not taken: a flush stops there. */
   #lastFailed = false;
+  readonly #buffers: RequestBuffers;
+  /**
+   * Requests waiting at most: as many as `maxQueue` spans fill. Only spans that change resource
+   * or scope over and over (never the gateway's: one of each) reach it before `maxQueue`; each
+   * request holds a buffer, so this bounds the memory as the span count does.
+   */
+  readonly #maxWaiting: number;
 
   constructor(
-    private readonly exporter: EncodableSpanExporter,
+    private readonly exporter: TraceRequestExporter,
     private readonly dropped: (reason: SpanDropReason, count: number) => void,
     private readonly limits: SpanQueueLimits = SPAN_QUEUE_DEFAULTS,
-  ) {}
+  ) {
+    this.#maxWaiting = Math.ceil(limits.maxQueue / limits.batchSize);
+    // A buffer for each request the queue can hold, the one filling and the one in flight.
+    this.#buffers = new RequestBuffers(this.#maxWaiting + 2);
+  }
 
   onStart(): void {}
 
   onEnd(span: EncodableSpan): void {
     if (this.#stopped || (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
-    if (this.#queue.length >= this.limits.maxQueue) {
+    if (this.#queued >= this.limits.maxQueue) {
       this.dropped('queue_full', 1);
       return;
     }
-    this.#queue.push(span);
+    let filling = this.#filling;
+    if (filling && !filling.takes(span)) {
+      if (this.#waiting.length >= this.#maxWaiting) {
+        this.dropped('queue_full', 1);
+        return;
+      }
+      this.#wait(filling);
+      filling = undefined;
+    }
+    filling ??= this.#filling = new TraceRequestBatch(span, this.#buffers);
+    filling.add(span);
+    this.#queued++;
+    if (filling.count >= this.limits.batchSize) this.#wait(filling);
     if (this.#exporting) return;
-    if (this.#queue.length >= this.limits.batchSize) this.#exportNext();
+    if (this.#waiting.length) this.#exportNext();
     else this.#timer ??= setTimeout(() => this.#exportNext(), this.limits.delayMs).unref();
+  }
+
+  /** The request being filled is done: it waits for its export. */
+  #wait(batch: TraceRequestBatch): void {
+    batch.close();
+    this.#waiting.push(batch);
+    if (this.#filling === batch) this.#filling = undefined;
   }
 
   /** Starts the next batch's export unless one is in flight; when it settles, the next one if due. */
   #exportNext(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#exporting || !this.#queue.length) return;
-    const batch = this.#queue.splice(0, this.limits.batchSize);
+    if (this.#exporting) return;
+    if (!this.#waiting.length && this.#filling?.count) this.#wait(this.#filling);
+    const batch = this.#waiting.shift();
+    if (!batch) return;
+    this.#queued -= batch.count;
     this.#exporting = this.#send(batch).finally(() => {
       this.#exporting = undefined;
-      if (this.#queue.length >= this.limits.batchSize) setImmediate(() => this.#exportNext());
-      else if (this.#queue.length) this.#timer ??= setTimeout(() => this.#exportNext(), this.limits.delayMs).unref();
+      if (this.#waiting.length) setImmediate(() => this.#exportNext());
+      else if (this.#filling?.count) this.#timer ??= setTimeout(() => this.#exportNext(), this.limits.delayMs).unref();
     });
   }
 
   /** One batch to the exporter; resolves when it answered or its time is up (then the batch counts as dropped). */
-  #send(batch: EncodableSpan[]): Promise<void> {
+  #send(batch: TraceRequestBatch): Promise<void> {
+    const count = batch.count;
     return new Promise((resolve) => {
       let done = false;
       const finish = (ok: boolean) => {
@@ -102,13 +144,14 @@ export class BoundedSpanQueue implements SpanProcessor {
         done = true;
         clearTimeout(timeout);
         this.#lastFailed = !ok;
-        if (!ok) this.dropped('export_failed', batch.length);
+        if (!ok) this.dropped('export_failed', count);
         resolve();
       };
       const timeout = setTimeout(() => finish(false), this.limits.exportTimeoutMs).unref();
       try {
         this.exporter.export(batch, (result) => finish(result.code === ExportResultCode.SUCCESS));
       } catch {
+        batch.release();
         finish(false);
       }
     });
@@ -122,7 +165,7 @@ export class BoundedSpanQueue implements SpanProcessor {
    */
   async forceFlush(): Promise<void> {
     this.#lastFailed = false;
-    while (this.#exporting || this.#queue.length) {
+    while (this.#exporting || this.#queued) {
       if (!this.#exporting) this.#exportNext();
       await this.#exporting;
       if (this.#lastFailed) {
@@ -135,8 +178,11 @@ export class BoundedSpanQueue implements SpanProcessor {
   #dropQueued(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#queue.length) this.dropped('export_failed', this.#queue.length);
-    this.#queue = [];
+    if (this.#queued) this.dropped('export_failed', this.#queued);
+    for (const batch of this.#filling ? [...this.#waiting, this.#filling] : this.#waiting) batch.release();
+    this.#waiting = [];
+    this.#filling = undefined;
+    this.#queued = 0;
   }
 
   async shutdown(): Promise<void> {

@@ -12,16 +12,22 @@
  * The buffers are reused. A fresh buffer the size of a batch (about 560 KB for 512 gateway
  * spans) cost more CPU on this machine than writing the whole batch's text into it — about
  * 3.9 µs a span, the kernel's work on new pages (bench/otel-floor.ts) — and the SDK's encoder
- * pays it on every export. A {@link RequestBuffers} hands the exporter a buffer per request and
- * takes it back once that export has settled (otlp-trace-exporter.ts); without one (tests, the
- * bench), the text goes into the module's scratch buffer and the body is a copy of its own.
+ * pays it on every export. A {@link RequestBuffers} lends a buffer to each request being
+ * written (otlp-json-batch.ts) and takes it back once that request's export has settled
+ * (otlp-trace-exporter.ts); without one (tests, the bench), the text goes into the module's
+ * scratch buffer and the body is a copy of its own.
  */
 
 const FIRST_BYTES = 64 * 1024;
 /** The largest buffer kept for reuse; a larger batch's is left to the garbage collector. */
 const KEPT_BYTES = 2 * 1024 * 1024;
-/** Buffers kept free: one export is in flight at a time (span-queue.ts), one more rides out a timeout. */
+/** Buffers kept free unless told otherwise: one export in flight (span-queue.ts), one more riding out a timeout. */
 const KEPT_FREE = 2;
+
+/** Pieces up to this long are copied in JavaScript when ASCII; longer ones by `Buffer.write`. */
+const SHORT_CHARS = 96;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 
 let scratch = Buffer.allocUnsafeSlow(FIRST_BYTES);
 
@@ -34,11 +40,62 @@ export class Utf8BatchWriter {
     this.#buffer = buffer ?? scratch;
   }
 
-  /** Appends `text` as UTF-8 (a UTF-16 code unit is at most 3 bytes). */
+  /**
+   * Appends `text` as UTF-8 (a UTF-16 code unit is at most 3 bytes). A short ASCII piece — most
+   * of a span's — is copied here, code unit by code unit: `Buffer.write` is a call into C++
+   * that first flattens a concatenated string, and a span written as one concatenation cost more
+   * in that flattening than in anything else it did (bench/governance-instructions.ts).
+   */
   write(text: string): void {
-    const needed = this.#length + 3 * text.length;
+    const n = text.length;
+    const needed = this.#length + 3 * n;
     if (needed > this.#buffer.length) this.#grow(needed);
+    if (n <= SHORT_CHARS && this.#ascii(text, n)) return;
     this.#length += this.#buffer.write(text, this.#length, 'utf8');
+  }
+
+  /**
+   * Appends `text` as a JSON string literal, `"` + text + `"`, and returns true — when nothing in
+   * it is escaped by `JSON.stringify` and all of it is ASCII; else writes nothing and returns
+   * false (the caller writes `JSON.stringify(text)` instead). The check and the copy are one pass.
+   */
+  quoted(text: string): boolean {
+    const n = text.length;
+    if (n > SHORT_CHARS) return false;
+    const needed = this.#length + n + 2;
+    if (needed > this.#buffer.length) this.#grow(needed);
+    const buffer = this.#buffer;
+    let at = this.#length;
+    buffer[at++] = QUOTE;
+    for (let i = 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c < 0x20 || c > 0x7e || c === QUOTE || c === BACKSLASH) return false;
+      buffer[at++] = c;
+    }
+    buffer[at++] = QUOTE;
+    this.#length = at;
+    return true;
+  }
+
+  /** Appends bytes already encoded (a kept encoding: otlp-json-values.ts). */
+  bytes(bytes: Uint8Array): void {
+    const needed = this.#length + bytes.length;
+    if (needed > this.#buffer.length) this.#grow(needed);
+    this.#buffer.set(bytes, this.#length);
+    this.#length = needed;
+  }
+
+  /** Copies `text` when it is all ASCII (true); else leaves the length as it was (false). */
+  #ascii(text: string, n: number): boolean {
+    const buffer = this.#buffer;
+    let at = this.#length;
+    for (let i = 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c > 0x7f) return false;
+      buffer[at++] = c;
+    }
+    this.#length = at;
+    return true;
   }
 
   #grow(needed: number): void {
@@ -71,11 +128,14 @@ export class Utf8BatchWriter {
 export class RequestBuffers {
   #free: Buffer[] = [];
 
+  /** `kept`: how many free buffers are kept at most (the requests a queue holds at once). */
+  constructor(private readonly kept = KEPT_FREE) {}
+
   take(): Buffer {
     return this.#free.pop() ?? Buffer.allocUnsafeSlow(FIRST_BYTES);
   }
 
   give(buffer: Buffer): void {
-    if (buffer.length <= KEPT_BYTES && this.#free.length < KEPT_FREE) this.#free.push(buffer);
+    if (buffer.length <= KEPT_BYTES && this.#free.length < this.kept) this.#free.push(buffer);
   }
 }

@@ -4,8 +4,10 @@
  * spans made by the real SDK TracerProvider — every attribute value type, arrays, empty and
  * unicode strings, characters JSON must escape, events with attributes, links, an error status
  * with its message, remote and local parents, trace state, several resources and scopes, dropped
- * counts — encode to the same document once parsed. And the exporter posts exactly that text,
- * batch after batch, from the buffers it reuses.
+ * counts — encode to the same document once parsed. Written span by span into requests, as the
+ * span queue writes them (src/telemetry/otlp-json-batch.ts), each request is the SDK serializer's
+ * very text for its spans. And the exporter posts exactly that text, request after request, from
+ * the buffers they reuse.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -20,6 +22,8 @@ import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentele
 import { traceRequestJson, OtlpJsonTraceSerializer } from '../../src/telemetry/otlp-json-spans.js';
 import { jsonString, keyValues, nanosString } from '../../src/telemetry/otlp-json-values.js';
 import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
+import { TraceRequestBatch } from '../../src/telemetry/otlp-json-batch.js';
+import { RequestBuffers } from '../../src/telemetry/utf8-batch-writer.js';
 
 const TRICKY = ['', 'plain', 'quote " and \\ backslash', 'controls \u0000\u0001\b\f\n\r\t\u001f\u007f', 'unicode é ü 日本語 🚀', 'lone surrogates \ud800 x \udfff', '\u2028\u2029 </script>', 'emoji pair \ud83d\ude80 then lone \ud83d'];
 
@@ -72,6 +76,23 @@ function variedSpans(): ReadableSpan[] {
   return kept;
 }
 
+/** The spans written into requests as the span queue writes them: a new request wherever the resource or the scope changes. */
+function requestsOf(spans: readonly ReadableSpan[], buffers = new RequestBuffers()): Array<{ batch: TraceRequestBatch; spans: ReadableSpan[] }> {
+  const requests: Array<{ batch: TraceRequestBatch; spans: ReadableSpan[] }> = [];
+  for (const span of spans) {
+    let last = requests.at(-1);
+    if (!last?.batch.takes(span)) {
+      last?.batch.close();
+      requests.push((last = { batch: new TraceRequestBatch(span, buffers), spans: [] }));
+    }
+    last.batch.add(span);
+    last.spans.push(span);
+  }
+  return requests;
+}
+
+const sdkText = (spans: ReadableSpan[]) => new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)!);
+
 const parsedSdk = (spans: ReadableSpan[]) => JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)!)) as unknown;
 const parsedOurs = (spans: ReadableSpan[]) => JSON.parse(Buffer.from(OtlpJsonTraceSerializer.serializeRequest(spans)!).toString('utf8')) as unknown;
 
@@ -86,6 +107,21 @@ test('a varied batch of real SDK spans: our document is the SDK serializer\'s, f
   assert.equal(doc.resourceSpans[0]!.scopeSpans.length, 3);
   // Written in the SDK's field order too: the very same text.
   assert.equal(Buffer.from(OtlpJsonTraceSerializer.serializeRequest(spans)!).toString('utf8'), new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)!));
+});
+
+test('written span by span into requests, as the queue writes them: each request is the SDK serializer\'s text for its spans', () => {
+  const spans = variedSpans();
+  const buffers = new RequestBuffers();
+  const requests = requestsOf(spans, buffers);
+  assert.ok(requests.length >= 4, 'the varied spans change resource or scope several times');
+  assert.equal(requests.reduce((n, r) => n + r.batch.count, 0), spans.length);
+  for (const [i, r] of requests.entries()) assert.equal(r.batch.bytes().toString('utf8'), sdkText(r.spans), `request ${i}`);
+  // Released and written again: a short request in a long one's buffer holds only its own bytes.
+  for (const r of requests) r.batch.release();
+  const again = requestsOf([spans.at(-1)!], buffers);
+  assert.equal(again[0]!.batch.bytes().toString('utf8'), sdkText([spans.at(-1)!]));
+  // A closed request takes no more spans.
+  assert.equal(again[0]!.batch.takes(spans.at(-1)!), false);
 });
 
 test('each span alone, and in the reverse order (grouping follows first appearance)', () => {
@@ -121,7 +157,7 @@ test('the collector\'s answer: empty, a partial success, or unreadable', () => {
   assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new TextEncoder().encode('not json')), {});
 });
 
-test('the exporter posts the SDK serializer\'s text, batch after batch from reused buffers, gzip too', async () => {
+test('the exporter posts the SDK serializer\'s text, request after request from reused buffers, gzip too', async () => {
   const bodies: Array<{ type?: string; encoding?: string; text: string }> = [];
   const server = createServer((req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
@@ -137,20 +173,25 @@ test('the exporter posts the SDK serializer\'s text, batch after batch from reus
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/traces`;
     const spans = variedSpans();
     // Big, then small (a reused buffer's old bytes must not leak past the new body), then big again.
-    const batches = [spans, spans.slice(0, 1), spans.slice(2), spans.slice(0, 1)];
+    const slices = [spans, spans.slice(0, 1), spans.slice(2), spans.slice(0, 1)];
+    const sent: string[] = [];
     for (const compression of ['none', 'gzip'] as const) {
       const exporter = new OtlpJsonTraceExporter({ url, compression: compression as never, headers: { 'x-test': '1' } });
-      for (const batch of batches) {
-        const result = await new Promise<ExportResult>((resolve) => exporter.export(batch, resolve));
-        assert.equal(result.code, ExportResultCode.SUCCESS);
+      const buffers = new RequestBuffers();
+      for (const slice of slices) {
+        for (const request of requestsOf(slice, buffers)) {
+          const result = await new Promise<ExportResult>((resolve) => exporter.export(request.batch, resolve));
+          assert.equal(result.code, ExportResultCode.SUCCESS);
+          sent.push(sdkText(request.spans));
+        }
       }
       await exporter.shutdown();
     }
-    assert.equal(bodies.length, 2 * batches.length);
+    assert.equal(bodies.length, sent.length);
     bodies.forEach((body, i) => {
       assert.equal(body.type, 'application/json');
-      assert.equal(body.encoding, i < batches.length ? undefined : 'gzip');
-      assert.equal(body.text, new TextDecoder().decode(JsonTraceSerializer.serializeRequest(batches[i % batches.length]!)!), `post ${i}`);
+      assert.equal(body.encoding, i < sent.length / 2 ? undefined : 'gzip');
+      assert.equal(body.text, sent[i], `post ${i}`);
     });
   } finally {
     server.close();

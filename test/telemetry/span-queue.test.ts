@@ -9,8 +9,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
-import { TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
-import { BoundedSpanQueue, type SpanDropReason } from '../../src/telemetry/span-queue.js';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { TracerProvider } from '@opentelemetry/sdk-trace';
+import { BoundedSpanQueue, type SpanDropReason, type TraceRequestExporter } from '../../src/telemetry/span-queue.js';
 import type { Recorded } from '../fixtures/otlp-receiver.js';
 import { waitUntil } from '../helpers/child.js';
 import { startFixtureChild, type FixtureChild } from '../helpers/fixture-child.js';
@@ -89,10 +90,10 @@ test('shutdown with a collector that never answers gives up at the first batch i
   const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
   const exporter = new OtlpJsonTraceExporter({ url: `http://127.0.0.1:${port}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs });
   let exports = 0;
-  const counting: SpanExporter = {
-    export: (spans, done) => {
+  const counting: TraceRequestExporter = {
+    export: (batch, done) => {
       exports++;
-      exporter.export(spans, done);
+      exporter.export(batch, done);
     },
     shutdown: () => exporter.shutdown(),
   };
@@ -104,4 +105,39 @@ test('shutdown with a collector that never answers gives up at the first batch i
   // The hung batch was the only export: the flush did not send the queued batches to a collector that took none.
   assert.equal(exports, 1);
   assert.deepEqual(drops, { queue_full: 0, export_failed: LIMITS.batchSize + LIMITS.maxQueue });
+});
+
+test('spans of two resources and two scopes, interleaved: each goes out in a request of its own resource and scope, none lost', async () => {
+  const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
+  // Requests of 2 spans, 12 queued: 6 requests may wait (each span here starts one).
+  const queue = new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `${receiver!.url}/v1/traces`, timeoutMillis: 10_000 }), (reason, n) => (drops[reason] += n), { ...LIMITS, maxQueue: 12, batchSize: 2, exportTimeoutMs: 10_000 });
+  const providers = ['queue-a', 'queue-b'].map((service) => new TracerProvider({ resource: resourceFromAttributes({ 'service.name': service }), spanProcessors: [queue] }));
+  const tracers = providers.flatMap((p) => [p.getTracer('scope-1'), p.getTracer('scope-2', '2')]);
+  // A change of resource or scope closes the request being filled and starts another.
+  for (let i = 0; i < 6; i++) tracers[i % tracers.length]!.startSpan(`mixed ${i}`).end();
+  await queue.shutdown();
+  const recorded = (await (await fetch(`${receiver!.url}/recorded`)).json()) as Recorded;
+  const mixed = recorded.spans.filter((s) => s.name.startsWith('mixed '));
+  assert.deepEqual(mixed.map((s) => s.name).sort(), [0, 1, 2, 3, 4, 5].map((i) => `mixed ${i}`));
+  for (const s of mixed) {
+    const i = Number(s.name.slice('mixed '.length));
+    assert.equal(s.resource['service.name'], i % 4 < 2 ? 'queue-a' : 'queue-b', s.name);
+    assert.equal(s.scope, i % 2 ? 'scope-2' : 'scope-1', s.name);
+  }
+  assert.deepEqual(drops, { queue_full: 0, export_failed: 0 });
+});
+
+test('spans that change resource on every span cannot hold more requests than the span bound allows: the rest are counted dropped', async () => {
+  const drops: Record<SpanDropReason, number> = { queue_full: 0, export_failed: 0 };
+  const queue = new BoundedSpanQueue(new OtlpJsonTraceExporter({ url: `http://127.0.0.1:${(stalling.address() as { port: number }).port}/v1/traces`, timeoutMillis: LIMITS.exportTimeoutMs }), (reason, n) => (drops[reason] += n), LIMITS);
+  const tracers = ['bound-a', 'bound-b'].map((service) => new TracerProvider({ resource: resourceFromAttributes({ 'service.name': service }), spanProcessors: [queue] }).getTracer('t'));
+  // Span 1 closes span 0's request, which goes out and hangs; spans 2 and 3 close the next two,
+  // which wait: LIMITS allow maxQueue / batchSize = 2. From span 4 on, a span of the resource
+  // being filled (b: 5, 7, 9) joins its request, and one of the other (a: 4, 6, 8) would need a
+  // third waiting request: dropped.
+  for (let i = 0; i < 10; i++) tracers[i % 2]!.startSpan(`bound ${i}`).end();
+  assert.equal(drops.queue_full, 3, JSON.stringify(drops));
+  for (const s of held) s.destroy();
+  await queue.shutdown();
+  assert.equal(drops.queue_full + drops.export_failed, 10, JSON.stringify(drops));
 });
