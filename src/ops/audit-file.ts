@@ -26,16 +26,17 @@
 import { closeSync, openSync, write } from 'node:fs';
 import type { AuditSink } from './audit.js';
 import { LineBuffer, writeWhole } from './log-buffer.js';
+import { RequestBuffers, Utf8BatchWriter } from './utf8-batch-writer.js';
 
 /**
- * A batch leaves at once when it holds about this many characters. 64 KiB, not the access log's
+ * A batch leaves at once when it holds about this many bytes. 64 KiB, not the access log's
  * 4 KiB: each batch is a hand-off to the thread pool and back, and at 4 KiB a loaded gateway
  * (about 2,000 calls/s, records of about 450 bytes) made one every nine records. Measured with
  * `audit` alone, chunked JSON, 16 connections, CPU of the gateway's threads other than the main
  * one, per call: about 21 µs above the plain gateway at 4 KiB, 7 µs at 64 KiB (issue 44,
  * docs/performance.md). The interval still bounds how late a record is; this bounds the batch.
  */
-const BATCH_CHARS = 64 * 1024;
+const BATCH_BYTES = 64 * 1024;
 
 type AuditFileSink = AuditSink & Required<Pick<AuditSink, 'end'>>;
 
@@ -76,10 +77,17 @@ function turnAuditFile(fd: number): AuditFileSink {
   };
 }
 
-/** Batches of {@link BATCH_CHARS} or `intervalMs`, each written asynchronously, one at a time. */
+/**
+ * Batches of {@link BATCH_BYTES} or `intervalMs`, each written asynchronously, one at a time. A
+ * record is copied into the batch's buffer as it comes, so what waits for the write is bytes
+ * outside the JavaScript heap: a batch held as strings (each record's line a concatenation of a
+ * few dozen parts) survived the young generation's collections and was copied by each, and was
+ * joined and encoded again at the write (issue 44 part 1).
+ */
 class BatchedAuditFile implements AuditFileSink {
-  #lines: string[] = [];
-  #chars = 0;
+  /** Two buffers: one being filled while the other's write is in flight. */
+  readonly #buffers = new RequestBuffers(2);
+  #batch = new Utf8BatchWriter(this.#buffers.take());
   #timer: NodeJS.Timeout | undefined;
   #writing = false;
   #closed = false;
@@ -97,9 +105,8 @@ class BatchedAuditFile implements AuditFileSink {
   write(line: string): boolean {
     // Once closed its descriptor may be another file's: a late record is dropped.
     if (this.#closed) return false;
-    this.#lines.push(line);
-    this.#chars += line.length;
-    if (this.#chars >= BATCH_CHARS) this.#flush();
+    this.#batch.write(line);
+    if (this.#batch.length >= BATCH_BYTES) this.#flush();
     else this.#timer ??= setTimeout(() => {
       this.#timer = undefined;
       this.#flush();
@@ -124,36 +131,39 @@ class BatchedAuditFile implements AuditFileSink {
 
   /** The held batch to the thread pool, unless one is in flight (then it follows that one). */
   #flush(): void {
-    if (this.#writing || !this.#lines.length) return;
+    if (this.#writing || !this.#batch.length) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#writing = true;
-    this.#writeAll(this.#take(), 0);
+    const batch = this.#take();
+    this.#writeAll(batch, batch.view(), 0);
   }
 
-  #writeAll(bytes: Buffer, offset: number): void {
+  #writeAll(batch: Utf8BatchWriter, bytes: Buffer, offset: number): void {
     write(this.fd, bytes, offset, bytes.length - offset, null, (err, written) => {
-      if (!err && offset + written < bytes.length) return this.#writeAll(bytes, offset + written);
+      if (!err && offset + written < bytes.length) return this.#writeAll(batch, bytes, offset + written);
+      this.#buffers.give(batch.buffer);
       this.#writing = false;
       if (this.#idle) return this.#idle();
       // What came meanwhile: at once if a batch is full or its timer already went off, else on its timer.
-      if (this.#lines.length && (this.#chars >= BATCH_CHARS || !this.#timer)) this.#flush();
+      if (this.#batch.length && (this.#batch.length >= BATCH_BYTES || !this.#timer)) this.#flush();
     });
   }
 
   /** What is held, now (a close, the process's exit); a failed write drops it. */
   #flushSync(): void {
-    if (!this.#lines.length) return;
-    const bytes = this.#take();
+    if (!this.#batch.length) return;
+    const batch = this.#take();
     try {
-      writeWhole(this.fd, bytes);
+      writeWhole(this.fd, batch.view());
     } catch {}
+    this.#buffers.give(batch.buffer);
   }
 
-  #take(): Buffer {
-    const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
-    this.#lines = [];
-    this.#chars = 0;
-    return Buffer.from(text, 'utf8');
+  /** The batch held, and a new one started in the other buffer. */
+  #take(): Utf8BatchWriter {
+    const held = this.#batch;
+    this.#batch = new Utf8BatchWriter(this.#buffers.take());
+    return held;
   }
 }

@@ -17,7 +17,7 @@
  */
 import type { EncodableSpan } from './recorded-span.js';
 import { resourceClosing, resourceOpening, scopeClosing, scopeOpening, writeSpan, type Resource, type Scope } from './otlp-json-spans.js';
-import { Utf8BatchWriter, type RequestBuffers } from './utf8-batch-writer.js';
+import { Utf8BatchWriter, type RequestBuffers } from '../ops/utf8-batch-writer.js';
 
 export class TraceRequestBatch {
   readonly #resource: Resource;

@@ -26,7 +26,7 @@ import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/ot
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
 import type { EncodableSpan } from './recorded-span.js';
 import { jsonNumber, jsonString, keyValues, nanosString, writeJsonString, writeKeyValues, writeNanos } from './otlp-json-values.js';
-import { Utf8BatchWriter } from './utf8-batch-writer.js';
+import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
 const HAS_IS_REMOTE = 0x100;
 const IS_REMOTE = 0x200;

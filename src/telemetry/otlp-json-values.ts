@@ -20,7 +20,7 @@
  *   anything else (null or undefined inside an array) as the empty AnyValue `{}`.
  */
 import type { HrTime } from '@opentelemetry/api';
-import type { Utf8BatchWriter } from './utf8-batch-writer.js';
+import type { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
 /**
  * Characters `JSON.stringify` would escape in a string: `"`, `\`, controls, and surrogates (a

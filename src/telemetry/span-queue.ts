@@ -25,7 +25,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import type { EncodableSpan } from './recorded-span.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
 import { TraceRequestBatch } from './otlp-json-batch.js';
-import { RequestBuffers } from './utf8-batch-writer.js';
+import { RequestBuffers } from '../ops/utf8-batch-writer.js';
 
 /** Why spans were dropped: the queue was at its bound, or their batch's export failed or timed out. */
 export type SpanDropReason = 'queue_full' | 'export_failed';

@@ -66,6 +66,22 @@ test('a batch of about 64 KiB leaves at once, written off the event loop, withou
   sink.end();
 });
 
+test('batch after batch from the two reused buffers: every record whole and in order, non-ASCII and long ones too', async () => {
+  const path = join(dir, 'reused.jsonl');
+  const sink = openAuditFile(path, 1_000);
+  // Records short and long (past the writer's JavaScript copy), ASCII and not, over four batches'
+  // worth: while one buffer is being written the other fills, then they trade.
+  const records = Array.from({ length: 900 }, (_, n) => `{"schema":"switchboard.audit/v1","n":${n},"tool":"${n % 3 ? 'échó 🚀' : 'echo'}","pad":"${'y'.repeat((n * 37) % 700)}"}\n`);
+  const expected = records.join('');
+  for (const [n, record] of records.entries()) {
+    sink.write(record);
+    if (n % 50 === 0) await nextTurn();
+  }
+  await new Promise<void>((resolve) => sink.end(resolve));
+  assert.equal(await readFile(path, 'utf8'), expected);
+  assert.ok(Buffer.byteLength(expected) > 4 * 64 * 1024, 'more than four batches were written');
+});
+
 test('closing waits for the write in flight, then writes what is held, in order', async () => {
   const path = join(dir, 'in-flight.jsonl');
   const sink = openAuditFile(path, 1_000);

@@ -105,6 +105,11 @@ export class Utf8BatchWriter {
     this.#buffer = bigger;
   }
 
+  /** Bytes written so far. */
+  get length(): number {
+    return this.#length;
+  }
+
   /** The buffer written into (grown or not): what goes back to its {@link RequestBuffers}. */
   get buffer(): Buffer {
     return this.#buffer;
