@@ -23,7 +23,7 @@ import { traceRequestJson, OtlpJsonTraceSerializer } from '../../src/telemetry/o
 import { jsonString, keyValues, nanosString } from '../../src/telemetry/otlp-json-values.js';
 import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
 import { TraceRequestBatch } from '../../src/telemetry/otlp-json-batch.js';
-import { RequestBuffers } from '../../src/telemetry/utf8-batch-writer.js';
+import { RequestBuffers } from '../../src/ops/utf8-batch-writer.js';
 
 const TRICKY = ['', 'plain', 'quote " and \\ backslash', 'controls \u0000\u0001\b\f\n\r\t\u001f\u007f', 'unicode é ü 日本語 🚀', 'lone surrogates \ud800 x \udfff', '\u2028\u2029 </script>', 'emoji pair \ud83d\ude80 then lone \ud83d'];
 
