@@ -103,15 +103,25 @@ class BatchedAuditFile implements AuditFileSink {
   }
 
   write(line: string): boolean {
-    // Once closed its descriptor may be another file's: a late record is dropped.
-    if (this.#closed) return false;
-    this.#batch.write(line);
+    const batch = this.batch();
+    if (!batch) return false;
+    batch.write(line);
+    this.added();
+    return true;
+  }
+
+  /** Where the audit writes a record's line directly (ops/audit.ts); none once closed: its descriptor may be another file's, a late record is dropped. */
+  batch(): Utf8BatchWriter | undefined {
+    return this.#closed ? undefined : this.#batch;
+  }
+
+  /** A record was added: the batch leaves now if full, else on its timer. */
+  added(): void {
     if (this.#batch.length >= BATCH_BYTES) this.#flush();
     else this.#timer ??= setTimeout(() => {
       this.#timer = undefined;
       this.#flush();
     }, this.intervalMs).unref();
-    return true;
   }
 
   end(done?: () => void): void {

@@ -15,6 +15,7 @@ import { hash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { openAuditFile } from './audit-file.js';
 import { canonicalJson } from './canonical-json.js';
+import { Utf8BatchWriter } from './utf8-batch-writer.js';
 
 export const AUDIT_SCHEMA = 'switchboard.audit/v1';
 /** Characters of the user key (iss+sub digest) a record shows: those of the access log's `user`. */
@@ -84,6 +85,14 @@ export interface AuditedHttpRequest {
 
 export interface AuditSink {
   write(line: string): unknown;
+  /**
+   * A sink that keeps its records as bytes (`audit.sink: file`, audit-file.ts): the batch the
+   * next record's line is written into, so the line is never a string; undefined once the sink
+   * is closed (the record is dropped). {@link added} follows each record.
+   */
+  batch?(): Utf8BatchWriter | undefined;
+  /** A record was written into {@link batch}. */
+  added?(): void;
   /** A sink that takes the record itself (`audit.sink: otlp`, src/telemetry/audit-logs.ts) gets it here instead of a line. */
   writeRecord?(record: Record<string, unknown>): unknown;
   /** Writes what is held and lets go of the sink; `done` once that is over. */
@@ -115,12 +124,15 @@ export function isoTime(ms: number): string {
   return `${secondPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
 }
 
-const q = JSON.stringify;
-
-/** `,"name":value` as JSON.stringify writes a member, or nothing when the value is undefined (left out, as JSON.stringify does). */
-function field(name: string, value: unknown): string {
-  return value === undefined ? '' : `,"${name}":${q(value)}`;
+/** `opening` (`,"name":`) and the value as JSON.stringify writes a member, or nothing when the value is undefined (left out, as JSON.stringify does). */
+function member(w: Utf8BatchWriter, opening: string, value: unknown): void {
+  if (value === undefined) return;
+  w.write(opening);
+  if (typeof value === 'string') w.jsonString(value);
+  else w.write(JSON.stringify(value));
 }
+
+const LINE_OPENING = `{"schema":"${AUDIT_SCHEMA}","time":"`;
 
 /** A duration in ms to the µs. */
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
@@ -154,8 +166,24 @@ export class Audit {
    * the other (issue 44 part 1: an object spread of the request's 13 fields per record).
    */
   recordOf(r: AuditRequest, v: AuditVerdict): void {
-    if (this.sink.writeRecord) this.sink.writeRecord(this.#object(r, v));
-    else this.sink.write(this.#line(r, v));
+    const sink = this.sink;
+    if (sink.writeRecord) sink.writeRecord(this.#object(r, v));
+    else if (sink.batch) {
+      const w = sink.batch();
+      if (!w) return;
+      const at = w.length;
+      try {
+        this.#lineInto(r, v, w);
+      } catch (err) {
+        w.truncate(at);
+        throw err;
+      }
+      sink.added!();
+    } else {
+      const w = new Utf8BatchWriter();
+      this.#lineInto(r, v, w);
+      sink.write(w.view().toString('utf8'));
+    }
   }
 
   /** The record as an object, for a sink that takes it whole (`audit.sink: otlp`). */
@@ -187,22 +215,48 @@ export class Audit {
   }
 
   /**
-   * The record's JSON line, written field by field: the same text as `JSON.stringify` of
-   * {@link #object} (same keys, order, and absent fields left out), without the object and the
-   * copies in between (issue 44 part 1: the audit was a third of what governance cost a call).
+   * The record's JSON line, written field by field into `w`: the same text as `JSON.stringify` of
+   * {@link #object} (same keys, order, and absent fields left out), without the object, the
+   * joined string and the copies in between (issue 44 part 1).
    */
-  #line(r: AuditRequest, v: AuditVerdict): string {
-    let line = `{"schema":"${AUDIT_SCHEMA}","time":"${isoNow()}","event":${q(v.event)},"user":${q(r.userKey.slice(0, AUDIT_USER_CHARS))},"claims":${q(this.#pickClaims(r.claims))}`;
-    line += field('tenant', this.tenantOf(r.claims)) + field('session', r.session) + field('endpoint', r.endpoint) + field('backend', r.backend) + field('method', r.method);
-    line += field('requestId', r.requestId) + field('tool', r.tool) + field('prompt', r.prompt) + field('uri', r.uri);
+  #lineInto(r: AuditRequest, v: AuditVerdict, w: Utf8BatchWriter): void {
+    w.write(LINE_OPENING);
+    w.write(isoNow());
+    w.write('","event":');
+    w.jsonString(v.event);
+    w.write(',"user":');
+    w.jsonString(r.userKey.slice(0, AUDIT_USER_CHARS));
+    w.write(',"claims":');
+    w.write(this.#claims.length ? JSON.stringify(this.#pickClaims(r.claims)) : '{}');
+    member(w, ',"tenant":', this.tenantOf(r.claims));
+    member(w, ',"session":', r.session);
+    member(w, ',"endpoint":', r.endpoint);
+    member(w, ',"backend":', r.backend);
+    member(w, ',"method":', r.method);
+    member(w, ',"requestId":', r.requestId);
+    member(w, ',"tool":', r.tool);
+    member(w, ',"prompt":', r.prompt);
+    member(w, ',"uri":', r.uri);
     if (r.arguments !== undefined) {
       const args = this.#arguments(r.arguments);
-      line += `,"argumentsSha256":"${args.sha256}"`;
-      if (args.copy) line += field('arguments', r.arguments);
-      else if (args.truncated) line += ',"argumentsTruncated":true';
+      w.write(',"argumentsSha256":"');
+      w.write(args.sha256);
+      w.write('"');
+      if (args.copy) member(w, ',"arguments":', r.arguments);
+      else if (args.truncated) w.write(',"argumentsTruncated":true');
     }
-    line += `,"decision":${q(v.decision)},"rule":${q(v.rule)}` + field('approval', v.approval) + `,"outcome":${q(v.outcome)}` + field('code', v.code) + `,"durationMs":${q(roundMs(v.durationMs))}` + field('traceId', r.traceId);
-    return `${line}}\n`;
+    w.write(',"decision":');
+    w.jsonString(v.decision);
+    w.write(',"rule":');
+    w.jsonString(v.rule);
+    member(w, ',"approval":', v.approval);
+    w.write(',"outcome":');
+    w.jsonString(v.outcome);
+    member(w, ',"code":', v.code);
+    w.write(',"durationMs":');
+    w.write(JSON.stringify(roundMs(v.durationMs)));
+    member(w, ',"traceId":', r.traceId);
+    w.write('}\n');
   }
 
   #pickClaims(all: Readonly<Record<string, unknown>>): Record<string, unknown> {

@@ -77,6 +77,11 @@ export class Utf8BatchWriter {
     return true;
   }
 
+  /** Appends `text` as a JSON string literal, exactly as `JSON.stringify(text)` writes it. */
+  jsonString(text: string): void {
+    if (!this.quoted(text)) this.write(JSON.stringify(text));
+  }
+
   /** Appends bytes already encoded (a kept encoding: otlp-json-values.ts). */
   bytes(bytes: Uint8Array): void {
     const needed = this.#length + bytes.length;
@@ -108,6 +113,11 @@ export class Utf8BatchWriter {
   /** Bytes written so far. */
   get length(): number {
     return this.#length;
+  }
+
+  /** Forgets what was written after the first `length` bytes (a record that failed halfway). */
+  truncate(length: number): void {
+    if (length >= 0 && length < this.#length) this.#length = length;
   }
 
   /** The buffer written into (grown or not): what goes back to its {@link RequestBuffers}. */

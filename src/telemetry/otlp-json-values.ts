@@ -35,7 +35,7 @@ export function jsonString(s: string): string {
 
 /** {@link jsonString} written into `w`, without making the literal when nothing needs escaping. */
 export function writeJsonString(s: string, w: Utf8BatchWriter): void {
-  if (!w.quoted(s)) w.write(JSON.stringify(s));
+  w.jsonString(s);
 }
 
 /** A JSON number as `JSON.stringify` writes it (non-finite: `null`). */

@@ -11,6 +11,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { Audit } from '../../src/ops/audit.js';
 import { canonicalJson } from '../../src/ops/canonical-json.js';
+import { Utf8BatchWriter } from '../../src/ops/utf8-batch-writer.js';
 import { CelRules } from '../../src/policy/cel-rules.js';
 import { policyVariables } from '../../src/policy/policy-input.js';
 
@@ -177,6 +178,10 @@ describe('audit record', () => {
     const tenant = (claims: Readonly<Record<string, unknown>>) => (typeof claims.org === 'string' ? claims.org : undefined);
     const asLines = new Audit({ write: (l: string) => lines.push(l) }, settings, tenant);
     const asRecords = new Audit({ write: () => true, writeRecord: (r) => records.push(r) }, settings, tenant);
+    // A sink that keeps bytes (`audit.sink: file`): each line written straight into its batch.
+    const batch = new Utf8BatchWriter(Buffer.alloc(16));
+    let added = 0;
+    const asBatch = new Audit({ write: () => assert.fail('a batch sink is not given strings'), batch: () => batch, added: () => void added++ }, settings, tenant);
     const base = { event: 'call' as const, userKey: 'U'.repeat(32), claims: { sub: 'alice', email: 'a"\\x\u2028', org: 'acme' }, decision: 'allow' as const, rule: 'r', outcome: 'ok' as const, durationMs: 1.23456 };
     const events = [
       { ...base, endpoint: '/mcp/bank', backend: 'bank', method: 'tools/call', requestId: 7, tool: 'transfer', arguments: { b: 1, a: [2, 'ü'] }, traceId: 'ab'.repeat(16), session: 's' },
@@ -187,14 +192,34 @@ describe('audit record', () => {
     for (const e of events) {
       asLines.record(e);
       asRecords.record(e);
+      asBatch.record(e);
     }
+    const withoutTimes = (text: string) => text.replace(/"time":"[^"]+"/g, '"time":""');
     assert.equal(lines.length, events.length);
+    assert.equal(added, events.length);
+    assert.equal(withoutTimes(batch.view().toString('utf8')), withoutTimes(lines.join('')), 'the batch holds the very lines, one after the other');
     const withoutTime = (text: string) => text.replace(/"time":"[^"]+"/, '"time":""');
     lines.forEach((line, i) => {
       assert.ok(line.endsWith('}\n'));
       assert.equal(withoutTime(line.slice(0, -1)), withoutTime(JSON.stringify(records[i])));
     });
   });
+});
+
+test('a record that fails halfway leaves nothing of itself in a batch sink: the lines before and after stay whole', () => {
+  const settings = config({ audit: { sink: 'stdout' } }).audit;
+  const batch = new Utf8BatchWriter(Buffer.alloc(16));
+  const audit = new Audit({ write: () => true, batch: () => batch, added: () => {} }, settings, (claims) => {
+    if (claims.org === 'broken') throw new Error('tenant lookup failed');
+    return undefined;
+  });
+  const event = { event: 'call' as const, userKey: 'U'.repeat(32), claims: {}, decision: 'allow' as const, rule: 'r', outcome: 'ok' as const, durationMs: 1 };
+  audit.record(event);
+  assert.throws(() => audit.record({ ...event, claims: { org: 'broken' } }), /tenant lookup failed/);
+  audit.record({ ...event, rule: 'after' });
+  const lines = batch.view().toString('utf8').split('\n');
+  assert.deepEqual(lines.slice(0, 2).map((l) => JSON.parse(l).rule), ['r', 'after']);
+  assert.equal(lines[2], '');
 });
 
 describe('broker mode', () => {
