@@ -3,17 +3,17 @@
  * export never blocks a call. A collector that is slow or down costs a bounded queue, dropped
  * spans counted in a metric, not latency or memory growth").
  *
- * A call only writes its ended span into the request being filled (`onEnd`: otlp-json-batch.ts
- * says why at once, as bytes); nothing on the call's path waits for or sends anything. The queue
- * holds at most `maxQueue` spans: one more is dropped and counted (`queue_full`). A request of
- * `batchSize` spans leaves when it is full, or `delayMs` after its first span; exactly one export
- * is in flight at a time, so a collector that
- * stalls (accepts and never answers) holds one batch for at most `exportTimeoutMs` — the
- * exporter's own request timeout is the same bound. One that refuses connections holds a batch
- * as long: the OTLP exporter retries ECONNREFUSED with backoff (1 s, 1.5 s, …) until that
- * deadline, which rides out a collector's restart. A batch that was not accepted in time is dropped and counted
- * (`export_failed`): the exporter is not waited on twice, and nothing is kept to retry, so
- * memory stays at the queue's bound whatever the collector does.
+ * A call only writes its ended span into the request being filled (`onEnd`; otlp-json-batch.ts
+ * says why at once, and as bytes); nothing on the call's path waits for or sends anything. The
+ * queue holds at most `maxQueue` spans: one more is dropped and counted (`queue_full`). A request
+ * of `batchSize` spans leaves when it is full, or `delayMs` after its first span; exactly one
+ * export is in flight at a time, so a collector that stalls (accepts and never answers) holds one
+ * batch for at most `exportTimeoutMs` — the exporter's own request timeout is the same bound.
+ * One that refuses connections holds a batch as long: the OTLP exporter retries ECONNREFUSED
+ * with backoff (1 s, 1.5 s, …) until that deadline, which rides out a collector's restart. A
+ * batch that was not accepted in time is dropped and counted (`export_failed`): the exporter is
+ * not waited on twice, and nothing is kept to retry, so memory stays at the queue's bound
+ * whatever the collector does.
  *
  * Replaces the SDK's BatchSpanProcessor, which has the same bounded queue but counts its drops
  * only in a diagnostic log line, and lets exports pile up in the exporter (up to its
