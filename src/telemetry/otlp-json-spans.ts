@@ -25,7 +25,7 @@ import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
 import type { EncodableSpan } from './recorded-span.js';
-import { jsonNumber, jsonString, keyValues, nanosString, writeJsonString, writeKeyValues, writeNanos } from './otlp-json-values.js';
+import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos } from './otlp-json-values.js';
 import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
 const HAS_IS_REMOTE = 0x100;
@@ -146,20 +146,20 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   const context = s.spanContext();
   const parent = s.parentSpanContext;
   w.bytes(PIECE.traceId);
-  writeJsonString(context.traceId, w);
+  w.jsonString(context.traceId);
   w.bytes(PIECE.spanId);
-  writeJsonString(context.spanId, w);
+  w.jsonString(context.spanId);
   if (parent?.spanId) {
     w.bytes(PIECE.parentSpanId);
-    writeJsonString(parent.spanId, w);
+    w.jsonString(parent.spanId);
   }
   const state = context.traceState?.serialize();
   if (state !== undefined) {
     w.bytes(PIECE.traceState);
-    writeJsonString(state, w);
+    w.jsonString(state);
   }
   w.bytes(PIECE.name);
-  writeJsonString(s.name, w);
+  w.jsonString(s.name);
   w.bytes(PIECE.kind);
   w.write(String(s.kind == null ? 0 : s.kind + 1));
   w.bytes(PIECE.startTime);
@@ -181,7 +181,7 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   w.write(jsonNumber(s.status.code));
   if (s.status.message !== undefined) {
     w.bytes(PIECE.message);
-    writeJsonString(s.status.message, w);
+    w.jsonString(s.status.message);
   }
   if (s.links.length === 0 && s.droppedLinksCount === 0) w.bytes(PIECE.noLinks);
   else {

@@ -33,11 +33,6 @@ export function jsonString(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
-/** {@link jsonString} written into `w`, without making the literal when nothing needs escaping. */
-export function writeJsonString(s: string, w: Utf8BatchWriter): void {
-  w.jsonString(s);
-}
-
 /** A JSON number as `JSON.stringify` writes it (non-finite: `null`). */
 export function jsonNumber(n: number): string {
   return Number.isFinite(n) ? String(n) : 'null';
@@ -53,18 +48,23 @@ const NANOS_PADDING = '000000000';
 export function nanosString(time: HrTime): string {
   const seconds = Math.trunc(time[0]);
   const nanos = Math.trunc(time[1]);
-  if (seconds > 0 && nanos >= 0 && nanos < 1e9 && seconds < 1e15) {
+  if (joinable(seconds, nanos)) {
     const digits = String(nanos);
     return `"${seconds}${NANOS_PADDING.slice(digits.length)}${digits}"`;
   }
   return `"${BigInt(seconds) * 1_000_000_000n + BigInt(nanos)}"`;
 }
 
+/** Whether a time's digits can be joined: positive seconds of at most 15 digits, nanoseconds within a second. */
+function joinable(seconds: number, nanos: number): boolean {
+  return seconds > 0 && nanos >= 0 && nanos < 1e9 && seconds < 1e15;
+}
+
 /** {@link nanosString} written into `w` in its pieces (no string joined to be copied again). */
 export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
   const seconds = Math.trunc(time[0]);
   const nanos = Math.trunc(time[1]);
-  if (!(seconds > 0 && nanos >= 0 && nanos < 1e9 && seconds < 1e15)) return w.write(nanosString(time));
+  if (!joinable(seconds, nanos)) return w.write(nanosString(time));
   const digits = String(nanos);
   w.write('"');
   w.write(String(seconds));
@@ -179,7 +179,7 @@ function writeKeyValue(key: string, value: unknown, w: Utf8BatchWriter): void {
     if (encodings.strings.size >= VALUES_KEPT || value.length > VALUE_CHARS_KEPT) {
       w.bytes(encodings.openingBytes);
       w.write('{"stringValue":');
-      writeJsonString(value, w);
+      w.jsonString(value);
       w.write('}}');
       return;
     }

@@ -20,10 +20,10 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { traceRequestJson, OtlpJsonTraceSerializer } from '../../src/telemetry/otlp-json-spans.js';
-import { jsonString, keyValues, nanosString } from '../../src/telemetry/otlp-json-values.js';
+import { jsonString, keyValues, nanosString, writeNanos } from '../../src/telemetry/otlp-json-values.js';
 import { OtlpJsonTraceExporter } from '../../src/telemetry/otlp-trace-exporter.js';
 import { TraceRequestBatch } from '../../src/telemetry/otlp-json-batch.js';
-import { RequestBuffers } from '../../src/ops/utf8-batch-writer.js';
+import { RequestBuffers, Utf8BatchWriter } from '../../src/ops/utf8-batch-writer.js';
 
 const TRICKY = ['', 'plain', 'quote " and \\ backslash', 'controls \u0000\u0001\b\f\n\r\t\u001f\u007f', 'unicode é ü 日本語 🚀', 'lone surrogates \ud800 x \udfff', '\u2028\u2029 </script>', 'emoji pair \ud83d\ude80 then lone \ud83d'];
 
@@ -148,6 +148,12 @@ test('times are exact decimal nanoseconds, as BigInt computes them', () => {
   const cases: Array<[number, number]> = [[1_700_000_000, 0], [1_700_000_000, 5], [1_700_000_000, 999_999_999], [1, 1], [0, 0], [0, 123], [4_102_444_800, 1_000]];
   for (let i = 0; i < 1000; i++) cases.push([Math.floor(Math.random() * 4e9), Math.floor(Math.random() * 1e9)]);
   for (const [s, ns] of cases) assert.equal(nanosString([s, ns]), `"${BigInt(s) * 1_000_000_000n + BigInt(ns)}"`, `${s},${ns}`);
+  // Written in pieces into a request, the same digits (the out-of-range ones through BigInt too).
+  for (const [s, ns] of [...cases, [1e15, 7], [-1, 5]] as Array<[number, number]>) {
+    const w = new Utf8BatchWriter(Buffer.alloc(8));
+    writeNanos([s, ns], w);
+    assert.equal(w.view().toString('utf8'), nanosString([s, ns]), `${s},${ns} written`);
+  }
 });
 
 test('the collector\'s answer: empty, a partial success, or unreadable', () => {
