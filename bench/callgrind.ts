@@ -29,25 +29,20 @@ export const COLLECTING = '(V8 garbage collector)';
 /** Instructions per call by function name (JIT code named from V8's perf map). */
 export type Counts = Map<string, number>;
 
-/** Exits with how to install valgrind when it is missing. */
-export function requireValgrind(bench: string): void {
+/**
+ * What a counting bench does first: exits with how to install valgrind when it is missing, builds
+ * `dist/` (which the counted gateways run), and empties `bench/results/<dumps>/`, returned.
+ */
+export function prepareCounting(bench: string, dumps: string): string {
   try {
     execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
   } catch {
     console.error(`${bench} needs valgrind: apt-get install -y valgrind`);
     process.exit(1);
   }
-}
-
-/** Builds `dist/`, which the counted gateways run. */
-export function buildDist(): void {
   console.log('building dist/ …');
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
-}
-
-/** The directory of one bench's dumps, emptied. */
-export function dumpDirectory(name: string): string {
-  const dir = join(ROOT, 'bench', 'results', name);
+  const dir = join(ROOT, 'bench', 'results', dumps);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   return dir;

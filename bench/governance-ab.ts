@@ -26,7 +26,7 @@ import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { configOf, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openLoop, openPath, percentiles, type LoopResult, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
-import { cpuNow, log, sleep } from './sampling.js';
+import { boundRun, cpuNow, log, sleep } from './sampling.js';
 
 interface Options {
   configs: GovernanceConfig[];
@@ -98,11 +98,7 @@ function table(o: Options, what: string, tallies: Map<GovernanceConfig, Tally>):
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  process.on('SIGINT', () => process.exit(130));
-  setTimeout(() => {
-    log('ABORT: the A/B run exceeded 30 minutes');
-    process.exit(1);
-  }, 1_800_000).unref();
+  boundRun(1_800_000, 'the A/B run exceeded 30 minutes');
   process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
   let redis: RedisHandle | undefined;
   let oauth: OAuthHandle | undefined;

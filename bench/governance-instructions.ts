@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOAuthServer } from '../test/helpers/oauth.js';
 import { startRedis } from '../test/helpers/redis.js';
-import { buildDist, callgrindWrap, COLLECTING, COMPILING, CountedGateway, dumpDirectory, largestDifferences, ownInstructions, quietest, requireValgrind, type Counts } from './callgrind.js';
+import { callgrindWrap, COLLECTING, COMPILING, CountedGateway, largestDifferences, ownInstructions, prepareCounting, quietest, type Counts } from './callgrind.js';
 import { configOf, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Gateway } from './processes.js';
@@ -38,9 +38,7 @@ const at = (flag: string) => (process.argv.includes(flag) ? process.argv[process
 const configs = (at('--configs') ?? 'plain,governed').split(',').map((c) => c.trim()) as GovernanceConfig[];
 if (configs[0] !== 'plain') throw new Error('--configs must start with plain (the others are compared with it)');
 
-requireValgrind('bench/governance-instructions.ts');
-buildDist();
-const dumps = dumpDirectory('callgrind-governance');
+const dumps = prepareCounting('bench/governance-instructions.ts', 'callgrind-governance');
 process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
 const redis = await startRedis();
 const oauth = await startOAuthServer();

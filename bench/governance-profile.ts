@@ -29,7 +29,7 @@ import { baseHeaders, closedLoop, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { isMainThreadProfile } from './profile.js';
 import { callCosts, compareCosts, scaledCosts } from './profile-diff.js';
-import { cpuNow, log, sleep } from './sampling.js';
+import { boundRun, cpuNow, log, sleep } from './sampling.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -64,11 +64,7 @@ const slug = (s: string) => s.replace(/\W+/g, '-').replace(/-$/, '');
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  process.on('SIGINT', () => process.exit(130));
-  setTimeout(() => {
-    log('ABORT: the governance profile run exceeded 20 minutes');
-    process.exit(1);
-  }, 1_200_000).unref();
+  boundRun(1_200_000, 'the governance profile run exceeded 20 minutes');
   process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
   let redis: RedisHandle | undefined;
   let oauth: OAuthHandle | undefined;

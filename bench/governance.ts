@@ -39,7 +39,7 @@ import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { baseHeaders, closedLoop, median, openLoop, openPath, percentiles, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
-import { checkErrors, cpuNow, log, round, sleep, type ErrorSink } from './sampling.js';
+import { boundRun, checkErrors, cpuNow, type ErrorSink, log, round, sleep } from './sampling.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const GOVERNANCE_PROFILE_DIR = join(ROOT, 'bench', 'results', 'profile-governance');
@@ -320,12 +320,7 @@ function parseArgs(argv: string[]): GovernanceSettings {
 
 async function main(): Promise<void> {
   const s = parseArgs(process.argv.slice(2));
-  // As bench/run.ts: an interrupted run still stops its children (their exit handlers run).
-  process.on('SIGINT', () => process.exit(130));
-  setTimeout(() => {
-    log('ABORT: the governance run exceeded 15 minutes');
-    process.exit(1);
-  }, 900_000).unref();
+  boundRun(900_000, 'the governance run exceeded 15 minutes');
   process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
   let redis: RedisHandle | undefined;
   let oauth: OAuthHandle | undefined;

@@ -36,7 +36,7 @@ import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { measureRoundTrips } from './redis-trips.js';
 import { cpuShares, resultsTable, targetsTable } from './report.js';
-import { log, profiledWindows, round } from './sampling.js';
+import { boundRun, log, profiledWindows, round } from './sampling.js';
 import { measureShapes, shapePids, startShapeProcesses, SHAPES, type ShapeProcesses } from './shapes.js';
 import { measureIdleStreams, measureNewSessions, measureStoredSessions, memorySampler, MEMORY_USERS } from './sessions.js';
 import { SETTLE_BOUNDS } from './settled-memory.js';
@@ -232,11 +232,7 @@ const fmt0 = (v: number) => v.toFixed(0);
 async function main(): Promise<void> {
   const s = parseArgs(process.argv.slice(2));
   const started = Date.now();
-  setTimeout(() => {
-    log(`ABORT: the run exceeded its ${s.deadlineMs / 1000} s budget`);
-    process.exit(1);
-  }, s.deadlineMs).unref();
-  process.on('SIGINT', () => process.exit(130));
+  boundRun(s.deadlineMs, `the run exceeded its ${s.deadlineMs / 1000} s budget`);
   const loadStart = loadavg();
   const machine = machineInfo();
   log(`${s.mode} run${s.profile ? ' with --profile' : ''} on ${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}, fd limit ${machine.fdLimit.soft}, load average ${loadStart[0]!.toFixed(2)}`);

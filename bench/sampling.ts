@@ -75,3 +75,15 @@ export function medianRecord(list: Array<Record<string, number>>): Record<string
   const keys = new Set(list.flatMap((x) => Object.keys(x)));
   return Object.fromEntries([...keys].map((k) => [k, round(median(list.map((x) => x[k] ?? 0)), 3)!]));
 }
+
+/**
+ * Bounds a bench run: past `limitMs` it logs `abort` and exits 1, and an interrupt (Ctrl-C) exits
+ * 130, so the children's exit handlers stop them either way.
+ */
+export function boundRun(limitMs: number, abort: string): void {
+  process.on('SIGINT', () => process.exit(130));
+  setTimeout(() => {
+    log(`ABORT: ${abort}`);
+    process.exit(1);
+  }, limitMs).unref();
+}
