@@ -59,6 +59,40 @@ describe('outcome scan', () => {
     assert.equal(scanResponse('{"jsonrpc":"2.0","id":"unterminated}'), undefined);
     assert.equal(scanResponse('not json'), undefined);
   });
+
+  it('refuses text JSON.parse refuses, wherever it sits, rather than read an outcome from it', () => {
+    // A backend is not trusted: each of these would have given an id or an outcome to a
+    // scan that only counted brackets. JSON.parse refuses every one, and so does the scan.
+    const refused = [
+      '{"jsonrpc":"2.0","id":0x10,"result":{}}', // not a JSON number
+      '{"jsonrpc":"2.0","id":01,"result":{}}',
+      '{"jsonrpc":"2.0","id":1.,"result":{}}',
+      '{"jsonrpc":"2.0","id":"a\u0001b","result":{}}', // a raw control character in a read string
+      '{"jsonrpc":"2.0","id":1 "result":{}}', // no comma between members
+      '{"jsonrpc":"2.0","id" 1,"result":{}}', // no colon
+      '{"jsonrpc":"2.0",id:1,"result":{}}', // a name without quotes
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[}]}}', // brackets of the wrong kind, in a skipped value
+      '{"jsonrpc":"2.0","id":1,"result":{"isError":tru}}', // a literal cut short
+      '{"jsonrpc":"2.0","id":1,"result":{"isError":yes}}',
+      '{"jsonrpc":"2.0","id":1,"result":{},}', // a trailing comma
+      '{"jsonrpc":"2.0","id":1,"error":{"code":-,"message":"x"}}',
+      '{"jsonrpc":"2.0","id":"\\x41","result":{}}', // an escape JSON has not
+    ];
+    for (const text of refused) {
+      assert.throws(() => JSON.parse(text), `JSON.parse refuses ${text}`);
+      assert.equal(scanResponse(text), undefined, text);
+    }
+  });
+
+  it('leaves nesting deeper than it matches to JSON.parse, and reads the rest as JSON.parse does', () => {
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    assert.equal(scanResponse(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":${deep(40)}}}`), undefined);
+    same(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":${deep(20)},"isError":true}}`);
+    same('{"jsonrpc":"2.0","id":-0.5e+3,"result":{"isError":true}}');
+    same('{"jsonrpc":"2.0","i\\u0064":"x","r\\u0065sult":{"is\\u0045rror":true}}');
+    same('{"jsonrpc":"2.0","id":1,"error":{"c\\u006fde":-32601,"message":"\\u00e9"}}');
+    same('{"jsonrpc":"2.0","id":2,"result":[1,2],"error":{"code":-32000}}');
+  });
 });
 
 /** A backend body as the exchange gives one: bytes, with its length declared in the headers. */
