@@ -100,14 +100,14 @@ class Watch {
     this.whole = first.whole === true;
   }
 
-  /** The whole JSON answer (tappedBody). */
+  /** The whole JSON answer (tappedBody): scanned as bytes, never decoded whole unless parsed. */
   onBytes(bytes: Buffer): void {
-    this.onText(bytes.toString('utf8'));
+    observeMessages(bytes, undefined, this.whole, this);
   }
 
-  /** A JSON answer's text, or one SSE event's data. */
+  /** One SSE event's data. */
   onText(text: string): void {
-    observeText(text, this.whole, this);
+    observeMessages(Buffer.from(text, 'utf8'), text, this.whole, this);
   }
 
   observe(m: JsonRpcMessage): void {
@@ -119,13 +119,16 @@ class Watch {
   }
 }
 
-/** Tells `watch` of each message in `text`: scanned when it is one object (unless `whole`), parsed otherwise. */
-function observeText(text: string, whole: boolean, watch: Watch): void {
-  const scanned = whole ? undefined : scanResponse(text);
+/**
+ * Tells `watch` of each message in `bytes` (UTF-8; `text` when the caller holds it decoded):
+ * scanned when it is one object (unless `whole`), parsed otherwise.
+ */
+function observeMessages(bytes: Buffer, text: string | undefined, whole: boolean, watch: Watch): void {
+  const scanned = whole ? undefined : scanResponse(bytes);
   if (scanned) return watch.observe(scanned as JsonRpcMessage);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(text ?? bytes.toString('utf8'));
   } catch {
     return; // not JSON: no outcome to record, as when the answer is edited
   }

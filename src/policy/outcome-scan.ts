@@ -7,13 +7,17 @@
  * tool's failure is a result with `isError: true`). The telemetry's spans read it too, and take
  * `error.message` besides for the span status's description (telemetry/otel-sdk.ts).
  *
- * The text is walked as JSON's grammar has it, member by member: the top-level object, and the
- * `result` / `error` object under it. Every other value is skipped whole — a string by
- * `indexOf` of its closing quote, an object or array by matching its brackets — so the same
- * bytes inside a string (a tool's text quoting JSON) or deeper (a nested `error`) count for
- * nothing, and no key is copied out of the text to be compared (issue 44 part 1: the scan was
- * 2 % of a plain call's instructions, in every configuration that observes answers). SDK
- * servers write the `id` last, after the whole result: that is why skipping is what must be fast.
+ * The answer's UTF-8 bytes are walked as JSON's grammar has it, member by member: the top-level
+ * object, and the `result` / `error` object under it. Every other value is skipped whole — a
+ * string to its closing quote, an object or array by matching its brackets — so the same bytes
+ * inside a string (a tool's text quoting JSON) or deeper (a nested `error`) count for nothing,
+ * and no name is copied out to be compared. SDK servers write the `id` last, after the whole
+ * result: that is why skipping is what must be fast (issue 44 part 1: the scan of a JSON answer
+ * was about 9 k instructions of a 290 k plain call, in every configuration that observes
+ * answers). So it reads bytes, not a string: the JSON answer is not decoded at all, and a byte
+ * of a `Uint8Array` costs V8 under half what a `charCodeAt` does (bench/README.md, "The
+ * answer's scan"). A long string is crossed by `indexOf` (memchr) after its first
+ * {@link SHORT_STRING} bytes.
  *
  * A backend is not trusted, so what is read is read strictly: the values taken (`id`, `method`,
  * `isError`, `code`, `message`) must be well-formed JSON strings, numbers or literals, every
@@ -22,7 +26,6 @@
  * {@link MAX_SKIP_DEPTH} — gives undefined, and the caller parses instead (then JSON.parse is the
  * judge). Duplicate keys: the last one wins, as with JSON.parse.
  */
-import { skipSpace, stringEnd } from '../wire/json-scan.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 const QUOTE = 0x22;
@@ -38,6 +41,12 @@ const PLUS = 0x2b;
 const DOT = 0x2e;
 const ZERO = 0x30;
 const NINE = 0x39;
+const SPACE = 0x20;
+const TAB = 0x09;
+const LF = 0x0a;
+const CR = 0x0d;
+/** The bytes of a string looked at one by one before the rest is searched with `indexOf`. */
+const SHORT_STRING = 48;
 /** Where a walk met text that is not JSON. */
 const INVALID = -1;
 /**
@@ -66,32 +75,77 @@ type Member = typeof SKIPPED | typeof ID | typeof METHOD | typeof RESULT_MEMBER 
 /** What the audit reads of a response, shaped as the message it stands for. */
 export type ScannedMessage = Pick<JsonRpcMessage, 'id' | 'method'> & { result?: { isError?: true }; error?: { code?: number; message?: string } };
 
-/** The message's audit facts, or undefined when the text is not one complete JSON object. */
-export function scanResponse(text: string): ScannedMessage | undefined {
+/** The message's audit facts, or undefined when the bytes are not one complete JSON object (as UTF-8). */
+export function scanResponse(text: Buffer): ScannedMessage | undefined {
   const open = skipSpace(text, 0);
-  if (text.charCodeAt(open) !== OPEN_OBJECT) return undefined;
+  if (byteAt(text, open) !== OPEN_OBJECT) return undefined;
   const out: ScannedMessage = {};
   const close = members(text, open, MESSAGE, out);
   return close !== INVALID && skipSpace(text, close + 1) === text.length ? out : undefined;
 }
 
-/** Walks the members of the object whose `{` is at `open`: the index of its `}`, or INVALID. */
-function members(text: string, open: number, level: Level, out: ScannedMessage): number {
-  let i = skipSpace(text, open + 1);
-  if (text.charCodeAt(i) === CLOSE_OBJECT) return i;
+/**
+ * The byte at `i`, or {@link END} past the last one. No read goes past the end: one that does
+ * makes V8 treat every byte read at that place as maybe `undefined`, and every comparison of
+ * it a generic one (a third of the scan's time).
+ */
+function byteAt(text: Uint8Array, i: number): number {
+  return i < text.length ? text[i]! : END;
+}
+
+/** Stands for the byte past the last. */
+const END = -1;
+
+/** The first index at or after `i` that is not JSON white space. */
+function skipSpace(text: Buffer, i: number): number {
   for (;;) {
-    if (text.charCodeAt(i) !== QUOTE) return INVALID;
+    const c = byteAt(text, i);
+    if (c !== SPACE && c !== LF && c !== CR && c !== TAB) return i;
+    i++;
+  }
+}
+
+/**
+ * The index of the quote closing the string that opens at `start`, or INVALID. Its first bytes
+ * are looked at one by one, an escape skipping the byte after its backslash; past
+ * {@link SHORT_STRING}, each quote `indexOf` finds is the end unless an odd run of backslashes
+ * stands before it.
+ */
+function stringEnd(text: Buffer, start: number): number {
+  const short = Math.min(text.length, start + 1 + SHORT_STRING);
+  let j = start + 1;
+  for (; j < short; j++) {
+    const c = byteAt(text, j);
+    if (c === QUOTE) return j;
+    if (c === BACKSLASH) j++;
+  }
+  for (;;) {
+    j = text.indexOf(QUOTE, j);
+    if (j < 0) return INVALID;
+    let slashes = 0;
+    while (byteAt(text, j - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return j;
+    j++;
+  }
+}
+
+/** Walks the members of the object whose `{` is at `open`: the index of its `}`, or INVALID. */
+function members(text: Buffer, open: number, level: Level, out: ScannedMessage): number {
+  let i = skipSpace(text, open + 1);
+  if (byteAt(text, i) === CLOSE_OBJECT) return i;
+  for (;;) {
+    if (byteAt(text, i) !== QUOTE) return INVALID;
     const nameEnd = stringEnd(text, i);
     if (nameEnd < 0) return INVALID;
     const member = memberOf(text, i, nameEnd, level);
     if (member === INVALID) return INVALID;
     let v = skipSpace(text, nameEnd + 1);
-    if (text.charCodeAt(v) !== COLON) return INVALID;
+    if (byteAt(text, v) !== COLON) return INVALID;
     v = skipSpace(text, v + 1);
     const after = member === SKIPPED ? valueEnd(text, v) : readValue(text, v, member, out);
     if (after === INVALID) return INVALID;
     i = skipSpace(text, after);
-    const c = text.charCodeAt(i);
+    const c = byteAt(text, i);
     if (c === CLOSE_OBJECT) return i;
     if (c !== COMMA) return INVALID;
     i = skipSpace(text, i + 1);
@@ -100,47 +154,67 @@ function members(text: string, open: number, level: Level, out: ScannedMessage):
 
 /**
  * What the member named by the string between the quotes at `start` and `end` is, at `level`.
- * Its raw text is compared in place; only a name that is none of them and holds an escape is
+ * Its bytes are compared in place; only a name that is none of them and holds an escape is
  * decoded (as JSON.parse reads it), since `"i\u0064"` is `id` too.
  */
-function memberOf(text: string, start: number, end: number, level: Level): Member | typeof INVALID {
+function memberOf(text: Buffer, start: number, end: number, level: Level): Member | typeof INVALID {
   const known = rawMember(text, start + 1, end - start - 1, level);
   if (known !== SKIPPED) return known;
   for (let j = start + 1; j < end; j++) {
-    const c = text.charCodeAt(j);
+    const c = byteAt(text, j);
     if (c < 0x20) return INVALID; // a raw control character: not a JSON string
-    if (c === BACKSLASH) return namedMember(JSON.parse(text.slice(start, end + 1)) as string, level);
+    if (c === BACKSLASH) {
+      const name = decoded(text, start, end);
+      return name === INVALID_STRING ? INVALID : namedMember(name, level);
+    }
   }
   return SKIPPED;
 }
 
-/** The member whose name is the `length` characters at `at`, compared without copying them. */
-function rawMember(text: string, at: number, length: number, level: Level): Member {
+/** The names the scan reads, as bytes. */
+const NAME = { id: ascii('id'), method: ascii('method'), result: ascii('result'), error: ascii('error'), isError: ascii('isError'), code: ascii('code'), message: ascii('message') };
+
+function ascii(name: string): Uint8Array {
+  return Uint8Array.from(name, (c) => c.charCodeAt(0));
+}
+
+/** Whether the bytes at `at` are `name`'s (the length already checked). */
+function isNamed(text: Uint8Array, at: number, name: Uint8Array): boolean {
+  if (at + name.length > text.length) return false;
+  for (let k = 0; k < name.length; k++) if (text[at + k] !== name[k]) return false;
+  return true;
+}
+
+/** The member whose name is the `length` bytes at `at`, compared without copying them. */
+function rawMember(text: Uint8Array, at: number, length: number, level: Level): Member {
   if (level === MESSAGE) {
-    if (length === 2) return text.startsWith('id', at) ? ID : SKIPPED;
-    if (length === 6) return text.startsWith('result', at) ? RESULT_MEMBER : text.startsWith('method', at) ? METHOD : SKIPPED;
-    return length === 5 && text.startsWith('error', at) ? ERROR_MEMBER : SKIPPED;
+    if (length === 2) return isNamed(text, at, NAME.id) ? ID : SKIPPED;
+    if (length === 6) return isNamed(text, at, NAME.result) ? RESULT_MEMBER : isNamed(text, at, NAME.method) ? METHOD : SKIPPED;
+    return length === 5 && isNamed(text, at, NAME.error) ? ERROR_MEMBER : SKIPPED;
   }
-  if (level === RESULT) return length === 7 && text.startsWith('isError', at) ? IS_ERROR : SKIPPED;
-  if (length === 4) return text.startsWith('code', at) ? CODE : SKIPPED;
-  return length === 7 && text.startsWith('message', at) ? MESSAGE_MEMBER : SKIPPED;
+  if (level === RESULT) return length === 7 && isNamed(text, at, NAME.isError) ? IS_ERROR : SKIPPED;
+  if (length === 4) return isNamed(text, at, NAME.code) ? CODE : SKIPPED;
+  return length === 7 && isNamed(text, at, NAME.message) ? MESSAGE_MEMBER : SKIPPED;
 }
 
 /** {@link rawMember} for a decoded name. */
 function namedMember(name: string, level: Level): Member {
-  return rawMember(name, 0, name.length, level);
+  const bytes = Buffer.from(name, 'utf8');
+  return rawMember(bytes, 0, bytes.length, level);
 }
 
+const isNumberStart = (c: number) => c === MINUS || (c >= ZERO && c <= NINE);
+
 /** Reads a member the record needs into `out`: the index after its value, or INVALID. */
-function readValue(text: string, i: number, member: Member, out: ScannedMessage): number {
-  const c = text.charCodeAt(i);
+function readValue(text: Buffer, i: number, member: Member, out: ScannedMessage): number {
+  const c = byteAt(text, i);
   switch (member) {
     case ID:
     case METHOD:
     case MESSAGE_MEMBER: {
-      const end = c === QUOTE ? stringEnd(text, i) : c === MINUS || (c >= ZERO && c <= NINE) ? numberEnd(text, i) : valueEnd(text, i);
+      const end = c === QUOTE ? stringEnd(text, i) : isNumberStart(c) ? numberEnd(text, i) : valueEnd(text, i);
       if (end === INVALID) return INVALID;
-      const value = c === QUOTE ? stringValue(text, i, end) : c === MINUS || (c >= ZERO && c <= NINE) ? Number(text.slice(i, end)) : null;
+      const value = c === QUOTE ? stringValue(text, i, end) : isNumberStart(c) ? numberValue(text, i, end) : null;
       if (value === INVALID_STRING) return INVALID;
       if (member === ID) out.id = typeof value === 'string' || typeof value === 'number' ? value : null;
       else if (member === METHOD) out.method = typeof value === 'string' ? value : '';
@@ -158,12 +232,12 @@ function readValue(text: string, i: number, member: Member, out: ScannedMessage)
       return close === INVALID ? INVALID : close + 1;
     }
     case IS_ERROR:
-      out.result = text.startsWith('true', i) ? { isError: true } : {};
+      out.result = isNamed(text, i, LITERAL.true) ? { isError: true } : {};
       return valueEnd(text, i);
     case CODE: {
-      const number = c === MINUS || (c >= ZERO && c <= NINE);
+      const number = isNumberStart(c);
       const end = number ? numberEnd(text, i) : valueEnd(text, i);
-      if (end !== INVALID) out.error!.code = number ? Number(text.slice(i, end)) : undefined;
+      if (end !== INVALID) out.error!.code = number ? numberValue(text, i, end) : undefined;
       return end;
     }
     default:
@@ -171,50 +245,70 @@ function readValue(text: string, i: number, member: Member, out: ScannedMessage)
   }
 }
 
-/** A string that is not JSON's (a raw control character in it). */
+/** A string that is not JSON's (a raw control character in it, or an escape JSON has not). */
 const INVALID_STRING = Symbol('invalid string');
 
-/** The string whose quotes are at `start` and `end`: the text between as it is, unless it holds an escape — then as JSON.parse reads it. */
-function stringValue(text: string, start: number, end: number): string | typeof INVALID_STRING {
+/** The string whose quotes are at `start` and `end`: its UTF-8 between them as it is, unless it holds an escape — then as JSON.parse reads it. */
+function stringValue(text: Buffer, start: number, end: number): string | typeof INVALID_STRING {
   for (let j = start + 1; j < end; j++) {
-    const c = text.charCodeAt(j);
+    const c = byteAt(text, j);
     if (c < 0x20) return INVALID_STRING;
-    if (c === BACKSLASH) {
-      try {
-        return JSON.parse(text.slice(start, end + 1)) as string;
-      } catch {
-        return INVALID_STRING; // an escape JSON has not
-      }
-    }
+    if (c === BACKSLASH) return decoded(text, start, end);
   }
-  return text.slice(start + 1, end);
+  return text.toString('utf8', start + 1, end);
+}
+
+/** The string literal whose quotes are at `start` and `end`, as JSON.parse reads it. */
+function decoded(text: Buffer, start: number, end: number): string | typeof INVALID_STRING {
+  try {
+    return JSON.parse(text.toString('utf8', start, end + 1)) as string;
+  } catch {
+    return INVALID_STRING;
+  }
+}
+
+/** The number whose text (already checked by {@link numberEnd}) is the bytes from `start` to `end`, as JSON.parse reads it. */
+function numberValue(text: Buffer, start: number, end: number): number {
+  const negative = byteAt(text, start) === MINUS;
+  let value = 0;
+  // Up to 15 digits and nothing else: exact in a double, so summed here (a JSON-RPC id, an error code).
+  if (end - start <= 15) {
+    for (let j = negative ? start + 1 : start; j < end; j++) {
+      const c = byteAt(text, j);
+      if (c < ZERO || c > NINE) return Number(text.toString('latin1', start, end));
+      value = value * 10 + (c - ZERO);
+    }
+    return negative ? -value : value;
+  }
+  return Number(text.toString('latin1', start, end));
 }
 
 /** The index just after the value starting at `i`, skipped whole; INVALID when it is not one. */
-function valueEnd(text: string, i: number): number {
-  const c = text.charCodeAt(i);
+function valueEnd(text: Buffer, i: number): number {
+  const c = byteAt(text, i);
   if (c === QUOTE) {
     const end = stringEnd(text, i);
     return end < 0 ? INVALID : end + 1;
   }
   if (c === OPEN_OBJECT || c === OPEN_ARRAY) return containerEnd(text, i);
-  if (c === MINUS || (c >= ZERO && c <= NINE)) return numberEnd(text, i);
-  for (const literal of LITERALS) if (text.startsWith(literal, i)) return i + literal.length;
+  if (isNumberStart(c)) return numberEnd(text, i);
+  for (const literal of LITERALS) if (isNamed(text, i, literal)) return i + literal.length;
   return INVALID;
 }
 
-const LITERALS = ['true', 'false', 'null'] as const;
+const LITERAL = { true: ascii('true'), false: ascii('false'), null: ascii('null') };
+const LITERALS = [LITERAL.true, LITERAL.false, LITERAL.null];
 
 /**
  * The index just after the object or array opening at `open`, its brackets matched by kind
  * and strings skipped whole; INVALID when it does not close, closes with the other bracket, or
  * nests deeper than {@link MAX_SKIP_DEPTH}.
  */
-function containerEnd(text: string, open: number): number {
+function containerEnd(text: Buffer, open: number): number {
   let objects = 0; // bit k: whether the bracket open at depth k+1 is an object's
   let depth = 0;
   for (let i = open; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+    const c = byteAt(text, i);
     if (c === QUOTE) {
       i = stringEnd(text, i);
       if (i < 0) return INVALID;
@@ -234,22 +328,21 @@ function containerEnd(text: string, open: number): number {
 const isDigit = (c: number) => c >= ZERO && c <= NINE;
 
 /** The index just after the JSON number starting at `i` (RFC 8259 §6's grammar), or INVALID. */
-function numberEnd(text: string, i: number): number {
-  let j = text.charCodeAt(i) === MINUS ? i + 1 : i;
-  if (text.charCodeAt(j) === ZERO) j++;
-  else if (isDigit(text.charCodeAt(j))) while (isDigit(text.charCodeAt(j))) j++;
+function numberEnd(text: Buffer, i: number): number {
+  let j = byteAt(text, i) === MINUS ? i + 1 : i;
+  if (byteAt(text, j) === ZERO) j++;
+  else if (isDigit(byteAt(text, j))) while (isDigit(byteAt(text, j))) j++;
   else return INVALID;
-  if (text.charCodeAt(j) === DOT) {
-    if (!isDigit(text.charCodeAt(++j))) return INVALID;
-    while (isDigit(text.charCodeAt(j))) j++;
+  if (byteAt(text, j) === DOT) {
+    if (!isDigit(byteAt(text, ++j))) return INVALID;
+    while (isDigit(byteAt(text, j))) j++;
   }
-  const e = text.charCodeAt(j);
+  const e = byteAt(text, j);
   if (e === 0x65 || e === 0x45) {
-    const sign = text.charCodeAt(++j);
+    const sign = byteAt(text, ++j);
     if (sign === PLUS || sign === MINUS) j++;
-    if (!isDigit(text.charCodeAt(j))) return INVALID;
-    while (isDigit(text.charCodeAt(j))) j++;
+    if (!isDigit(byteAt(text, j))) return INVALID;
+    while (isDigit(byteAt(text, j))) j++;
   }
   return j;
 }
-

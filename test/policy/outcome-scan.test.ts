@@ -13,11 +13,14 @@ import { outcomeOf } from '../../src/policy/audit-calls.js';
 import { scanResponse } from '../../src/policy/outcome-scan.js';
 import type { JsonRpcMessage } from '../../src/wire/jsonrpc.js';
 
+/** The scan of a text's UTF-8, as a JSON answer's bytes reach it. */
+const scan = (text: string) => scanResponse(Buffer.from(text, 'utf8'));
+
 /** What the audit makes of a message: its id, whether it is a request, and its outcome. */
 const facts = (m: JsonRpcMessage) => ({ id: m.id ?? null, request: m.method !== undefined, ...outcomeOf(m) });
 
 function same(text: string): void {
-  const scanned = scanResponse(text);
+  const scanned = scan(text);
   assert.ok(scanned, `scanned: ${text}`);
   assert.deepEqual(facts(scanned as JsonRpcMessage), facts(JSON.parse(text) as JsonRpcMessage), text);
 }
@@ -37,7 +40,7 @@ describe('outcome scan', () => {
   it('reads error.message, for the span status, as JSON.parse does', () => {
     for (const text of ['{"jsonrpc":"2.0","id":1,"error":{"message":"Unknown tool: \\"x\\"","code":-32602}}', '{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":7,"data":{"message":"deep"}}}']) {
       const parsed = JSON.parse(text) as { error: { code: number; message: unknown } };
-      assert.deepEqual(scanResponse(text)?.error, { code: parsed.error.code, message: typeof parsed.error.message === 'string' ? parsed.error.message : undefined }, text);
+      assert.deepEqual(scan(text)?.error, { code: parsed.error.code, message: typeof parsed.error.message === 'string' ? parsed.error.message : undefined }, text);
     }
   });
 
@@ -53,11 +56,11 @@ describe('outcome scan', () => {
   });
 
   it('leaves batches and incomplete or trailing text to JSON.parse', () => {
-    assert.equal(scanResponse('[{"jsonrpc":"2.0","id":1,"result":{}}]'), undefined);
-    assert.equal(scanResponse('{"jsonrpc":"2.0","id":1,"result":{'), undefined);
-    assert.equal(scanResponse('{"jsonrpc":"2.0","id":1,"result":{}} {"id":2}'), undefined);
-    assert.equal(scanResponse('{"jsonrpc":"2.0","id":"unterminated}'), undefined);
-    assert.equal(scanResponse('not json'), undefined);
+    assert.equal(scan('[{"jsonrpc":"2.0","id":1,"result":{}}]'), undefined);
+    assert.equal(scan('{"jsonrpc":"2.0","id":1,"result":{'), undefined);
+    assert.equal(scan('{"jsonrpc":"2.0","id":1,"result":{}} {"id":2}'), undefined);
+    assert.equal(scan('{"jsonrpc":"2.0","id":"unterminated}'), undefined);
+    assert.equal(scan('not json'), undefined);
   });
 
   it('refuses text JSON.parse refuses, wherever it sits, rather than read an outcome from it', () => {
@@ -80,13 +83,27 @@ describe('outcome scan', () => {
     ];
     for (const text of refused) {
       assert.throws(() => JSON.parse(text), `JSON.parse refuses ${text}`);
-      assert.equal(scanResponse(text), undefined, text);
+      assert.equal(scan(text), undefined, text);
     }
+  });
+
+  it('finds the end of a long string past escaped quotes and backslashes, wherever they fall', () => {
+    // The first bytes of a string are looked at one by one, the rest searched for its quote:
+    // escapes on both sides of that boundary, and strings long enough for a tool's output.
+    for (let length = 30; length <= 70; length++) {
+      for (const escape of ['\\"', '\\\\', '\\\\\\"', 'é"', '\\u0022']) {
+        const body = 'x'.repeat(length - 2) + escape.replace('é"', 'é');
+        const tail = JSON.parse(`"${escape === 'é"' ? 'é' : escape}"`) as string;
+        const text = JSON.stringify({ result: { content: [{ type: 'text', text: `${'y'.repeat(length)}${tail}"}` }], isError: length % 2 === 0 }, jsonrpc: '2.0', id: body });
+        same(text);
+      }
+    }
+    same(JSON.stringify({ result: { content: [{ type: 'text', text: `${'"'.repeat(5000)}\\`.repeat(20) }] }, jsonrpc: '2.0', id: 'long' }));
   });
 
   it('leaves nesting deeper than it matches to JSON.parse, and reads the rest as JSON.parse does', () => {
     const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
-    assert.equal(scanResponse(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":${deep(40)}}}`), undefined);
+    assert.equal(scan(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":${deep(40)}}}`), undefined);
     same(`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":${deep(20)},"isError":true}}`);
     same('{"jsonrpc":"2.0","id":-0.5e+3,"result":{"isError":true}}');
     same('{"jsonrpc":"2.0","i\\u0064":"x","r\\u0065sult":{"is\\u0045rror":true}}');
