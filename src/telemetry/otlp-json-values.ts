@@ -20,13 +20,8 @@
  *   anything else (null or undefined inside an array) as the empty AnyValue `{}`.
  */
 import type { HrTime } from '@opentelemetry/api';
-import type { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
+import { NEEDS_ESCAPE, type Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
-/**
- * Characters `JSON.stringify` would escape in a string: `"`, `\`, controls, and surrogates (a
- * lone one is escaped; a string with any takes the slow path, which handles both).
- */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** A JSON string literal, exactly as `JSON.stringify` writes it; without a copy when nothing needs escaping. */
 export function jsonString(s: string): string {

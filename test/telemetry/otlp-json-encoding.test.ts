@@ -156,6 +156,27 @@ test('times are exact decimal nanoseconds, as BigInt computes them', () => {
   }
 });
 
+test('the batch writer writes every string as JSON.stringify does, short ones copied and long ones by Buffer.write', () => {
+  // Each tricky piece alone, and padded past the length where the writer stops copying it
+  // character by character, so both ways meet quotes, controls, non-ASCII and surrogates.
+  const pieces = TRICKY.flatMap((t) => [t, `${'p'.repeat(30)}${t}`, `${t}${'é'.repeat(40)}`, `${'h'.repeat(200)}${t}`]);
+  const w = new Utf8BatchWriter(Buffer.alloc(16));
+  const expected: string[] = [];
+  for (const piece of pieces) {
+    w.jsonString(piece);
+    w.write(piece);
+    expected.push(JSON.stringify(piece), piece);
+  }
+  // As bytes: a lone surrogate written raw is UTF-8's replacement character either way.
+  assert.deepEqual(w.view(), Buffer.from(expected.join(''), 'utf8'));
+  // `quoted` takes a long string with nothing to escape, non-ASCII included, and refuses one with an escape.
+  const q = new Utf8BatchWriter(Buffer.alloc(4));
+  assert.equal(q.quoted(`${'ü'.repeat(30)} 日本語`), true);
+  assert.equal(q.quoted(`${'x'.repeat(30)}"`), false);
+  assert.equal(q.quoted(`${'x'.repeat(30)}\ud800`), false);
+  assert.equal(q.view().toString('utf8'), JSON.stringify(`${'ü'.repeat(30)} 日本語`));
+});
+
 test('the collector\'s answer: empty, a partial success, or unreadable', () => {
   assert.deepStrictEqual(OtlpJsonTraceSerializer.deserializeResponse(new Uint8Array()), {});
   const partial = { partialSuccess: { rejectedSpans: 2, errorMessage: 'x' } };
