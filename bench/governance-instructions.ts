@@ -11,7 +11,11 @@
  * compiler and garbage collector (printed apart). So the ratio here is the user-space share of
  * the CPU ratio the phase measures, not that ratio itself.
  *
- *   node --import tsx bench/governance-instructions.ts [--configs "plain,governed,metrics only"]
+ *   node --import tsx bench/governance-instructions.ts [--configs "plain,governed,metrics only"] [--base-root DIR]
+ *
+ * A configuration named `… (base)` runs from `--base-root` (a worktree of another commit, its
+ * `dist/` built), so a change is counted before and after in one run: the plain gateway's own
+ * count moves by 10 % from one run to the next, more than most changes.
  *   (environment: WARM_CALLS, CALLS, ROUNDS)
  *
  * Writes bench/results/governance-instructions.json. Bounded: fixed rounds of fixed calls; every
@@ -36,6 +40,8 @@ const TOP = 40;
 
 const at = (flag: string) => (process.argv.includes(flag) ? process.argv[process.argv.indexOf(flag) + 1] : undefined);
 const configs = (at('--configs') ?? 'plain,governed').split(',').map((c) => c.trim()) as GovernanceConfig[];
+const baseRoot = at('--base-root');
+if (configs.some((c) => c.endsWith('(base)')) && !baseRoot) throw new Error('a "(base)" configuration needs --base-root');
 if (configs[0] !== 'plain') throw new Error('--configs must start with plain (the others are compared with it)');
 
 const dumps = prepareCounting('bench/governance-instructions.ts', 'callgrind-governance');
@@ -49,7 +55,7 @@ try {
   for (const [i, which] of configs.entries()) {
     const auditFile = join(tmpdir(), `switchboard-bench-audit-${process.pid}-${i}.jsonl`);
     console.log(`starting "${which}" under callgrind …`);
-    const gw = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', wrap: callgrindWrap(dumps, `-${i}`), extra: configOf(which, collector.url, auditFile) });
+    const gw = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', wrap: callgrindWrap(dumps, `-${i}`), root: which.endsWith('(base)') ? baseRoot : undefined, extra: configOf(which, collector.url, auditFile) });
     gateways.push({ which, gw, counted: new CountedGateway(gw.child.pid!, dumps), auditFile });
   }
   const paths = new Map<GovernanceConfig, Path>();

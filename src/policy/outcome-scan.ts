@@ -15,8 +15,8 @@
  * result: that is why skipping is what must be fast (issue 44 part 1: the scan of a JSON answer
  * was about 9 k instructions of a 290 k plain call, in every configuration that observes
  * answers). So it reads bytes, not a string: the JSON answer is not decoded at all, and a byte
- * of a `Uint8Array` costs V8 under half what a `charCodeAt` does (bench/README.md, "The
- * answer's scan"). A long string is crossed by `indexOf` (memchr) after its first
+ * of a `Uint8Array` costs V8 under half what a `charCodeAt` does (docs/performance.md, session
+ * of 2026-11-30 04:28 UTC). A long string is crossed by `indexOf` (memchr) after its first
  * {@link SHORT_STRING} bytes.
  *
  * A backend is not trusted, so what is read is read strictly: the values taken (`id`, `method`,
