@@ -25,7 +25,7 @@ import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
 import type { EncodableSpan } from './recorded-span.js';
-import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos } from './otlp-json-values.js';
+import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber } from './otlp-json-values.js';
 import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
 const HAS_IS_REMOTE = 0x100;
@@ -161,7 +161,7 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   w.bytes(PIECE.name);
   w.jsonString(s.name);
   w.bytes(PIECE.kind);
-  w.write(String(s.kind == null ? 0 : s.kind + 1));
+  w.integer(s.kind == null ? 0 : s.kind + 1);
   w.bytes(PIECE.startTime);
   writeNanos(s.startTime, w);
   w.bytes(PIECE.endTime);
@@ -171,14 +171,14 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   if (s.droppedAttributesCount === 0 && s.events.length === 0 && s.droppedEventsCount === 0) w.bytes(PIECE.noEvents);
   else {
     w.bytes(PIECE.droppedAttributes);
-    w.write(jsonNumber(s.droppedAttributesCount));
+    writeNumber(s.droppedAttributesCount, w);
     w.bytes(PIECE.events);
     for (let i = 0; i < s.events.length; i++) w.write((i ? ',' : '') + event(s.events[i]!));
     w.bytes(PIECE.droppedEvents);
-    w.write(jsonNumber(s.droppedEventsCount));
+    writeNumber(s.droppedEventsCount, w);
     w.bytes(PIECE.status);
   }
-  w.write(jsonNumber(s.status.code));
+  writeNumber(s.status.code, w);
   if (s.status.message !== undefined) {
     w.bytes(PIECE.message);
     w.jsonString(s.status.message);
@@ -188,10 +188,10 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
     w.bytes(PIECE.links);
     for (let i = 0; i < s.links.length; i++) w.write((i ? ',' : '') + link(s.links[i]!));
     w.bytes(PIECE.droppedLinks);
-    w.write(jsonNumber(s.droppedLinksCount));
+    writeNumber(s.droppedLinksCount, w);
     w.bytes(PIECE.flags);
   }
-  w.write(String(flags(context.traceFlags, parent?.isRemote)));
+  w.integer(flags(context.traceFlags, parent?.isRemote));
   w.write('}');
 }
 

@@ -55,17 +55,23 @@ function joinable(seconds: number, nanos: number): boolean {
   return seconds > 0 && nanos >= 0 && nanos < 1e9 && seconds < 1e15;
 }
 
-/** {@link nanosString} written into `w` in its pieces (no string joined to be copied again). */
+/** {@link nanosString} written into `w`: the digits of its two parts, no string made for them. */
 export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
   const seconds = Math.trunc(time[0]);
   const nanos = Math.trunc(time[1]);
   if (!joinable(seconds, nanos)) return w.write(nanosString(time));
-  const digits = String(nanos);
-  w.write('"');
-  w.write(String(seconds));
-  w.write(NANOS_PADDING.slice(digits.length));
-  w.write(digits);
-  w.write('"');
+  w.byte(QUOTE);
+  w.integer(seconds);
+  w.integer(nanos, 9);
+  w.byte(QUOTE);
+}
+
+const QUOTE = 0x22;
+
+/** {@link jsonNumber} written into `w` (a count, a status code, a kind: an integer's digits straight into the buffer). */
+export function writeNumber(n: number, w: Utf8BatchWriter): void {
+  if (Number.isSafeInteger(n) && n >= 0) w.integer(n);
+  else w.write(jsonNumber(n));
 }
 
 /** A value as an OTLP `AnyValue` object. */

@@ -175,6 +175,18 @@ test('the batch writer writes every string as JSON.stringify does, short ones co
   assert.equal(q.quoted(`${'x'.repeat(30)}"`), false);
   assert.equal(q.quoted(`${'x'.repeat(30)}\ud800`), false);
   assert.equal(q.view().toString('utf8'), JSON.stringify(`${'ü'.repeat(30)} 日本語`));
+  // Integers' digits written straight into the buffer, padded; anything else as String(n).
+  const cases: Array<[number, number | undefined, string]> = [
+    [0, undefined, '0'], [7, undefined, '7'], [10, undefined, '10'], [1764475200, undefined, '1764475200'], [Number.MAX_SAFE_INTEGER, undefined, String(Number.MAX_SAFE_INTEGER)],
+    [5, 9, '000000005'], [999999999, 9, '999999999'], [123, 2, '123'], [0, 3, '000'],
+    [-1, undefined, '-1'], [1.5, undefined, '1.5'], [2 ** 53, undefined, String(2 ** 53)], [Number.NaN, undefined, 'NaN'],
+  ];
+  const d = new Utf8BatchWriter(Buffer.alloc(2));
+  for (const [n, width, text] of cases) {
+    const at = d.length;
+    d.integer(n, width);
+    assert.equal(d.view().subarray(at).toString('utf8'), text, `${n} to ${width ?? 1} digits`);
+  }
 });
 
 test('the collector\'s answer: empty, a partial success, or unreadable', () => {
