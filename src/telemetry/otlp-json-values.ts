@@ -127,6 +127,9 @@ interface KeyEncodings {
   openingBytes: Buffer;
   /** Whole `KeyValue`s of this key's string values seen so far (at most VALUES_KEPT), as UTF-8. */
   strings: Map<string, Buffer>;
+  /** The value last written under this key, and its `KeyValue`: most spans repeat it, found without the map. */
+  lastValue: string | undefined;
+  lastEncoded: Buffer | undefined;
 }
 
 const keyEncodings = new Map<string, KeyEncodings>();
@@ -135,7 +138,7 @@ function encodingsOf(key: string): KeyEncodings {
   let encodings = keyEncodings.get(key);
   if (encodings === undefined) {
     const opening = `{"key":${jsonString(key)},"value":`;
-    encodings = { opening, openingBytes: Buffer.from(opening, 'utf8'), strings: new Map() };
+    encodings = { opening, openingBytes: Buffer.from(opening, 'utf8'), strings: new Map(), lastValue: undefined, lastEncoded: undefined };
     if (keyEncodings.size < KEYS_KEPT) keyEncodings.set(key, encodings);
   }
   return encodings;
@@ -167,14 +170,26 @@ export function writeKeyValues(attributes: Record<string, unknown>, w: Utf8Batch
   w.write(']');
 }
 
+/** `{"intValue":` and the `}}` that closes it and its `KeyValue`. */
+const INT_VALUE = Buffer.from('{"intValue":');
+const CLOSE_TWO = Buffer.from('}}');
+
 function writeKeyValue(key: string, value: unknown, w: Utf8BatchWriter): void {
   const encodings = encodingsOf(key);
   if (typeof value !== 'string') {
     w.bytes(encodings.openingBytes);
+    if (Number.isInteger(value)) {
+      // A port, a status code: its digits written into the batch, as anyValue's `intValue` text.
+      w.bytes(INT_VALUE);
+      w.integer(value as number);
+      w.bytes(CLOSE_TWO);
+      return;
+    }
     w.write(anyValue(value));
     w.write('}');
     return;
   }
+  if (encodings.lastValue === value) return w.bytes(encodings.lastEncoded!);
   let encoded = encodings.strings.get(value);
   if (encoded === undefined) {
     if (encodings.strings.size >= VALUES_KEPT || value.length > VALUE_CHARS_KEPT) {
@@ -187,5 +202,7 @@ function writeKeyValue(key: string, value: unknown, w: Utf8BatchWriter): void {
     encoded = Buffer.from(`${encodings.opening}{"stringValue":${jsonString(value)}}}`, 'utf8');
     encodings.strings.set(value, encoded);
   }
+  encodings.lastValue = value;
+  encodings.lastEncoded = encoded;
   w.bytes(encoded);
 }
