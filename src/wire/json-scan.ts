@@ -1,9 +1,10 @@
 /**
  * Reading JSON text without parsing it, for the paths where a parse (and a stringify after it)
- * would cost more than the few facts needed (issue 30 "Cost"): the audit's outcome of an answer
- * (policy/outcome-scan.ts) and the trace context spliced into a request's `params._meta`
- * (telemetry/meta-splice.ts). String contents are skipped with `indexOf`, so bytes inside a
- * string never count as structure.
+ * would cost more than the few facts needed (issue 30 "Cost"): the trace context spliced into a
+ * request's `params._meta` (telemetry/meta-splice.ts) and the ids a stream's answer carries
+ * (streams/answered-ids.ts). String contents are skipped with `indexOf`, so bytes inside a
+ * string never count as structure. (The answer's outcome is read from its bytes, not its text:
+ * policy/outcome-scan.ts.)
  */
 
 const BACKSLASH = 0x5c;
