@@ -125,27 +125,8 @@ export function isoTime(ms: number): string {
 }
 
 /** Each member's opening (`,"name":`), encoded once: copied as bytes, not character by character. */
-const OPEN = {
-  tenant: Buffer.from(',"tenant":'),
-  session: Buffer.from(',"session":'),
-  endpoint: Buffer.from(',"endpoint":'),
-  backend: Buffer.from(',"backend":'),
-  method: Buffer.from(',"method":'),
-  requestId: Buffer.from(',"requestId":'),
-  tool: Buffer.from(',"tool":'),
-  prompt: Buffer.from(',"prompt":'),
-  uri: Buffer.from(',"uri":'),
-  arguments: Buffer.from(',"arguments":'),
-  approval: Buffer.from(',"approval":'),
-  code: Buffer.from(',"code":'),
-  traceId: Buffer.from(',"traceId":'),
-  user: Buffer.from(',"user":'),
-  claims: Buffer.from(',"claims":'),
-  decision: Buffer.from(',"decision":'),
-  rule: Buffer.from(',"rule":'),
-  outcome: Buffer.from(',"outcome":'),
-  durationMs: Buffer.from(',"durationMs":'),
-};
+const MEMBERS = ['tenant', 'session', 'endpoint', 'backend', 'method', 'requestId', 'tool', 'prompt', 'uri', 'arguments', 'approval', 'code', 'traceId', 'user', 'claims', 'decision', 'rule', 'outcome', 'durationMs'] as const;
+const OPEN = Object.fromEntries(MEMBERS.map((name) => [name, Buffer.from(`,"${name}":`)])) as Record<(typeof MEMBERS)[number], Buffer>;
 
 /** `opening` (`,"name":`) and the value as JSON.stringify writes a member, or nothing when the value is undefined (left out, as JSON.stringify does). */
 function member(w: Utf8BatchWriter, opening: Buffer, value: unknown): void {
