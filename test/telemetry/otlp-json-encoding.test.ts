@@ -178,7 +178,7 @@ test('the batch writer writes every string as JSON.stringify does, short ones co
   // Integers' digits written straight into the buffer, padded; anything else as String(n).
   const cases: Array<[number, number | undefined, string]> = [
     [0, undefined, '0'], [7, undefined, '7'], [10, undefined, '10'], [1764475200, undefined, '1764475200'], [Number.MAX_SAFE_INTEGER, undefined, String(Number.MAX_SAFE_INTEGER)],
-    [5, 9, '000000005'], [999999999, 9, '999999999'], [123, 2, '123'], [0, 3, '000'],
+    [5, 9, '000000005'], [999999999, 9, '999999999'], [123, 2, '123'], [0, 3, '000'], [1e9, 12, '001000000000'], [1000000005, undefined, '1000000005'], [4_294_967_296_000, undefined, '4294967296000'],
     [-1, undefined, '-1'], [1.5, undefined, '1.5'], [2 ** 53, undefined, String(2 ** 53)], [Number.NaN, undefined, 'NaN'],
   ];
   const d = new Utf8BatchWriter(Buffer.alloc(2));
