@@ -53,10 +53,11 @@ export function callgrindWrap(dir: string, tag = ''): GatewayWrap {
   return {
     command: ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${dir}/callgrind${tag}.out.%p`],
     // --perf-basic-prof also starts V8's log, which would land in the working directory.
-    // --no-flush-bytecode: a counted gateway idles for minutes while the others are counted, and
-    // V8 drops the bytecode of functions idle that long; the next round then compiles everything
-    // again (up to 1.3 M compiler instructions a call). A gateway under load never idles so.
-    nodeArgs: ['--single-threaded', '--no-flush-bytecode', '--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${join(dir, `v8${tag}.log`)}`],
+    // --no-memory-reducer, --no-flush-bytecode: a counted gateway idles for minutes while the
+    // others are counted; V8's memory reducer then runs full collections that drop its compiled
+    // code (and bytecode idle that long goes too), and the next round compiled everything again
+    // (up to 1.3 M compiler instructions a call). A gateway under load never idles so.
+    nodeArgs: ['--single-threaded', '--no-flush-bytecode', '--no-memory-reducer', '--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${join(dir, `v8${tag}.log`)}`],
   };
 }
 
