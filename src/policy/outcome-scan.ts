@@ -162,23 +162,14 @@ function members(text: Buffer, open: number, level: Level, out: ScannedMessage):
 function memberOf(text: Buffer, start: number, end: number, level: Level): Member | typeof INVALID {
   const known = rawMember(text, start + 1, end - start - 1, level);
   if (known !== SKIPPED) return known;
-  for (let j = start + 1; j < end; j++) {
-    const c = byteAt(text, j);
-    if (c < 0x20) return INVALID; // a raw control character: not a JSON string
-    if (c === BACKSLASH) {
-      const name = decoded(text, start, end);
-      return name === INVALID_STRING ? INVALID : namedMember(name, level);
-    }
-  }
-  return SKIPPED;
+  const form = stringForm(text, start, end);
+  if (form === PLAIN) return SKIPPED;
+  const name = form === ESCAPED ? decoded(text, start, end) : INVALID_STRING;
+  return name === INVALID_STRING ? INVALID : namedMember(name, level);
 }
 
 /** The names the scan reads, as bytes. */
-const NAME = { id: ascii('id'), method: ascii('method'), result: ascii('result'), error: ascii('error'), isError: ascii('isError'), code: ascii('code'), message: ascii('message') };
-
-function ascii(name: string): Uint8Array {
-  return Uint8Array.from(name, (c) => c.charCodeAt(0));
-}
+const NAME = { id: Buffer.from('id'), method: Buffer.from('method'), result: Buffer.from('result'), error: Buffer.from('error'), isError: Buffer.from('isError'), code: Buffer.from('code'), message: Buffer.from('message') };
 
 /** Whether the bytes at `at` are `name`'s (the length already checked). */
 function isNamed(text: Uint8Array, at: number, name: Uint8Array): boolean {
@@ -250,14 +241,25 @@ function readValue(text: Buffer, i: number, member: Member, out: ScannedMessage)
 /** A string that is not JSON's (a raw control character in it, or an escape JSON has not). */
 const INVALID_STRING = Symbol('invalid string');
 
-/** The string whose quotes are at `start` and `end`: its UTF-8 between them as it is, unless it holds an escape — then as JSON.parse reads it. */
-function stringValue(text: Buffer, start: number, end: number): string | typeof INVALID_STRING {
+/** What the string whose quotes are at `start` and `end` holds: no escape, an escape, or a raw control character (then it is not JSON's). */
+const PLAIN = 0;
+const ESCAPED = 1;
+const NOT_JSON = 2;
+
+function stringForm(text: Buffer, start: number, end: number): typeof PLAIN | typeof ESCAPED | typeof NOT_JSON {
   for (let j = start + 1; j < end; j++) {
     const c = byteAt(text, j);
-    if (c < 0x20) return INVALID_STRING;
-    if (c === BACKSLASH) return decoded(text, start, end);
+    if (c < 0x20) return NOT_JSON;
+    if (c === BACKSLASH) return ESCAPED;
   }
-  return text.toString('utf8', start + 1, end);
+  return PLAIN;
+}
+
+/** The string whose quotes are at `start` and `end`: its UTF-8 between them as it is, unless it holds an escape — then as JSON.parse reads it. */
+function stringValue(text: Buffer, start: number, end: number): string | typeof INVALID_STRING {
+  const form = stringForm(text, start, end);
+  if (form === PLAIN) return text.toString('utf8', start + 1, end);
+  return form === ESCAPED ? decoded(text, start, end) : INVALID_STRING;
 }
 
 /** The string literal whose quotes are at `start` and `end`, as JSON.parse reads it. */
@@ -298,7 +300,7 @@ function valueEnd(text: Buffer, i: number): number {
   return INVALID;
 }
 
-const LITERAL = { true: ascii('true'), false: ascii('false'), null: ascii('null') };
+const LITERAL = { true: Buffer.from('true'), false: Buffer.from('false'), null: Buffer.from('null') };
 const LITERALS = [LITERAL.true, LITERAL.false, LITERAL.null];
 
 /**
