@@ -22,7 +22,6 @@
 import type { HrTime } from '@opentelemetry/api';
 import { NEEDS_ESCAPE, type Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
-
 /** A JSON string literal, exactly as `JSON.stringify` writes it; without a copy when nothing needs escaping. */
 export function jsonString(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
@@ -68,9 +67,13 @@ export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
 
 const QUOTE = 0x22;
 
-/** {@link jsonNumber} written into `w` (a count, a status code, a kind: an integer's digits straight into the buffer). */
+/**
+ * {@link jsonNumber} written into `w` (a count, a status code, a kind: an integer's digits
+ * straight into the buffer; `integer` writes any other finite number as `String(n)`, which is
+ * jsonNumber's text for it).
+ */
 export function writeNumber(n: number, w: Utf8BatchWriter): void {
-  if (Number.isSafeInteger(n) && n >= 0) w.integer(n);
+  if (Number.isFinite(n)) w.integer(n);
   else w.write(jsonNumber(n));
 }
 
