@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
-import { configOf, type GovernanceConfig } from './governance.js';
+import { configOf, rootOf, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openLoop, openPath, percentiles, type LoopResult, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { boundRun, cpuNow, log, sleep } from './sampling.js';
@@ -113,8 +113,7 @@ async function main(): Promise<void> {
     for (const which of o.configs) {
       const auditFile = join(tmpdir(), `switchboard-bench-ab-${process.pid}-${which.replace(/\W+/g, '-')}.jsonl`);
       files.push(auditFile);
-      const root = which.endsWith('(base)') ? o.baseRoot : undefined;
-      if (which.endsWith('(base)') && !root) throw new Error(`${which} needs --base-root`);
+      const root = rootOf(which, o.baseRoot);
       const gw = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', root, built: o.built, extra: configOf(which, sink.url, auditFile) });
       gateways.set(which, gw);
       const token = await oauth.token({ sub: 'bench-user', aud: gw.audience, claims: { groups: ['bench', 'ops'] } });

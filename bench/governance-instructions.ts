@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { startOAuthServer } from '../test/helpers/oauth.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { callgrindWrap, COLLECTING, COMPILING, CountedGateway, largestDifferences, ownInstructions, prepareCounting, quietest, type Counts } from './callgrind.js';
-import { configOf, type GovernanceConfig } from './governance.js';
+import { configOf, rootOf, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Gateway } from './processes.js';
 
@@ -41,7 +41,8 @@ const TOP = 40;
 const at = (flag: string) => (process.argv.includes(flag) ? process.argv[process.argv.indexOf(flag) + 1] : undefined);
 const configs = (at('--configs') ?? 'plain,governed').split(',').map((c) => c.trim()) as GovernanceConfig[];
 const baseRoot = at('--base-root');
-if (configs.some((c) => c.endsWith('(base)')) && !baseRoot) throw new Error('a "(base)" configuration needs --base-root');
+// Before anything starts: a `… (base)` configuration without --base-root is refused.
+for (const which of configs) rootOf(which, baseRoot);
 if (configs[0] !== 'plain') throw new Error('--configs must start with plain (the others are compared with it)');
 
 const dumps = prepareCounting('bench/governance-instructions.ts', 'callgrind-governance');
@@ -55,7 +56,7 @@ try {
   for (const [i, which] of configs.entries()) {
     const auditFile = join(tmpdir(), `switchboard-bench-audit-${process.pid}-${i}.jsonl`);
     console.log(`starting "${which}" under callgrind …`);
-    const gw = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', wrap: callgrindWrap(dumps, `-${i}`), root: which.endsWith('(base)') ? baseRoot : undefined, extra: configOf(which, collector.url, auditFile) });
+    const gw = await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends: [backend], logLevel: 'default', wrap: callgrindWrap(dumps, `-${i}`), root: rootOf(which, baseRoot), extra: configOf(which, collector.url, auditFile) });
     gateways.push({ which, gw, counted: new CountedGateway(gw.child.pid!, dumps), auditFile });
   }
   const paths = new Map<GovernanceConfig, Path>();

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
-import { configOf, GOVERNANCE_PROFILE_DIR, GOVERNANCE_SHAPES, type GovernanceConfig } from './governance.js';
+import { configOf, GOVERNANCE_PROFILE_DIR, rootOf, GOVERNANCE_SHAPES, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openPath, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { isMainThreadProfile } from './profile.js';
@@ -88,8 +88,7 @@ async function main(): Promise<void> {
       for (const f of readdirSync(dir)) rmSync(join(dir, f), { force: true });
       const auditFile = join(tmpdir(), `switchboard-bench-audit-${process.pid}-${slug(which)}.jsonl`);
       files.push(auditFile);
-      const root = which.endsWith('(base)') ? o.baseRoot : undefined;
-      if (which.endsWith('(base)') && !root) throw new Error(`${which} needs --base-root`);
+      const root = rootOf(which, o.baseRoot);
       gateways.set(which, await startGateway({ redisUrl: redis.url, issuer: oauth.issuer, backends, logLevel: 'default', profileDir: dir, root, built: o.built, extra: configOf(which, sink.url, auditFile) }));
       log(`gateway "${which}" pid ${gateways.get(which)!.child.pid}`);
     }

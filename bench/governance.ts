@@ -120,6 +120,16 @@ export interface GovernanceResults {
   targets: Array<{ shape: Shape; config: GovernanceConfig; figure: string; value: number; target: number; pass: boolean }>;
 }
 
+/**
+ * The checkout a configuration's gateway runs from: `baseRoot` for a `… (base)` one, which
+ * cannot run without it; undefined (this checkout) for any other.
+ */
+export function rootOf(which: string, baseRoot: string | undefined): string | undefined {
+  if (!which.endsWith('(base)')) return undefined;
+  if (!baseRoot) throw new Error(`${which} needs --base-root`);
+  return baseRoot;
+}
+
 /** The extra config of each gateway (merged into bench/processes.ts startGateway's). */
 export function configOf(which: GovernanceConfig, collector: string, auditFile: string): Record<string, unknown> {
   if (which === 'governed (base)') return configOf('governed', collector, auditFile);
@@ -177,7 +187,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
         backends: run.backends,
         logLevel: 'default',
         profileDir: s.profile && which === 'governed' ? GOVERNANCE_PROFILE_DIR : undefined,
-        root: which.endsWith('(base)') ? baseRoot : undefined,
+        root: rootOf(which, baseRoot),
         built: s.built,
         extra: configOf(which, run.collector.url, auditFile),
       });
