@@ -80,6 +80,7 @@ describe('outcome scan', () => {
       '{"jsonrpc":"2.0","id":1,"result":{},}', // a trailing comma
       '{"jsonrpc":"2.0","id":1,"error":{"code":-,"message":"x"}}',
       '{"jsonrpc":"2.0","id":"\\x41","result":{}}', // an escape JSON has not
+      '\ufeff{"jsonrpc":"2.0","id":1,"result":{}}', // a byte order mark before the message
     ];
     for (const text of refused) {
       assert.throws(() => JSON.parse(text), `JSON.parse refuses ${text}`);
