@@ -18,8 +18,10 @@
  * and in a loop a byte of a `Uint8Array` costs V8 under half what a `charCodeAt` does; with the
  * decode gone, the 231-byte answer of the benchmarks scans in 0.90 µs against 0.94–1.0 for the
  * decode and the string scan (bundled, best of 25, docs/performance.md, session of 2026-11-30
- * 04:28 UTC). A long string is crossed by `indexOf` (memchr) after its first
- * {@link SHORT_STRING} bytes.
+ * 04:28 UTC). Strings are crossed by `indexOf` (memchr), not byte by byte: a byte looked at in
+ * JavaScript costs V8 about 30 instructions on this machine, a search about 180 whatever its
+ * length up to a few dozen bytes (13.9 k instructions a scan of that answer before, 11.1 k after,
+ * with the byte loops' literals below: bench/micro-count.ts `scan`).
  *
  * A backend is not trusted, so what is read is read strictly: the values taken (`id`, `method`,
  * `isError`, `code`, `message`) must be well-formed JSON strings, numbers or literals, every
@@ -31,24 +33,21 @@
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const COMMA = 0x2c;
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
 const MINUS = 0x2d;
 const PLUS = 0x2b;
 const DOT = 0x2e;
 const ZERO = 0x30;
 const NINE = 0x39;
-const SPACE = 0x20;
-const TAB = 0x09;
-const LF = 0x0a;
-const CR = 0x0d;
-/** The bytes of a string looked at one by one before the rest is searched with `indexOf`. */
-const SHORT_STRING = 48;
+/*
+ * The loops that run once a byte compare with literals, not with these constants: a module's
+ * top-level constant is a slot of the module's context to V8, loaded and checked on every pass
+ * (utf8-batch-writer.ts says more).
+ */
 /** Where a walk met text that is not JSON. */
 const INVALID = -1;
 /**
@@ -100,32 +99,29 @@ const END = -1;
 
 /** The first index at or after `i` that is not JSON white space. */
 function skipSpace(text: Buffer, i: number): number {
-  for (;;) {
-    const c = byteAt(text, i);
-    if (c !== SPACE && c !== LF && c !== CR && c !== TAB) return i;
-    i++;
+  const n = text.length;
+  for (; i < n; i++) {
+    const c = text[i]!;
+    if (c !== 0x20 /* space */ && c !== 0x0a /* LF */ && c !== 0x0d /* CR */ && c !== 0x09 /* tab */) return i;
   }
+  return n;
 }
 
 /**
- * The index of the quote closing the string that opens at `start`, or INVALID. Its first bytes
- * are looked at one by one, an escape skipping the byte after its backslash; past
- * {@link SHORT_STRING}, each quote `indexOf` finds is the end unless an odd run of backslashes
- * stands before it.
+ * The index of the quote closing the string that opens at `start`, or INVALID: the first quote
+ * `indexOf` finds after it, unless an odd run of backslashes stands before it (then the next).
+ * `indexOf` is memchr behind a fast call: about 180 instructions for a search of 25 bytes on
+ * this machine, where a JavaScript loop over the same bytes took about 700 — a string of more
+ * than a few bytes is cheaper searched than walked (issue 44 part 1, session 29).
  */
 function stringEnd(text: Buffer, start: number): number {
-  const short = Math.min(text.length, start + 1 + SHORT_STRING);
   let j = start + 1;
-  for (; j < short; j++) {
-    const c = byteAt(text, j);
-    if (c === QUOTE) return j;
-    if (c === BACKSLASH) j++;
-  }
   for (;;) {
     j = text.indexOf(QUOTE, j);
     if (j < 0) return INVALID;
+    // The run stops at the opening quote at the latest: no read before `start`.
     let slashes = 0;
-    while (byteAt(text, j - 1 - slashes) === BACKSLASH) slashes++;
+    while (text[j - 1 - slashes] === 0x5c /* \\ */) slashes++;
     if (slashes % 2 === 0) return j;
     j++;
   }
@@ -248,9 +244,9 @@ const NOT_JSON = 2;
 
 function stringForm(text: Buffer, start: number, end: number): typeof PLAIN | typeof ESCAPED | typeof NOT_JSON {
   for (let j = start + 1; j < end; j++) {
-    const c = byteAt(text, j);
+    const c = text[j]!;
     if (c < 0x20) return NOT_JSON;
-    if (c === BACKSLASH) return ESCAPED;
+    if (c === 0x5c /* \\ */) return ESCAPED;
   }
   return PLAIN;
 }
@@ -306,30 +302,36 @@ const LITERALS = [LITERAL.true, LITERAL.false, LITERAL.null];
 /**
  * The index just after the object or array opening at `open`, its brackets matched by kind
  * and strings skipped whole; INVALID when it does not close, closes with the other bracket, or
- * nests deeper than {@link MAX_SKIP_DEPTH}.
+ * nests deeper than {@link MAX_SKIP_DEPTH}. Only the bytes between strings are looked at one by
+ * one: the next string is found by `indexOf`, and crossed by {@link stringEnd}.
  */
 function containerEnd(text: Buffer, open: number): number {
   let objects = 0; // bit k: whether the bracket open at depth k+1 is an object's
   let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    const c = byteAt(text, i);
-    if (c === QUOTE) {
-      i = stringEnd(text, i);
-      if (i < 0) return INVALID;
-    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      if (depth === MAX_SKIP_DEPTH) return INVALID;
-      objects = (objects << 1) | (c === OPEN_OBJECT ? 1 : 0);
-      depth++;
-    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      if ((objects & 1) !== (c === CLOSE_OBJECT ? 1 : 0)) return INVALID;
-      objects >>>= 1;
-      if (--depth === 0) return i + 1;
+  let i = open;
+  for (;;) {
+    const quote = text.indexOf(QUOTE, i);
+    const stop = quote < 0 ? text.length : quote;
+    for (; i < stop; i++) {
+      const c = text[i]!;
+      if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+        if (depth === MAX_SKIP_DEPTH) return INVALID;
+        objects = (objects << 1) | (c === 0x7b ? 1 : 0);
+        depth++;
+      } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+        if ((objects & 1) !== (c === 0x7d ? 1 : 0)) return INVALID;
+        objects >>>= 1;
+        if (--depth === 0) return i + 1;
+      }
     }
+    if (quote < 0) return INVALID;
+    const end = stringEnd(text, quote);
+    if (end < 0) return INVALID;
+    i = end + 1;
   }
-  return INVALID;
 }
 
-const isDigit = (c: number) => c >= ZERO && c <= NINE;
+const isDigit = (c: number) => c >= 0x30 /* 0 */ && c <= 0x39; /* 9 */
 
 /** The index just after the JSON number starting at `i` (RFC 8259 §6's grammar), or INVALID. */
 function numberEnd(text: Buffer, i: number): number {
