@@ -15,6 +15,7 @@ import { Utf8BatchWriter } from '../src/ops/utf8-batch-writer.js';
 import { scanResponse } from '../src/policy/outcome-scan.js';
 import { writeSpan } from '../src/telemetry/otlp-json-spans.js';
 import { RecordedSpan, type SpanSource } from '../src/telemetry/recorded-span.js';
+import { SpanAttributes } from '../src/telemetry/span-attributes.js';
 
 const WARM_CALLS = 30_000;
 /** Inputs differ call to call as a gateway's do (ids), from a fixed set so none is made in the loop. */
@@ -40,7 +41,7 @@ function callSpans(i: number): [RecordedSpan, RecordedSpan] {
   const traceId = hexId(32);
   const started = 1000 + i;
   const tool = { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo', 'gen_ai.operation.name': 'execute_tool', 'jsonrpc.request.id': String(i) };
-  const server = new RecordedSpan(source, 'tools/call echo', SpanKind.SERVER, { traceId, spanId: hexId(16), traceFlags: TraceFlags.SAMPLED }, undefined, {
+  const server = new RecordedSpan(source, 'tools/call echo', SpanKind.SERVER, { traceId, spanId: hexId(16), traceFlags: TraceFlags.SAMPLED }, undefined, SpanAttributes.of({
     ...tool,
     'mcp.session.id': 'a8f3c2e1-7b4d-4e5f-9a1b-2c3d4e5f6a7b',
     'mcp.protocol.version': '2025-11-25',
@@ -51,9 +52,9 @@ function callSpans(i: number): [RecordedSpan, RecordedSpan] {
     'switchboard.backend': 'gov-chunked',
     'client.port': 40000 + i,
     'enduser.pseudo.id': 'Qm9vLWJhci1iYXotcXV4LXF1dXgtY29y',
-  }, undefined, started);
+  }), undefined, started);
   server.ended(started + 1.25);
-  const client = new RecordedSpan(source, 'tools/call echo', SpanKind.CLIENT, { traceId, spanId: hexId(16), traceFlags: TraceFlags.SAMPLED }, server.spanContext(), {
+  const client = new RecordedSpan(source, 'tools/call echo', SpanKind.CLIENT, { traceId, spanId: hexId(16), traceFlags: TraceFlags.SAMPLED }, server.spanContext(), SpanAttributes.of({
     ...tool,
     'mcp.session.id': 'b8f3c2e1-7b4d-4e5f-9a1b-2c3d4e5f6a7b',
     'mcp.protocol.version': '2025-11-25',
@@ -62,7 +63,7 @@ function callSpans(i: number): [RecordedSpan, RecordedSpan] {
     'network.transport': 'tcp',
     'network.protocol.name': 'http',
     'switchboard.backend': 'gov-chunked',
-  }, undefined, started + 0.2);
+  }), undefined, started + 0.2);
   client.ended(started + 1.05);
   return [server, client];
 }

@@ -32,10 +32,11 @@ import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BatchSpanProcessor, TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { DurationHistogram } from '../src/telemetry/duration-histogram.js';
-import { METRIC_KEYS } from '../src/telemetry/mcp-attributes.js';
+import { METRIC_KEYS, METRIC_SLOTS } from '../src/telemetry/mcp-attributes.js';
 import { OtlpJsonTraceSerializer } from '../src/telemetry/otlp-json-spans.js';
 import { OtlpJsonTraceExporter } from '../src/telemetry/otlp-trace-exporter.js';
 import { BoundedSpanQueue } from '../src/telemetry/span-queue.js';
+import { SpanAttributes } from '../src/telemetry/span-attributes.js';
 import { median } from './load.js';
 import { startOtlpSink } from './processes.js';
 
@@ -98,9 +99,9 @@ try {
   const meters = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: url.replace('/v1/traces', '/v1/metrics') }), exportIntervalMillis: 60_000 })] });
   const buckets = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
   const histogram = meters.getMeter('floor').createHistogram('mcp.server.operation.duration', { unit: 's', advice: { explicitBucketBoundaries: buckets } });
-  const ours = new DurationHistogram({ name: 'mcp.server.operation.duration', description: '', keys: METRIC_KEYS, boundaries: buckets });
-  // The span's attributes as the gateway's SpanLife holds them (its 12 and `server.port`): the record reads its 9 metric keys.
-  const span = { ...ATTRIBUTES, 'server.port': 8080 };
+  const ours = new DurationHistogram({ name: 'mcp.server.operation.duration', description: '', keys: METRIC_KEYS, slots: METRIC_SLOTS, boundaries: buckets });
+  // The span's attributes as the gateway's SpanLife holds them (its 12 and `server.port`, in their layout): the record reads its metric slots.
+  const span = SpanAttributes.of({ ...ATTRIBUTES, 'server.port': 8080 }).values;
   const propagator = new W3CTraceContextPropagator();
   const carrier = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
   const runs: Array<[string, () => void | Promise<void>]> = [

@@ -9,10 +9,10 @@
  * attribute keys are fixed and few (`METRIC_KEYS` of mcp-attributes.ts), so a cell is found by
  * one `Map` level per key, keyed by that key's value (`undefined` for absent): a dozen lookups
  * on values the call already holds, no object made, no string built. As in src/ops/hot-metrics.ts
- * for the Prometheus metrics.
+ * for the Prometheus metrics. The values are read from the span's own layout (span-attributes.ts)
+ * at fixed places ({@link AttributeCells.slots}), not by name from objects of many shapes.
  *
- * The same attribute sets as the SDK's: a key absent and a key `undefined` are one set (the
- * attributes given are the span's, whose metric subset never holds `undefined`), and values are
+ * The same attribute sets as the SDK's: a key absent is `undefined` in its slot, and values are
  * told apart by `Map`'s SameValueZero — `1` and `'1'` differ, as their JSON does in the SDK's hash.
  *
  * Cardinality limit, by the OpenTelemetry metrics SDK specification ("Cardinality limits",
@@ -24,7 +24,8 @@
  */
 
 export type AttributeValue = string | number | boolean;
-export type AttributeSet = Readonly<Record<string, AttributeValue | undefined>>;
+/** A measurement's attribute values, each of the stream's keys at its slot (other places are not read). */
+export type AttributeValues = ArrayLike<AttributeValue | undefined>;
 
 /** The SDK's default cardinality limit per metric stream (`MetricCollector.selectCardinalityLimit`). */
 export const DEFAULT_CARDINALITY_LIMIT = 2000;
@@ -51,21 +52,24 @@ export class AttributeCells<Cell> {
   constructor(
     /** The attribute keys of the stream, in the order the exported attributes list them. */
     readonly keys: readonly string[],
+    /** Where each key's value is in a measurement's {@link AttributeValues}. */
+    readonly slots: readonly number[],
     /** A new cell for an attribute set (only the keys above, absent ones left out). */
     private readonly create: (attributes: Record<string, AttributeValue>) => Cell,
     private readonly options: CellOptions = {},
   ) {
     if (keys.length < 1) throw new Error('a metric stream needs at least one attribute key');
+    if (slots.length !== keys.length) throw new Error('a metric stream needs a slot for each attribute key');
     this.#last = keys.length - 1;
     this.#own = Math.max(0, (options.cardinalityLimit ?? DEFAULT_CARDINALITY_LIMIT) - 1);
   }
 
-  /** The cell of the set the given attributes hold on {@link keys} (other keys are not read), made on first use. */
-  at(attributes: AttributeSet): Cell {
-    const keys = this.keys;
+  /** The cell of the set the given values hold at {@link slots} (other places are not read), made on first use. */
+  at(values: AttributeValues): Cell {
+    const slots = this.slots;
     let level = this.#root;
     for (let i = 0; i < this.#last; i++) {
-      const value = attributes[keys[i]!];
+      const value = values[slots[i]!];
       let next = level.get(value) as Level | undefined;
       if (next === undefined) {
         if (this.#cells.length >= this.#own) return this.#overflowCell();
@@ -73,15 +77,15 @@ export class AttributeCells<Cell> {
       }
       level = next;
     }
-    const value = attributes[keys[this.#last]!];
+    const value = values[slots[this.#last]!];
     const cell = level.get(value) as Cell | undefined;
-    return cell ?? this.#add(level, value, attributes);
+    return cell ?? this.#add(level, value, values);
   }
 
-  #add(level: Level, value: AttributeValue | undefined, attributes: AttributeSet): Cell {
+  #add(level: Level, value: AttributeValue | undefined, values: AttributeValues): Cell {
     if (this.#cells.length >= this.#own) return this.#overflowCell();
     const own: Record<string, AttributeValue> = {};
-    for (const key of this.keys) if (attributes[key] !== undefined) own[key] = attributes[key]!;
+    for (let i = 0; i < this.keys.length; i++) if (values[this.slots[i]!] !== undefined) own[this.keys[i]!] = values[this.slots[i]!]!;
     const cell = this.create(own);
     level.set(value, cell);
     this.#cells.push(cell);

@@ -19,7 +19,7 @@
 import { ValueType, type HrTime } from '@opentelemetry/api';
 import { millisToHrTime } from '@opentelemetry/core';
 import { AggregationTemporality, DataPointType, InstrumentType, type DataPoint, type Histogram, type HistogramMetricData, type MetricDescriptor } from '@opentelemetry/sdk-metrics';
-import { AttributeCells, type AttributeSet, type AttributeValue, type CellOptions } from './attribute-cells.js';
+import { AttributeCells, type AttributeValue, type AttributeValues, type CellOptions } from './attribute-cells.js';
 
 /** One attribute set's aggregation: the SDK's `HistogramAccumulation`, cumulative from `startTime`. */
 class HistogramCell {
@@ -79,8 +79,10 @@ export interface DurationHistogramOptions extends CellOptions {
   description: string;
   /** Upper bounds of the buckets, ascending (the instrument's `explicitBucketBoundaries` advice). */
   boundaries: readonly number[];
-  /** The attribute keys recorded, in the order the exported attributes list them; any other key of a record's attributes is not read. */
+  /** The attribute keys recorded, in the order the exported attributes list them. */
   keys: readonly string[];
+  /** Where each key's value is in a record's values (a span's layout: `METRIC_SLOTS`); by default the keys' own order. */
+  slots?: readonly number[];
   unit?: string;
 }
 
@@ -92,13 +94,14 @@ export class DurationHistogram {
   constructor(options: DurationHistogramOptions) {
     const boundaries = [...options.boundaries].sort((a, b) => a - b);
     this.descriptor = { name: options.name, type: InstrumentType.HISTOGRAM, description: options.description, unit: options.unit ?? 's', valueType: ValueType.DOUBLE, advice: { explicitBucketBoundaries: [...options.boundaries] } };
-    this.#cells = new AttributeCells(options.keys, (attributes) => new HistogramCell(attributes, boundaries), options);
+    const slots = options.slots ?? options.keys.map((_, i) => i);
+    this.#cells = new AttributeCells(options.keys, slots, (attributes) => new HistogramCell(attributes, boundaries), options);
   }
 
-  /** One measurement; `attributes` may hold more keys than the histogram's (a span's): only its keys are read. */
-  record(value: number, attributes: AttributeSet): void {
+  /** One measurement; `values` may hold more than the histogram's attributes (a span's layout): only its slots are read. */
+  record(value: number, values: AttributeValues): void {
     if (typeof value !== 'number' || value < 0) return;
-    this.#cells.at(attributes).record(value);
+    this.#cells.at(values).record(value);
   }
 
   /** The metric with a cumulative point per attribute set, or undefined before the first record (the SDK exports no metric without points). */

@@ -4,6 +4,7 @@
  * spans), read from what the gateway already parsed: nothing else of the message is looked at.
  */
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
+import { SLOT, SpanAttributes, type SpanKey } from './span-attributes.js';
 
 export type Attributes = Record<string, string | number | boolean>;
 
@@ -13,25 +14,27 @@ const URI_METHODS: ReadonlySet<string> = new Set(['resources/read', 'resources/s
 /**
  * Span name `{mcp.method.name} {target}` — target the tool or prompt name, else the method
  * alone (the resource URI is not a target by default: high cardinality) — and the attributes
- * the message itself gives.
+ * the message itself gives, in a span's layout (span-attributes.ts).
  */
-export function describeMessage(m: JsonRpcMessage): { name: string; attributes: Attributes } {
+export function describeMessage(m: JsonRpcMessage): { name: string; attributes: SpanAttributes } {
   const method = m.method ?? '';
   const params = (m.params ?? {}) as Record<string, unknown>;
-  const attributes: Attributes = { 'mcp.method.name': method };
+  const attributes = new SpanAttributes();
+  const values = attributes.values;
+  values[SLOT['mcp.method.name']] = method;
   let target: string | undefined;
   if (method === 'tools/call' && typeof params.name === 'string') {
     target = params.name;
-    attributes['gen_ai.tool.name'] = target;
+    values[SLOT['gen_ai.tool.name']] = target;
     // Only on tools/call (the convention's note: SHOULD NOT be set otherwise).
-    attributes['gen_ai.operation.name'] = 'execute_tool';
+    values[SLOT['gen_ai.operation.name']] = 'execute_tool';
   } else if (method === 'prompts/get' && typeof params.name === 'string') {
     target = params.name;
-    attributes['gen_ai.prompt.name'] = target;
+    values[SLOT['gen_ai.prompt.name']] = target;
   }
-  if (URI_METHODS.has(method) && typeof params.uri === 'string') attributes['mcp.resource.uri'] = params.uri;
+  if (URI_METHODS.has(method) && typeof params.uri === 'string') values[SLOT['mcp.resource.uri']] = params.uri;
   // Not captured for a null or absent id (the convention's note on jsonrpc.request.id).
-  if (typeof m.id === 'string' || typeof m.id === 'number') attributes['jsonrpc.request.id'] = String(m.id);
+  if (typeof m.id === 'string' || typeof m.id === 'number') values[SLOT['jsonrpc.request.id']] = String(m.id);
   return { name: target === undefined ? method : `${method} ${target}`, attributes };
 }
 
@@ -40,29 +43,32 @@ export function describeMessage(m: JsonRpcMessage): { name: string; attributes: 
  * to its code (as a string) and the status description to its message; a tool result with
  * `isError: true` sets `error.type` to `tool_error`. Undefined for a success.
  */
-export function responseError(m: JsonRpcMessage): { attributes: Attributes; message?: string } | undefined {
+export function responseError(m: JsonRpcMessage): { type: string; statusCode?: string; message?: string } | undefined {
   if (m.error) {
     const code = String(m.error.code);
-    return { attributes: { 'error.type': code, 'rpc.response.status_code': code }, message: typeof m.error.message === 'string' ? m.error.message : undefined };
+    return { type: code, statusCode: code, message: typeof m.error.message === 'string' ? m.error.message : undefined };
   }
   const result = m.result as { isError?: unknown } | undefined;
-  if (result?.isError === true) return { attributes: { 'error.type': 'tool_error' } };
+  if (result?.isError === true) return { type: 'tool_error' };
   return undefined;
 }
 
 /**
  * The attributes of a span the convention keeps on its duration metrics (no session id, URI or
- * request id), in the order the metric's attributes list them (duration-histogram.ts reads these
- * keys straight from a span's attributes).
+ * request id), in the order the metric's attributes list them.
  */
-export const METRIC_KEYS: readonly string[] = [
+export const METRIC_KEYS: readonly SpanKey[] = [
   'mcp.method.name', 'gen_ai.tool.name', 'gen_ai.prompt.name', 'gen_ai.operation.name', 'error.type', 'rpc.response.status_code',
   'mcp.protocol.version', 'network.transport', 'network.protocol.name', 'network.protocol.version', 'server.address', 'server.port', 'switchboard.backend',
 ];
 
-export function metricAttributes(span: Attributes): Attributes {
+/** Where each of {@link METRIC_KEYS} is in a span's layout: what the duration histograms read (duration-histogram.ts). */
+export const METRIC_SLOTS: readonly number[] = METRIC_KEYS.map((key) => SLOT[key]);
+
+/** A span's metric attributes as an object (what the SDK's histogram was given per record: the tests' reference). */
+export function metricAttributes(span: SpanAttributes): Attributes {
   const out: Attributes = {};
-  for (const key of METRIC_KEYS) if (span[key] !== undefined) out[key] = span[key]!;
+  for (const key of METRIC_KEYS) if (span.get(key) !== undefined) out[key] = span.get(key)!;
   return out;
 }
 
@@ -74,7 +80,7 @@ export function cappedJson(value: unknown, maxBytes: number): string {
 }
 
 /** `server.address` and `server.port` of a backend URL (the port its scheme implies when absent). */
-export function serverOf(url: string | undefined): Attributes {
+export function serverOf(url: string | undefined): { 'server.address'?: string; 'server.port'?: number } {
   if (!url || !URL.canParse(url)) return {};
   const u = new URL(url);
   const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;

@@ -33,11 +33,12 @@ import { headerValue } from '../wire/headers.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { DurationHistogram } from './duration-histogram.js';
-import { cappedJson, describeMessage, METRIC_KEYS, responseError, serverOf, type Attributes } from './mcp-attributes.js';
+import { cappedJson, describeMessage, METRIC_KEYS, METRIC_SLOTS, responseError, serverOf } from './mcp-attributes.js';
 import { HistogramProducer } from './metric-producer.js';
 import { OtlpJsonTraceExporter } from './otlp-trace-exporter.js';
 import { RecordedSpan, type SpanSource } from './recorded-span.js';
 import { RootSampling } from './root-sampling.js';
+import { SLOT, type SpanAttributes } from './span-attributes.js';
 import { BoundedSpanQueue, spanQueueLimits } from './span-queue.js';
 import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
 
@@ -59,11 +60,11 @@ const SESSION_KEYS = ['network.transport', 'network.protocol.name', 'mcp.protoco
 
 /** The convention's three duration histograms; an attribute set beyond the cardinality limit is logged once per histogram. */
 function durationHistograms(log: FastifyBaseLogger): Instruments {
-  const histogram = (name: string, description: string, keys: readonly string[]) =>
-    new DurationHistogram({ name, description, keys, boundaries: MCP_DURATION_BUCKETS, onOverflow: () => log.warn({ metric: name }, 'OpenTelemetry metric over its cardinality limit: further attribute sets are counted under otel.metric.overflow=true') });
+  const histogram = (name: string, description: string, keys: readonly string[], slots?: readonly number[]) =>
+    new DurationHistogram({ name, description, keys, slots, boundaries: MCP_DURATION_BUCKETS, onOverflow: () => log.warn({ metric: name }, 'OpenTelemetry metric over its cardinality limit: further attribute sets are counted under otel.metric.overflow=true') });
   return {
-    server: histogram('mcp.server.operation.duration', 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.', METRIC_KEYS),
-    client: histogram('mcp.client.operation.duration', 'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.', METRIC_KEYS),
+    server: histogram('mcp.server.operation.duration', 'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.', METRIC_KEYS, METRIC_SLOTS),
+    client: histogram('mcp.client.operation.duration', 'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.', METRIC_KEYS, METRIC_SLOTS),
     session: histogram('mcp.server.session.duration', 'The duration of the MCP session as observed on the MCP server.', SESSION_KEYS),
   };
 }
@@ -99,9 +100,8 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
     server: (request, message, backend) => startServerSpan(spans, { request, message, backend }),
     client: (target, message, parent, session, server) => startClientSpan(spans, { target, message, parent, session, server }),
     sessionEnded: (createdAt, protocolVersion) => {
-      const attributes: Attributes = { 'network.transport': 'tcp', 'network.protocol.name': 'http' };
-      if (protocolVersion) attributes['mcp.protocol.version'] = protocolVersion;
-      instruments.session.record(Math.max(0, Date.now() - createdAt) / 1000, attributes);
+      // SESSION_KEYS' values, in their order.
+      instruments.session.record(Math.max(0, Date.now() - createdAt) / 1000, ['tcp', 'http', protocolVersion || undefined]);
     },
     auditSink: async () => (await import('./audit-logs.js')).createAuditLogSink(endpoint, headers, resource, packageVersion()),
     shutdown: async () => {
@@ -149,7 +149,7 @@ class SpanLife implements ServerScope, ClientScope {
     readonly context: SpanContext | undefined,
     /** The record to export: only a sampled span has one. */
     private readonly record: RecordedSpan | undefined,
-    readonly attributes: Attributes,
+    readonly attributes: SpanAttributes,
     private readonly histogram: DurationHistogram,
     baggage: string | undefined,
     started: number,
@@ -171,32 +171,36 @@ class SpanLife implements ServerScope, ClientScope {
     if (this.#ended || this.#failed) return;
     const error = responseError(message);
     if (error) {
-      this.#fail(error.attributes, error.message);
+      this.#fail(error.type, error.statusCode, error.message);
       return;
     }
     const { config } = this.spans;
-    if (config.recordContent && this.record && this.attributes['mcp.method.name'] === 'tools/call' && message.result !== undefined) {
-      this.attributes['gen_ai.tool.call.result'] = cappedJson(message.result, config.contentMaxBytes);
+    const values = this.attributes.values;
+    if (config.recordContent && this.record && values[SLOT['mcp.method.name']] === 'tools/call' && message.result !== undefined) {
+      values[SLOT['gen_ai.tool.call.result']] = cappedJson(message.result, config.contentMaxBytes);
     }
   }
 
   /** `failure`: the `error.type` when no response came, or the gateway's own outcome (those in NOT_FAILED are none). */
   end(failure?: string): void {
     if (this.#ended) return;
-    if (failure && !this.#failed && !NOT_FAILED.has(failure)) this.#fail({ 'error.type': failure });
+    if (failure && !this.#failed && !NOT_FAILED.has(failure)) this.#fail(failure);
     this.#ended = true;
     const now = performance.now();
     if (this.record) {
       this.record.ended(now);
       this.spans.queue.onEnd(this.record);
     }
-    // The span's attributes as they are: the histogram reads only its keys (METRIC_KEYS), no copy made.
-    this.histogram.record((now - this.#started) / 1000, this.attributes);
+    // The span's attributes as they are: the histogram reads only its slots (METRIC_SLOTS), no copy made.
+    this.histogram.record((now - this.#started) / 1000, this.attributes.values);
   }
 
-  #fail(attributes: Attributes, message?: string): void {
+  /** `error.type`, and `rpc.response.status_code` for a JSON-RPC error; the status ERROR, described by `message`. */
+  #fail(type: string, statusCode?: string, message?: string): void {
     this.#failed = true;
-    Object.assign(this.attributes, attributes);
+    const values = this.attributes.values;
+    values[SLOT['error.type']] = type;
+    if (statusCode !== undefined) values[SLOT['rpc.response.status_code']] = statusCode;
     this.record?.failed(message);
   }
 }
@@ -213,23 +217,24 @@ function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: Js
   // address, port, session and user are not looked up (issue 44 part 1: metrics only).
   const recorded = isRecorded(context);
   const { name, attributes } = describeMessage(message);
+  const values = attributes.values;
   const version = headerValue(request.headers[HEADER.protocolVersion]);
   if (recorded) {
     const session = headerValue(request.headers[HEADER.sessionId]);
-    if (session) attributes['mcp.session.id'] = session;
+    if (session) values[SLOT['mcp.session.id']] = session;
   }
-  if (version) attributes['mcp.protocol.version'] = version;
-  if (recorded) attributes['client.address'] = request.ip;
-  attributes['network.transport'] = 'tcp';
-  attributes['network.protocol.name'] = 'http';
-  attributes['network.protocol.version'] = request.raw.httpVersion;
-  attributes['switchboard.backend'] = p.backend;
+  if (version) values[SLOT['mcp.protocol.version']] = version;
+  if (recorded) values[SLOT['client.address']] = request.ip;
+  values[SLOT['network.transport']] = 'tcp';
+  values[SLOT['network.protocol.name']] = 'http';
+  values[SLOT['network.protocol.version']] = request.raw.httpVersion;
+  values[SLOT['switchboard.backend']] = p.backend;
   if (recorded) {
-    if (request.socket?.remotePort !== undefined) attributes['client.port'] = request.socket.remotePort;
+    values[SLOT['client.port']] = request.socket?.remotePort;
     const principal = request.principal;
     if (principal) {
-      if (spans.config.user === 'sub') attributes['user.id'] = principal.sub;
-      else attributes['enduser.pseudo.id'] = principal.userKey;
+      if (spans.config.user === 'sub') values[SLOT['user.id']] = principal.sub;
+      else values[SLOT['enduser.pseudo.id']] = principal.userKey;
     }
   }
   return startSpan(spans, spans.instruments.server, { name, kind: SpanKind.SERVER, attributes, links, message, started }, parent, context);
@@ -274,7 +279,7 @@ function isRecorded(context: SpanContext | undefined): context is SpanContext {
 function startSpan(
   spans: Spans,
   histogram: DurationHistogram,
-  s: { name: string; kind: SpanKind; attributes: Attributes; links?: Link[]; message: JsonRpcMessage; started: number },
+  s: { name: string; kind: SpanKind; attributes: SpanAttributes; links?: Link[]; message: JsonRpcMessage; started: number },
   parent: Parent,
   context: SpanContext | undefined,
 ): SpanLife {
@@ -330,12 +335,15 @@ function parentOf(ctx: Context): Parent {
 function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; server?: CallTrace }): ClientScope {
   const started = performance.now();
   const { name, attributes } = describeMessage(p.message);
-  if (p.session.id) attributes['mcp.session.id'] = p.session.id;
-  if (p.session.protocolVersion) attributes['mcp.protocol.version'] = p.session.protocolVersion;
-  Object.assign(attributes, serverOfTarget(p.target));
-  attributes['network.transport'] = 'tcp';
-  attributes['network.protocol.name'] = 'http';
-  attributes['switchboard.backend'] = p.target.name;
+  const values = attributes.values;
+  if (p.session.id) values[SLOT['mcp.session.id']] = p.session.id;
+  if (p.session.protocolVersion) values[SLOT['mcp.protocol.version']] = p.session.protocolVersion;
+  const server = serverOfTarget(p.target);
+  values[SLOT['server.address']] = server['server.address'];
+  values[SLOT['server.port']] = server['server.port'];
+  values[SLOT['network.transport']] = 'tcp';
+  values[SLOT['network.protocol.name']] = 'http';
+  values[SLOT['switchboard.backend']] = p.target.name;
   const parent = clientParent(p.parent, p.server);
   return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, parent, spanContextOf(spans.roots, parent, p.server?.unsampledRoot === true));
 }
@@ -358,17 +366,17 @@ function clientParent(text: TraceHeaders, server: CallTrace | undefined): Parent
 }
 
 /** `server.address`/`server.port` of each backend client's target, read from its URL once (not per call). */
-const targetAttributes = new WeakMap<ClientTarget, Attributes>();
+const targetAttributes = new WeakMap<ClientTarget, ReturnType<typeof serverOf>>();
 
-function serverOfTarget(target: ClientTarget): Attributes {
+function serverOfTarget(target: ClientTarget): ReturnType<typeof serverOf> {
   let attributes = targetAttributes.get(target);
   if (!attributes) targetAttributes.set(target, (attributes = serverOf(target.url)));
   return attributes;
 }
 
 /** Opt-in (`recordContent`): a tool call's arguments, capped — only on a span that is recorded. */
-function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, attributes: Attributes): void {
+function contentAttributes(config: TelemetryConfig, message: JsonRpcMessage, attributes: SpanAttributes): void {
   if (!config.recordContent || message.method !== 'tools/call') return;
   const args = (message.params as { arguments?: unknown } | undefined)?.arguments;
-  if (args !== undefined) attributes['gen_ai.tool.call.arguments'] = cappedJson(args, config.contentMaxBytes);
+  if (args !== undefined) attributes.values[SLOT['gen_ai.tool.call.arguments']] = cappedJson(args, config.contentMaxBytes);
 }

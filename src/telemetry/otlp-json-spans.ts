@@ -24,8 +24,8 @@
 import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
-import type { EncodableSpan } from './recorded-span.js';
-import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber } from './otlp-json-values.js';
+import { RecordedSpan, type EncodableSpan } from './recorded-span.js';
+import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber, writeSpanAttributes } from './otlp-json-values.js';
 import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
 const HAS_IS_REMOTE = 0x100;
@@ -167,7 +167,9 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   w.bytes(PIECE.endTime);
   writeNanos(s.endTime, w);
   w.bytes(PIECE.attributes);
-  writeKeyValues(s.attributes, w);
+  // The gateway's own span: its attributes from their layout, each key's encodings found by its slot.
+  if (s instanceof RecordedSpan) writeSpanAttributes(s.own.values, w);
+  else writeKeyValues(s.attributes, w);
   if (s.droppedAttributesCount === 0 && s.events.length === 0 && s.droppedEventsCount === 0) w.bytes(PIECE.noEvents);
   else {
     w.bytes(PIECE.droppedAttributes);

@@ -21,6 +21,7 @@
  */
 import type { HrTime } from '@opentelemetry/api';
 import { NEEDS_ESCAPE, type Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
+import { SPAN_KEYS } from './span-attributes.js';
 
 /** A JSON string literal, exactly as `JSON.stringify` writes it; without a copy when nothing needs escaping. */
 export function jsonString(s: string): string {
@@ -177,8 +178,31 @@ export function writeKeyValues(attributes: Record<string, unknown>, w: Utf8Batch
 const INT_VALUE = Buffer.from('{"intValue":');
 const CLOSE_TWO = Buffer.from('}}');
 
+/** Each span attribute's encodings, by its slot (span-attributes.ts): found without a lookup by name. */
+const SLOT_ENCODINGS: readonly KeyEncodings[] = SPAN_KEYS.map((key) => encodingsOf(key));
+
+/**
+ * A gateway span's attributes (span-attributes.ts), as {@link writeKeyValues} writes the object of
+ * the same attributes: each slot that holds a value, in the slots' order, as its `KeyValue`.
+ */
+export function writeSpanAttributes(values: readonly unknown[], w: Utf8BatchWriter): void {
+  w.byte(0x5b /* [ */);
+  let first = true;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (value === undefined) continue;
+    if (!first) w.byte(0x2c /* , */);
+    first = false;
+    writeEncodedKeyValue(SLOT_ENCODINGS[i]!, value, w);
+  }
+  w.byte(0x5d /* ] */);
+}
+
 function writeKeyValue(key: string, value: unknown, w: Utf8BatchWriter): void {
-  const encodings = encodingsOf(key);
+  writeEncodedKeyValue(encodingsOf(key), value, w);
+}
+
+function writeEncodedKeyValue(encodings: KeyEncodings, value: unknown, w: Utf8BatchWriter): void {
   if (typeof value !== 'string') {
     w.bytes(encodings.openingBytes);
     if (Number.isInteger(value)) {

@@ -5,9 +5,9 @@
  * for an answer the gateway already knew (otel-sdk.ts startSpan), each attribute set copied and
  * sanitised, a `Context` made per span, clock reads turned into `HrTime`s at once.
  *
- * This record holds what an exported span is made of and nothing else: the attribute object the
- * gateway built (not copied: the gateway's attributes are strings, numbers and booleans by type,
- * mcp-attributes.ts), its context, its parent's, the status, and two clock readings taken with
+ * This record holds what an exported span is made of and nothing else: the attributes the
+ * gateway set in their layout (span-attributes.ts; not copied: the gateway's attributes are
+ * strings and numbers by type), its context, its parent's, the status, and two clock readings taken with
  * `performance.now()`, turned into epoch `HrTime`s only when the batch is encoded, off the call's
  * path. It has the fields of the SDK's `ReadableSpan` the OTLP encoder reads
  * ({@link EncodableSpan}), so the encoder (otlp-json-spans.ts) and the queue (span-queue.ts)
@@ -24,7 +24,7 @@ import { SpanStatusCode, type HrTime, type Link, type SpanContext, type SpanKind
 import { addHrTimes, millisToHrTime, type InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
-import type { Attributes } from './mcp-attributes.js';
+import type { SpanAttributes } from './span-attributes.js';
 
 /** What the OTLP/JSON encoder and the span queue read of an ended span: fields the SDK's `ReadableSpan` has too. */
 export type EncodableSpan = Pick<
@@ -80,8 +80,8 @@ export class RecordedSpan implements EncodableSpan {
     private readonly context: SpanContext,
     /** Undefined for a root; `isRemote` when it came from the client or an HTTP header. */
     readonly parentSpanContext: SpanContext | undefined,
-    /** The gateway's own attribute object, shared with the span's histogram (SpanLife). */
-    readonly attributes: Attributes,
+    /** The gateway's own attributes, shared with the span's histogram (SpanLife); written by the encoder from their layout (otlp-json-spans.ts). */
+    readonly own: SpanAttributes,
     links: Link[] | undefined,
     private readonly startMs: number,
   ) {
@@ -91,6 +91,11 @@ export class RecordedSpan implements EncodableSpan {
 
   spanContext(): SpanContext {
     return this.context;
+  }
+
+  /** The attributes as the SDK's span holds them (an object, in the layout's order): for readers other than the encoder, and tests. */
+  get attributes(): Record<string, string | number | boolean> {
+    return this.own.toObject();
   }
 
   get resource(): Resource {

@@ -16,7 +16,8 @@ import { hrTimeToMilliseconds } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, MetricReader, type CollectionResult, type MetricProducer } from '@opentelemetry/sdk-metrics';
 import { DurationHistogram } from '../../src/telemetry/duration-histogram.js';
-import { METRIC_KEYS, metricAttributes, type Attributes } from '../../src/telemetry/mcp-attributes.js';
+import { METRIC_KEYS, METRIC_SLOTS, metricAttributes, type Attributes } from '../../src/telemetry/mcp-attributes.js';
+import { SpanAttributes } from '../../src/telemetry/span-attributes.js';
 import { HistogramProducer } from '../../src/telemetry/metric-producer.js';
 import { MCP_DURATION_BUCKETS } from '../../src/telemetry/otel-sdk.js';
 
@@ -43,16 +44,23 @@ function pair(cardinalityLimit = 2000): Pair {
   const meter = new MeterProvider({ resource, readers: [sdkReader] }).getMeter(SCOPE.name, SCOPE.version);
   const sdkHistogram = (m: { name: string; description: string }) => meter.createHistogram(m.name, { unit: 's', description: m.description, advice: { explicitBucketBoundaries: MCP_DURATION_BUCKETS } });
   const sdk = { server: sdkHistogram(SERVER), client: sdkHistogram(CLIENT), session: sdkHistogram(SESSION) };
-  const ourHistogram = (m: { name: string; description: string }, keys: readonly string[]) => new DurationHistogram({ ...m, keys, boundaries: MCP_DURATION_BUCKETS, cardinalityLimit });
-  const ours = { server: ourHistogram(SERVER, METRIC_KEYS), client: ourHistogram(CLIENT, METRIC_KEYS), session: ourHistogram(SESSION, SESSION_KEYS) };
+  const ourHistogram = (m: { name: string; description: string }, keys: readonly string[], slots?: readonly number[]) => new DurationHistogram({ ...m, keys, slots, boundaries: MCP_DURATION_BUCKETS, cardinalityLimit });
+  const ours = { server: ourHistogram(SERVER, METRIC_KEYS, METRIC_SLOTS), client: ourHistogram(CLIENT, METRIC_KEYS, METRIC_SLOTS), session: ourHistogram(SESSION, SESSION_KEYS) };
   const producer: MetricProducer = new HistogramProducer(SCOPE, [ours.server, ours.client, ours.session], resource);
   const ourReader = new Reader({ metricProducers: [producer] });
   new MeterProvider({ resource, readers: [ourReader] });
   return {
     record(metric, value, span) {
       // As otel-sdk.ts recorded before: a new object of the metric attributes per record.
-      sdk[metric].record(value, metric === 'session' ? { ...span } : metricAttributes(span));
-      ours[metric].record(value, span);
+      // Ours as otel-sdk.ts records now: the span's layout (span-attributes.ts), or the session's three values in SESSION_KEYS' order.
+      if (metric === 'session') {
+        sdk.session.record(value, { ...span });
+        ours.session.record(value, SESSION_KEYS.map((key) => span[key]));
+        return;
+      }
+      const attributes = SpanAttributes.of(span);
+      sdk[metric].record(value, metricAttributes(attributes));
+      ours[metric].record(value, attributes.values);
     },
     collect: async () => ({ sdk: await sdkReader.collect(), ours: await ourReader.collect() }),
   };
@@ -151,8 +159,8 @@ test('beyond the cardinality limit, further sets share one otel.metric.overflow=
 
 test('overflow is told once, and a full histogram adds no cell for a new set', () => {
   let told = 0;
-  const h = new DurationHistogram({ ...SERVER, keys: METRIC_KEYS, boundaries: MCP_DURATION_BUCKETS, cardinalityLimit: 3, onOverflow: () => told++ });
-  for (let i = 0; i < 100; i++) h.record(0.1, { ...SPAN, 'gen_ai.tool.name': `t${i}` });
+  const h = new DurationHistogram({ ...SERVER, keys: METRIC_KEYS, slots: METRIC_SLOTS, boundaries: MCP_DURATION_BUCKETS, cardinalityLimit: 3, onOverflow: () => told++ });
+  for (let i = 0; i < 100; i++) h.record(0.1, SpanAttributes.of({ ...SPAN, 'gen_ai.tool.name': `t${i}` }).values);
   const metric = h.collect([0, 0])!;
   assert.equal(told, 1);
   assert.equal(metric.dataPoints.length, 3);

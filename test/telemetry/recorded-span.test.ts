@@ -13,6 +13,7 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, ParentBasedSampler, TracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { traceRequestJson } from '../../src/telemetry/otlp-json-spans.js';
+import { SpanAttributes } from '../../src/telemetry/span-attributes.js';
 import { RecordedSpan, type EncodableSpan } from '../../src/telemetry/recorded-span.js';
 
 const resource = resourceFromAttributes({ 'service.name': 'switchboard', 'service.instance.id': 'one' });
@@ -54,7 +55,8 @@ for (const c of cases) {
     const parent = 'parent' in c ? c.parent : undefined;
     const traceId = parent?.traceId ?? '5b8efff798038103d269b633813fc60c';
     const spanId = 'eee19b7ec3c1b174';
-    const attributes = { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo', 'client.port': 51234, 'x.bool': true, 'x.double': 0.5 };
+    // In the layout's order (span-attributes.ts), which the SDK's serializer keeps for its object.
+    const attributes = { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo', 'client.port': 51234, 'switchboard.backend': 'crm' };
     const links = 'links' in c ? [...c.links] : undefined;
     const error = 'error' in c ? c.error : undefined;
     const startMs = 1234.5678;
@@ -62,7 +64,7 @@ for (const c of cases) {
     const sdk = sdkSpan({ parent, traceId, spanId, kind: c.kind, attributes, links, startMs, endMs, error });
 
     const context: SpanContext = { traceId, spanId, traceFlags: TraceFlags.SAMPLED, traceState: parent?.traceState };
-    const recorded = new RecordedSpan({ resource, instrumentationScope: scope }, 'tools/call echo', c.kind, context, parent, { ...attributes }, links, startMs);
+    const recorded = new RecordedSpan({ resource, instrumentationScope: scope }, 'tools/call echo', c.kind, context, parent, SpanAttributes.of(attributes), links, startMs);
     if (error !== undefined) recorded.failed(error ?? undefined);
     recorded.ended(endMs);
 
@@ -71,10 +73,14 @@ for (const c of cases) {
   });
 }
 
-test('the record keeps the attribute object it was given (shared with the histogram), not a copy', () => {
-  const attributes: Record<string, string> = { 'mcp.method.name': 'ping' };
+test('the record keeps the attributes it was given (shared with the histogram), not a copy', () => {
+  const attributes = SpanAttributes.of({ 'mcp.method.name': 'ping' });
   const recorded = new RecordedSpan({ resource, instrumentationScope: scope }, 'ping', SpanKind.SERVER, localParent, undefined, attributes, undefined, 1);
-  attributes['error.type'] = '-32601';
+  attributes.set('error.type', '-32601');
   assert.equal(recorded.attributes['error.type'], '-32601');
+  assert.deepEqual(JSON.parse(traceRequestJson([recorded])).resourceSpans[0].scopeSpans[0].spans[0].attributes, [
+    { key: 'mcp.method.name', value: { stringValue: 'ping' } },
+    { key: 'error.type', value: { stringValue: '-32601' } },
+  ]);
   assert.equal(recorded.status.code, SpanStatusCode.UNSET);
 });
