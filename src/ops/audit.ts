@@ -14,7 +14,9 @@
 import { hash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { openAuditFile } from './audit-file.js';
+import { AuditLineWriter, type LineExtras } from './audit-line.js';
 import { canonicalJson } from './canonical-json.js';
+import { isoTime } from './logger.js';
 import { Utf8BatchWriter } from './utf8-batch-writer.js';
 
 export const AUDIT_SCHEMA = 'switchboard.audit/v1';
@@ -99,45 +101,6 @@ export interface AuditSink {
   end?(done?: () => void): unknown;
 }
 
-/**
- * The record's time, as `new Date().toISOString()` writes it. Its text up to the seconds is
- * made once per second and the milliseconds appended (issue 44 part 1: at a few thousand
- * records a second the millisecond changes on nearly every record, so caching the whole text
- * per millisecond saved little).
- */
-let lastSecond = Number.NaN;
-let secondPrefix = '';
-
-function isoNow(): string {
-  return isoTime(Date.now());
-}
-
-/** `new Date(ms).toISOString()`, through the per-second prefix (exported for its test). */
-export function isoTime(ms: number): string {
-  const second = Math.floor(ms / 1000);
-  if (second !== lastSecond) {
-    lastSecond = second;
-    // "2026-11-29T23:54:16." of "2026-11-29T23:54:16.000Z" (years 0–9999: the fixed-width form).
-    secondPrefix = new Date(second * 1000).toISOString().slice(0, -4);
-  }
-  const millis = ms - second * 1000;
-  return `${secondPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
-}
-
-/** Each member's opening (`,"name":`), encoded once: copied as bytes, not character by character. */
-const MEMBERS = ['tenant', 'session', 'endpoint', 'backend', 'method', 'requestId', 'tool', 'prompt', 'uri', 'arguments', 'approval', 'code', 'traceId', 'user', 'claims', 'decision', 'rule', 'outcome', 'durationMs'] as const;
-const OPEN = Object.fromEntries(MEMBERS.map((name) => [name, Buffer.from(`,"${name}":`)])) as Record<(typeof MEMBERS)[number], Buffer>;
-
-/** `opening` (`,"name":`) and the value as JSON.stringify writes a member, or nothing when the value is undefined (left out, as JSON.stringify does). */
-function member(w: Utf8BatchWriter, opening: Buffer, value: unknown): void {
-  if (value === undefined) return;
-  w.bytes(opening);
-  if (typeof value === 'string') w.jsonString(value);
-  else w.write(JSON.stringify(value));
-}
-
-const LINE_OPENING = `{"schema":"${AUDIT_SCHEMA}","time":"`;
-
 /** A duration in ms to the µs. */
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
 
@@ -145,6 +108,7 @@ export class Audit {
   readonly #claims: readonly string[];
   readonly #include: boolean;
   readonly #maxBytes: number;
+  readonly #line = new AuditLineWriter(AUDIT_SCHEMA);
 
   /**
    * @param tenantOf the user's tenant from the claims (`auth.tenantClaim`, read as the access
@@ -194,7 +158,7 @@ export class Audit {
   #object(r: AuditRequest, v: AuditVerdict): Record<string, unknown> {
     const record: Record<string, unknown> = {
       schema: AUDIT_SCHEMA,
-      time: isoNow(),
+      time: isoTime(Date.now()),
       event: v.event,
       user: r.userKey.slice(0, AUDIT_USER_CHARS),
       claims: this.#pickClaims(r.claims),
@@ -218,49 +182,15 @@ export class Audit {
     return record;
   }
 
-  /**
-   * The record's JSON line, written field by field into `w`: the same text as `JSON.stringify` of
-   * {@link #object} (same keys, order, and absent fields left out), without the object, the
-   * joined string and the copies in between (issue 44 part 1).
-   */
+  /** The record's JSON line into `w` (audit-line.ts): the same text as `JSON.stringify` of {@link #object}. */
   #lineInto(r: AuditRequest, v: AuditVerdict, w: Utf8BatchWriter): void {
-    w.write(LINE_OPENING);
-    w.write(isoNow());
-    w.write('","event":');
-    w.jsonString(v.event);
-    w.bytes(OPEN.user);
-    w.jsonString(r.userKey.slice(0, AUDIT_USER_CHARS));
-    w.bytes(OPEN.claims);
-    w.write(this.#claims.length ? JSON.stringify(this.#pickClaims(r.claims)) : '{}');
-    member(w, OPEN.tenant, this.tenantOf(r.claims));
-    member(w, OPEN.session, r.session);
-    member(w, OPEN.endpoint, r.endpoint);
-    member(w, OPEN.backend, r.backend);
-    member(w, OPEN.method, r.method);
-    member(w, OPEN.requestId, r.requestId);
-    member(w, OPEN.tool, r.tool);
-    member(w, OPEN.prompt, r.prompt);
-    member(w, OPEN.uri, r.uri);
-    if (r.arguments !== undefined) {
-      const args = this.#arguments(r.arguments);
-      w.write(',"argumentsSha256":"');
-      w.write(args.sha256);
-      w.write('"');
-      if (args.copy) member(w, OPEN.arguments, r.arguments);
-      else if (args.truncated) w.write(',"argumentsTruncated":true');
-    }
-    w.bytes(OPEN.decision);
-    w.jsonString(v.decision);
-    w.bytes(OPEN.rule);
-    w.jsonString(v.rule);
-    member(w, OPEN.approval, v.approval);
-    w.bytes(OPEN.outcome);
-    w.jsonString(v.outcome);
-    member(w, OPEN.code, v.code);
-    w.bytes(OPEN.durationMs);
-    w.write(JSON.stringify(roundMs(v.durationMs)));
-    member(w, OPEN.traceId, r.traceId);
-    w.write('}\n');
+    const extras: LineExtras = {
+      user: r.userKey.slice(0, AUDIT_USER_CHARS),
+      claims: this.#claims.length ? JSON.stringify(this.#pickClaims(r.claims)) : '{}',
+      tenant: this.tenantOf(r.claims),
+    };
+    if (r.arguments !== undefined) extras.args = this.#arguments(r.arguments);
+    this.#line.write(w, Date.now(), r, v, extras);
   }
 
   #pickClaims(all: Readonly<Record<string, unknown>>): Record<string, unknown> {
@@ -337,7 +267,7 @@ export class Audit {
   approval(e: ApprovalAuditEvent): void {
     const record: Record<string, unknown> = {
       schema: AUDIT_SCHEMA,
-      time: isoNow(),
+      time: isoTime(Date.now()),
       event: `approval-${e.step}`,
       user: e.userKey.slice(0, AUDIT_USER_CHARS),
       backend: e.backend,

@@ -20,6 +20,7 @@
  *   anything else (null or undefined inside an array) as the empty AnyValue `{}`.
  */
 import type { HrTime } from '@opentelemetry/api';
+import { KeptEncodings } from '../ops/kept-encodings.js';
 import { NEEDS_ESCAPE, type Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 import { SPAN_KEYS } from './span-attributes.js';
 
@@ -119,30 +120,21 @@ export function keyValues(attributes: Record<string, unknown>): string {
 
 /** The most attribute keys whose encodings are kept: a gateway's are a few dozen, fixed. */
 const KEYS_KEPT = 1024;
-/** The most string values kept per key: most of a span's values repeat call after call (method, tool, backend, transport, …). */
-const VALUES_KEPT = 64;
-/** The longest string value whose encoding is kept. */
-const VALUE_CHARS_KEPT = 256;
 
-interface KeyEncodings {
-  /** `{"key":…,"value":`, escaped once per key rather than once per span. */
-  opening: string;
-  /** The same, as UTF-8. */
-  openingBytes: Buffer;
-  /** Whole `KeyValue`s of this key's string values seen so far (at most VALUES_KEPT), as UTF-8. */
-  strings: Map<string, Buffer>;
-  /** The value last written under this key, and its `KeyValue`: most spans repeat it, found without the map. */
-  lastValue: string | undefined;
-  lastEncoded: Buffer | undefined;
-}
+/** A string value's `AnyValue` and the `}` that closes its `KeyValue`. */
+const stringKeyValue = (value: string) => `{"stringValue":${jsonString(value)}}}`;
 
-const keyEncodings = new Map<string, KeyEncodings>();
+/**
+ * Each attribute key's `{"key":…,"value":` (escaped once per key rather than once per span) and
+ * the whole `KeyValue`s of its string values as they repeat (ops/kept-encodings.ts): a span's
+ * attributes mostly repeat call after call (method, tool, backend, transport, …).
+ */
+const keyEncodings = new Map<string, KeptEncodings>();
 
-function encodingsOf(key: string): KeyEncodings {
+function encodingsOf(key: string): KeptEncodings {
   let encodings = keyEncodings.get(key);
   if (encodings === undefined) {
-    const opening = `{"key":${jsonString(key)},"value":`;
-    encodings = { opening, openingBytes: Buffer.from(opening, 'utf8'), strings: new Map(), lastValue: undefined, lastEncoded: undefined };
+    encodings = new KeptEncodings(`{"key":${jsonString(key)},"value":`, stringKeyValue);
     if (keyEncodings.size < KEYS_KEPT) keyEncodings.set(key, encodings);
   }
   return encodings;
@@ -155,10 +147,8 @@ function keyValue(key: string, value: unknown): string {
 
 /**
  * Attributes as the JSON array of OTLP `KeyValue`s, in their keys' order, written into `w`. A
- * string value's whole `KeyValue` is kept as bytes per key, up to VALUES_KEPT values a key: a
- * span's attributes mostly repeat, so most are copied from two map lookups, not escaped, joined
- * and encoded again (issue 44 part 1). A key with more distinct values (an id, a port) fills its
- * share and its further values are written each time. The keys are walked by `for…in` (own
+ * string value's whole `KeyValue` is kept as bytes per key ({@link encodingsOf}): most are copied,
+ * not escaped, joined and encoded again (issue 44 part 1). The keys are walked by `for…in` (own
  * enumerable keys of a plain object, in the order `Object.keys` gives): V8 then reads each value
  * from the object's enumeration cache, not by a lookup of a key among many shapes.
  */
@@ -179,7 +169,7 @@ const INT_VALUE = Buffer.from('{"intValue":');
 const CLOSE_TWO = Buffer.from('}}');
 
 /** Each span attribute's encodings, by its slot (span-attributes.ts): found without a lookup by name. */
-const SLOT_ENCODINGS: readonly KeyEncodings[] = SPAN_KEYS.map((key) => encodingsOf(key));
+const SLOT_ENCODINGS: readonly KeptEncodings[] = SPAN_KEYS.map((key) => encodingsOf(key));
 
 /**
  * A gateway span's attributes (span-attributes.ts), as {@link writeKeyValues} writes the object of
@@ -202,34 +192,16 @@ function writeKeyValue(key: string, value: unknown, w: Utf8BatchWriter): void {
   writeEncodedKeyValue(encodingsOf(key), value, w);
 }
 
-function writeEncodedKeyValue(encodings: KeyEncodings, value: unknown, w: Utf8BatchWriter): void {
-  if (typeof value !== 'string') {
-    w.bytes(encodings.openingBytes);
-    if (Number.isInteger(value)) {
-      // A port, a status code: its digits written into the batch, as anyValue's `intValue` text.
-      w.bytes(INT_VALUE);
-      w.integer(value as number);
-      w.bytes(CLOSE_TWO);
-      return;
-    }
-    w.write(anyValue(value));
-    w.write('}');
+function writeEncodedKeyValue(encodings: KeptEncodings, value: unknown, w: Utf8BatchWriter): void {
+  if (typeof value === 'string') return encodings.write(value, w);
+  w.bytes(encodings.openingBytes);
+  if (Number.isInteger(value)) {
+    // A port, a status code: its digits written into the batch, as anyValue's `intValue` text.
+    w.bytes(INT_VALUE);
+    w.integer(value as number);
+    w.bytes(CLOSE_TWO);
     return;
   }
-  if (encodings.lastValue === value) return w.bytes(encodings.lastEncoded!);
-  let encoded = encodings.strings.get(value);
-  if (encoded === undefined) {
-    if (encodings.strings.size >= VALUES_KEPT || value.length > VALUE_CHARS_KEPT) {
-      w.bytes(encodings.openingBytes);
-      w.write('{"stringValue":');
-      w.jsonString(value);
-      w.write('}}');
-      return;
-    }
-    encoded = Buffer.from(`${encodings.opening}{"stringValue":${jsonString(value)}}}`, 'utf8');
-    encodings.strings.set(value, encoded);
-  }
-  encodings.lastValue = value;
-  encodings.lastEncoded = encoded;
-  w.bytes(encoded);
+  w.write(anyValue(value));
+  w.write('}');
 }

@@ -1,5 +1,5 @@
 /**
- * src/ops/audit.ts isoTime: a record's `time` is `toISOString()`'s text, written from a prefix
+ * src/ops/logger.ts isoTime: a record's `time` is `toISOString()`'s text, written from a prefix
  * made once per second (issue 44 part 1). Checked against `toISOString()` itself at every
  * millisecond pattern that could go wrong: each padding width, second and day boundaries, the
  * epoch, and times in order and out of order (the prefix is remade when the second changes
@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isoTime } from '../../src/ops/audit.js';
+import { isoTime } from '../../src/ops/logger.js';
 
 const same = (ms: number) => assert.equal(isoTime(ms), new Date(ms).toISOString(), `at ${ms}`);
 

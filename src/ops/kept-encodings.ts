@@ -1,0 +1,56 @@
+/**
+ * One field's text as it repeats from record to record, kept as bytes (issue 44 part 1): an
+ * audit line's `,"backend":"crm"`, a span attribute's `{"key":"switchboard.backend","value":{"stringValue":"crm"}}`.
+ * Most of what a call writes — its backend, method, tool, rule, outcome, its user's digest and
+ * session — is what the call before wrote. Written afresh, each value is checked for what JSON
+ * escapes and copied character by character (about 30 instructions a character in V8 here:
+ * bench/README.md, "Counting one function"), after its field's opening; kept, the whole field is
+ * one copy of bytes, found by comparing the value with the last one, else by one `Map` lookup.
+ *
+ * Bounded: at most {@link VALUES_KEPT} values a field, none longer than {@link VALUE_CHARS_KEPT};
+ * a further value is written as it comes, each time. What is kept is only what the records
+ * carry anyway (no token: the writers never get one), and lives as long as the field's writer.
+ */
+import type { Utf8BatchWriter } from './utf8-batch-writer.js';
+
+/** The most values kept per field: the names of a deployment's backends, tools, rules, the active users' digests. */
+const VALUES_KEPT = 64;
+/** The longest value whose text is kept. */
+const VALUE_CHARS_KEPT = 256;
+
+export class KeptEncodings {
+  /** The field's opening as UTF-8 (`,"backend":`, `{"key":"…","value":`), for a value written afresh. */
+  readonly openingBytes: Buffer;
+  /** The whole field of each value kept, as UTF-8. */
+  readonly #kept = new Map<string, Buffer>();
+  /** The value last written, and its field: most records repeat it, found without the map. */
+  #lastValue: string | undefined;
+  #lastEncoded: Buffer | undefined;
+
+  constructor(
+    /** The field's text before its value. */
+    readonly opening: string,
+    /** The text of a string value as the field writes it (`JSON.stringify`, or an OTLP `AnyValue`), and what closes the field. */
+    private readonly encode: (value: string) => string,
+  ) {
+    this.openingBytes = Buffer.from(opening, 'utf8');
+  }
+
+  /** Appends the field with `value` to `w`: the kept bytes when there are any, else its text, kept for next time while there is room. */
+  write(value: string, w: Utf8BatchWriter): void {
+    if (value === this.#lastValue) return w.bytes(this.#lastEncoded!);
+    let encoded = this.#kept.get(value);
+    if (encoded === undefined) {
+      if (this.#kept.size >= VALUES_KEPT || value.length > VALUE_CHARS_KEPT) {
+        w.bytes(this.openingBytes);
+        w.write(this.encode(value));
+        return;
+      }
+      encoded = Buffer.from(this.opening + this.encode(value), 'utf8');
+      this.#kept.set(value, encoded);
+    }
+    this.#lastValue = value;
+    this.#lastEncoded = encoded;
+    w.bytes(encoded);
+  }
+}
