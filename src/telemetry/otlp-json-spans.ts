@@ -26,6 +26,7 @@ import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/ot
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
 import { RecordedSpan, type EncodableSpan } from './recorded-span.js';
 import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber, writeSpanAttributes } from './otlp-json-values.js';
+import { KeptEncodings } from '../ops/kept-encodings.js';
 import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
 const HAS_IS_REMOTE = 0x100;
@@ -119,7 +120,6 @@ const PIECE = {
   spanId: Buffer.from(',"spanId":'),
   parentSpanId: Buffer.from(',"parentSpanId":'),
   traceState: Buffer.from(',"traceState":'),
-  name: Buffer.from(',"name":'),
   kind: Buffer.from(',"kind":'),
   startTime: Buffer.from(',"startTimeUnixNano":'),
   endTime: Buffer.from(',"endTimeUnixNano":'),
@@ -158,11 +158,8 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
     w.bytes(PIECE.traceState);
     w.jsonString(state);
   }
-  w.bytes(PIECE.name);
-  w.jsonString(s.name);
-  w.bytes(PIECE.kind);
-  w.integer(s.kind == null ? 0 : s.kind + 1);
-  w.bytes(PIECE.startTime);
+  SPAN_NAMES.write(s.name, w);
+  writeKindOpening(s.kind == null ? 0 : s.kind + 1, w);
   writeNanos(s.startTime, w);
   w.bytes(PIECE.endTime);
   writeNanos(s.endTime, w);
@@ -170,7 +167,10 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   // The gateway's own span: its attributes from their layout, each key's encodings found by its slot.
   if (s instanceof RecordedSpan) writeSpanAttributes(s.own.values, w);
   else writeKeyValues(s.attributes, w);
-  if (s.droppedAttributesCount === 0 && s.events.length === 0 && s.droppedEventsCount === 0) w.bytes(PIECE.noEvents);
+  const spanFlags = flags(context.traceFlags, parent?.isRemote);
+  const plain = s.droppedAttributesCount === 0 && s.events.length === 0 && s.droppedEventsCount === 0;
+  if (plain && s.status.message === undefined && s.links.length === 0 && s.droppedLinksCount === 0) return writePlainEnd(s.status.code, spanFlags, w);
+  if (plain) w.bytes(PIECE.noEvents);
   else {
     w.bytes(PIECE.droppedAttributes);
     writeNumber(s.droppedAttributesCount, w);
@@ -193,8 +193,40 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
     writeNumber(s.droppedLinksCount, w);
     w.bytes(PIECE.flags);
   }
-  w.integer(flags(context.traceFlags, parent?.isRemote));
+  w.integer(spanFlags);
   w.write('}');
+}
+
+/** Span names as they repeat (a method and its tool): `,"name":"tools/call echo"` kept as bytes (ops/kept-encodings.ts). */
+const SPAN_NAMES = new KeptEncodings(',"name":', (name) => jsonString(name));
+
+/** `,"kind":K,"startTimeUnixNano":` for the proto's kinds 0–5 (UNSPECIFIED to CONSUMER), made once. */
+const KIND_OPENINGS = [0, 1, 2, 3, 4, 5].map((kind) => Buffer.from(`,"kind":${kind},"startTimeUnixNano":`));
+
+function writeKindOpening(kind: number, w: Utf8BatchWriter): void {
+  const opening = KIND_OPENINGS[kind];
+  if (opening !== undefined) return w.bytes(opening);
+  w.bytes(PIECE.kind);
+  w.integer(kind);
+  w.bytes(PIECE.startTime);
+}
+
+/**
+ * The end of a span with no event, link, drop or status message — every gateway span but a
+ * failed one's and a SERVER span with a link — by its status code and flags, made once per pair:
+ * `,"droppedAttributesCount":0,…,"status":{"code":C},"links":[],"droppedLinksCount":0,"flags":F}`.
+ */
+const plainEnds = new Map<number, Buffer>();
+
+function writePlainEnd(code: number, spanFlags: number, w: Utf8BatchWriter): void {
+  // Status codes are 0–2: one integer for the pair (bounded: at most 64 pairs kept).
+  const key = Number.isInteger(code) && code >= 0 && code < 8 ? spanFlags * 8 + code : -1;
+  let end = key >= 0 ? plainEnds.get(key) : undefined;
+  if (end === undefined) {
+    end = Buffer.from(`${PIECE.noEvents.toString()}${jsonNumber(code)}${PIECE.noLinks.toString()}${spanFlags}}`);
+    if (key >= 0 && plainEnds.size < 64) plainEnds.set(key, end);
+  }
+  w.bytes(end);
 }
 
 function traceState(context: SpanContext): string {

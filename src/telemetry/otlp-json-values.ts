@@ -56,16 +56,26 @@ function joinable(seconds: number, nanos: number): boolean {
   return seconds > 0 && nanos >= 0 && nanos < 1e9 && seconds < 1e15;
 }
 
-/** {@link nanosString} written into `w`: the digits of its two parts, no string made for them. */
+/**
+ * {@link nanosString} written into `w`: the digits of its two parts, no string made for them.
+ * The quote and the seconds' digits are kept as bytes while the second lasts: a span's start and
+ * end, and every span of that second, share them.
+ */
 export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
   const seconds = Math.trunc(time[0]);
   const nanos = Math.trunc(time[1]);
   if (!joinable(seconds, nanos)) return w.write(nanosString(time));
-  w.byte(QUOTE);
-  w.integer(seconds);
+  if (seconds !== lastSeconds) {
+    lastSeconds = seconds;
+    lastSecondsText = Buffer.from(`"${seconds}`, 'latin1');
+  }
+  w.bytes(lastSecondsText);
   w.integer(nanos, 9);
   w.byte(QUOTE);
 }
+
+let lastSeconds = Number.NaN;
+let lastSecondsText = Buffer.alloc(0);
 
 const QUOTE = 0x22;
 
