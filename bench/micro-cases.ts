@@ -13,9 +13,11 @@ import { auditSchema } from '../src/config/policy-schema.js';
 import { Audit, type AuditRequest, type AuditVerdict } from '../src/ops/audit.js';
 import { Utf8BatchWriter } from '../src/ops/utf8-batch-writer.js';
 import { scanResponse } from '../src/policy/outcome-scan.js';
+import { withTraceMetaText } from '../src/telemetry/meta-splice.js';
 import { writeSpan } from '../src/telemetry/otlp-json-spans.js';
 import { RecordedSpan, type SpanSource } from '../src/telemetry/recorded-span.js';
-import { SpanAttributes } from '../src/telemetry/span-attributes.js';
+import { SLOT, SpanAttributes } from '../src/telemetry/span-attributes.js';
+import type { JsonRpcMessage } from '../src/wire/jsonrpc.js';
 
 const WARM_CALLS = 30_000;
 /** Inputs differ call to call as a gateway's do (ids), from a fixed set so none is made in the loop. */
@@ -92,6 +94,15 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
     const answers = Array.from({ length: VARIANTS }, (_, i) => benchAnswer(1000 + i));
     return (i) => scanResponse(answers[i % VARIANTS]!)!.id as number;
   },
+  /** The CLIENT span's context spliced into the phase's request (telemetry/meta-splice.ts). */
+  'meta-splice': () => {
+    const requests = Array.from({ length: VARIANTS }, (_, i) => {
+      const text = `{"jsonrpc":"2.0","id":${i},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello, switchboard"}}}`;
+      return { text, message: JSON.parse(text) as JsonRpcMessage };
+    });
+    const trace = { traceparent: `00-${hexId(32)}-${hexId(16)}-01` };
+    return (i) => withTraceMetaText(requests[i % VARIANTS]!.text, requests[i % VARIANTS]!.message, trace).length;
+  },
   /** A call's two spans written into an export request (otlp-json-spans.ts writeSpan). */
   spans: () => {
     const spans = Array.from({ length: VARIANTS }, (_, i) => callSpans(i));
@@ -99,6 +110,8 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
     return (i) => {
       if (i % 256 === 0) w.truncate(0);
       const [server, client] = spans[i % VARIANTS]!;
+      // Each call's own request id, as the gateway's spans carry: a new string every time.
+      server.own.values[SLOT['jsonrpc.request.id']] = client.own.values[SLOT['jsonrpc.request.id']] = String(i);
       writeSpan(server, w);
       writeSpan(client, w);
       return w.length;

@@ -32,6 +32,8 @@ export class KeptEncodings {
     readonly opening: string,
     /** The text of a string value as the field writes it (`JSON.stringify`, or an OTLP `AnyValue`), and what closes the field. */
     private readonly encode: (value: string) => string,
+    /** How many values are kept; 0 for a field whose values never repeat (a request id), which is then written afresh without a lookup. */
+    private readonly capacity = VALUES_KEPT,
   ) {
     this.openingBytes = Buffer.from(opening, 'utf8');
   }
@@ -39,9 +41,9 @@ export class KeptEncodings {
   /** Appends the field with `value` to `w`: the kept bytes when there are any, else its text, kept for next time while there is room. */
   write(value: string, w: Utf8BatchWriter): void {
     if (value === this.#lastValue) return w.bytes(this.#lastEncoded!);
-    let encoded = this.#kept.get(value);
+    let encoded = this.capacity === 0 ? undefined : this.#kept.get(value);
     if (encoded === undefined) {
-      if (this.#kept.size >= VALUES_KEPT || value.length > VALUE_CHARS_KEPT) {
+      if (this.#kept.size >= this.capacity || value.length > VALUE_CHARS_KEPT) {
         w.bytes(this.openingBytes);
         w.write(this.encode(value));
         return;

@@ -24,7 +24,9 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
 /** `text`, the JSON of `message`, with `trace` in its `params._meta`: spliced when safe, else written again. */
 export function withTraceMetaText(text: string, message: JsonRpcMessage, trace: TraceHeaders): string {
   const members = traceMembers(trace);
-  const spliced = members && safeToSplice(text, message) ? splice(text, members) : undefined;
+  // `_meta` absent from the parsed `params`: absent from its text too (no `\u` escape spells it otherwise), so not looked for.
+  const metaAbsent = (message.params as { _meta?: unknown } | undefined)?._meta === undefined;
+  const spliced = members && safeToSplice(text, message) ? splice(text, members, metaAbsent) : undefined;
   return spliced ?? JSON.stringify(withMeta(message, trace));
 }
 
@@ -48,7 +50,7 @@ function safeToSplice(text: string, message: JsonRpcMessage): boolean {
 }
 
 /** The text with `members` written into `params._meta` (made where missing); undefined when its shape is not as parsed. */
-function splice(text: string, members: string): string | undefined {
+function splice(text: string, members: string, metaAbsent: boolean): string | undefined {
   const top = skipSpace(text, 0);
   if (text.charCodeAt(top) !== 0x7b) return undefined;
   const params = objectMember(text, top, 'params');
@@ -58,6 +60,7 @@ function splice(text: string, members: string): string | undefined {
     return insert(text, params.close, `${empty ? '' : ','}"params":{"_meta":{${members}}}`);
   }
   if (text.charCodeAt(params.value) !== 0x7b) return undefined;
+  if (metaAbsent) return insert(text, params.value + 1, `"_meta":{${members}}${emptyAt(text, params.value) ? '' : ','}`);
   const meta = objectMember(text, params.value, '_meta');
   if (!meta) return undefined;
   if (meta.value === undefined) return insert(text, params.value + 1, `"_meta":{${members}}${emptyAt(text, params.value) ? '' : ','}`);

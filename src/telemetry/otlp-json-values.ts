@@ -141,10 +141,13 @@ const stringKeyValue = (value: string) => `{"stringValue":${jsonString(value)}}}
  */
 const keyEncodings = new Map<string, KeptEncodings>();
 
+/** Keys whose values never repeat: nothing of theirs is kept (or looked up). */
+const UNIQUE_KEYS: ReadonlySet<string> = new Set(['jsonrpc.request.id']);
+
 function encodingsOf(key: string): KeptEncodings {
   let encodings = keyEncodings.get(key);
   if (encodings === undefined) {
-    encodings = new KeptEncodings(`{"key":${jsonString(key)},"value":`, stringKeyValue);
+    encodings = new KeptEncodings(`{"key":${jsonString(key)},"value":`, stringKeyValue, UNIQUE_KEYS.has(key) ? 0 : undefined);
     if (keyEncodings.size < KEYS_KEPT) keyEncodings.set(key, encodings);
   }
   return encodings;

@@ -7,9 +7,6 @@
  * policy/outcome-scan.ts.)
  */
 
-const BACKSLASH = 0x5c;
-const QUOTE = 0x22;
-
 /** The index of the quote closing the string that opens at `start`, or -1. */
 export function stringEnd(text: string, start: number): number {
   let j = start + 1;
@@ -17,7 +14,7 @@ export function stringEnd(text: string, start: number): number {
     j = text.indexOf('"', j);
     if (j < 0) return -1;
     let slashes = 0;
-    while (text.charCodeAt(j - 1 - slashes) === BACKSLASH) slashes++;
+    while (text.charCodeAt(j - 1 - slashes) === 0x5c /* \\ */) slashes++;
     if (slashes % 2 === 0) return j;
     j++;
   }
@@ -45,9 +42,10 @@ export interface MemberPlace {
  */
 export function objectMembers(text: string, open: number, visit: (nameStart: number, nameEnd: number, value: number) => void): number | undefined {
   let depth = 0;
+  // Literals, not module constants, in a loop that runs once a character (ops/utf8-batch-writer.ts says why).
   for (let i = open; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === QUOTE) {
+    if (c === 0x22 /* " */) {
       const end = stringEnd(text, i);
       if (end < 0) return undefined;
       if (depth === 1) {
