@@ -13,6 +13,8 @@ import { auditSchema } from '../src/config/policy-schema.js';
 import { Audit, type AuditRequest, type AuditVerdict } from '../src/ops/audit.js';
 import { Utf8BatchWriter } from '../src/ops/utf8-batch-writer.js';
 import { scanResponse } from '../src/policy/outcome-scan.js';
+import { DurationHistogram } from '../src/telemetry/duration-histogram.js';
+import { METRIC_KEYS, METRIC_SLOTS } from '../src/telemetry/mcp-attributes.js';
 import { withTraceMetaText } from '../src/telemetry/meta-splice.js';
 import { writeSpan } from '../src/telemetry/otlp-json-spans.js';
 import { RecordedSpan, type SpanSource } from '../src/telemetry/recorded-span.js';
@@ -115,6 +117,19 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
       writeSpan(server, w);
       writeSpan(client, w);
       return w.length;
+    };
+  },
+  /** A call's two duration records (SERVER and CLIENT histograms, telemetry/duration-histogram.ts): what metrics only adds to every call. */
+  histograms: () => {
+    const spans = Array.from({ length: VARIANTS }, (_, i) => callSpans(i));
+    const histogram = () => new DurationHistogram({ name: 'h', description: '', keys: METRIC_KEYS, slots: METRIC_SLOTS, boundaries: [0.01, 0.1, 1] });
+    const server = histogram();
+    const client = histogram();
+    return (i) => {
+      const [s, c] = spans[i % VARIANTS]!;
+      server.record(0.001, s.own.values);
+      client.record(0.001, c.own.values);
+      return 1;
     };
   },
   /** A call's audit line written into the file sink's batch (ops/audit.ts recordOf), argument hash included. */

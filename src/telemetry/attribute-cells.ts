@@ -48,6 +48,9 @@ export class AttributeCells<Cell> {
   readonly #last: number;
   readonly #own: number;
   #overflow: Cell | undefined;
+  /** The last measurement's values on {@link keys} (copied: a caller may reuse its array) and its cell. */
+  readonly #lastKey: (AttributeValue | undefined)[] = [];
+  #lastCell: Cell | undefined;
 
   constructor(
     /** The attribute keys of the stream, in the order the exported attributes list them. */
@@ -66,6 +69,17 @@ export class AttributeCells<Cell> {
 
   /** The cell of the set the given values hold at {@link slots} (other places are not read), made on first use. */
   at(values: AttributeValues): Cell {
+    const slots = this.slots;
+    // Most records repeat the set of the one before (the same tool of the same backend): found by comparing its values, no map walked.
+    const last = this.#lastKey;
+    if (this.#lastCell !== undefined && sameAt(slots, last, values)) return this.#lastCell;
+    const cell = this.#find(values);
+    for (let i = 0; i < slots.length; i++) last[i] = values[slots[i]!];
+    this.#lastCell = cell;
+    return cell;
+  }
+
+  #find(values: AttributeValues): Cell {
     const slots = this.slots;
     let level = this.#root;
     for (let i = 0; i < this.#last; i++) {
@@ -105,4 +119,14 @@ export class AttributeCells<Cell> {
   get cells(): readonly Cell[] {
     return this.#cells;
   }
+}
+
+/** Whether `values` holds `key`'s values at `slots` (SameValueZero, as the cells' maps tell values apart). */
+function sameAt(slots: readonly number[], key: readonly (AttributeValue | undefined)[], values: AttributeValues): boolean {
+  for (let i = 0; i < slots.length; i++) {
+    const x = key[i];
+    const y = values[slots[i]!];
+    if (x !== y && !(x !== x && y !== y)) return false;
+  }
+  return true;
 }

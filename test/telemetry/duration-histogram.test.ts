@@ -166,3 +166,26 @@ test('overflow is told once, and a full histogram adds no cell for a new set', (
   assert.equal(metric.dataPoints.length, 3);
   assert.deepEqual(metric.dataPoints.map((x) => x.value.count), [1, 1, 98]);
 });
+
+test('the cell of the record before is reused only for the same values: an array reused with others, NaN, 0 and -0', () => {
+  const h = new DurationHistogram({ ...SERVER, keys: ['a', 'b'], boundaries: MCP_DURATION_BUCKETS });
+  const reused: Array<string | number | undefined> = ['x', 'y'];
+  h.record(0.1, reused);
+  reused[1] = 'z';
+  h.record(0.1, reused);
+  h.record(0.1, ['x', 'y']);
+  h.record(0.1, ['x', 'y']);
+  h.record(0.1, ['x', undefined]);
+  h.record(0.1, ['n', Number.NaN]);
+  h.record(0.1, ['n', Number.NaN]);
+  h.record(0.1, ['n', 0]);
+  h.record(0.1, ['n', -0]);
+  const counts = h.collect([0, 0])!.dataPoints.map((p) => [p.attributes, p.value.count]);
+  assert.deepEqual(counts, [
+    [{ a: 'x', b: 'y' }, 3],
+    [{ a: 'x', b: 'z' }, 1],
+    [{ a: 'x' }, 1],
+    [{ a: 'n', b: Number.NaN }, 2],
+    [{ a: 'n', b: 0 }, 2],
+  ]);
+});
