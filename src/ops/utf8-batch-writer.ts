@@ -29,8 +29,10 @@ const KEPT_FREE = 2;
  * `charCodeAt` costs V8 about 4 ns a character on this machine, a `Buffer.write` about 80 ns
  * whatever the length: they cross near 20 characters (issue 44 part 1, measured in session 28;
  * at 96, the bound before, a trace id's copy cost 1.5× its `Buffer.write` and a SHA-256's 3×).
+ * Counted (bench/micro-count.ts, session 29), a call's two spans and audit line took 51.4 k
+ * instructions with 12, 50.6 k with 16 (a span id's 16 characters copied here) and 51.8 k with 24.
  */
-const SHORT_CHARS = 24;
+const SHORT_CHARS = 16;
 /**
  * Encoded pieces up to this long are copied in JavaScript; longer ones by `TypedArray.prototype.set`.
  * Counted (bench/micro-count.ts, session 29), a call's two spans and its audit line took 55.9 k
