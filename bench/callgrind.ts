@@ -12,7 +12,7 @@
  * instructions: when either runs depends on timing and on the rounds before, not on the call.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GatewayWrap } from './processes.js';
@@ -79,9 +79,14 @@ export class CountedGateway {
     return byFunction(await this.#dumpFile(label), made, readJitNames(`/tmp/perf-${this.pid}.map`));
   }
 
-  /** Removes the JIT map V8 wrote for this process. */
+  /**
+   * Removes the JIT map V8 wrote for this process; with `KEEP_JIT_MAPS=1` moves it beside the
+   * dumps first (`perf-<pid>.map`), to name the callers in a dump afterwards.
+   */
   cleanUp(): void {
-    rmSync(`/tmp/perf-${this.pid}.map`, { force: true });
+    const map = `/tmp/perf-${this.pid}.map`;
+    if (process.env.KEEP_JIT_MAPS === '1' && existsSync(map)) copyFileSync(map, join(this.dir, `perf-${this.pid}.map`));
+    rmSync(map, { force: true });
   }
 
   #control(...args: string[]): void {

@@ -16,7 +16,7 @@
  * A configuration named `… (base)` runs from `--base-root` (a worktree of another commit, its
  * `dist/` built), so a change is counted before and after in one run: the plain gateway's own
  * count moves by 10 % from one run to the next, more than most changes.
- *   (environment: WARM_CALLS, CALLS, ROUNDS)
+ *   (environment: WARM_CALLS, CALLS, ROUNDS; KEEP_JIT_MAPS=1 keeps each gateway's JIT map beside its dumps)
  *
  * Writes bench/results/governance-instructions.json. Bounded: fixed rounds of fixed calls; every
  * child is stopped at the end.

@@ -37,6 +37,7 @@ import { fileURLToPath } from 'node:url';
 import type { ChildHandle } from '../test/helpers/child.js';
 import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
+import { GOVERNANCE_RULES } from './governance-rules.js';
 import { baseHeaders, closedLoop, median, openLoop, openPath, percentiles, type Path } from './load.js';
 import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { boundRun, checkErrors, cpuNow, type ErrorSink, log, round, sleep } from './sampling.js';
@@ -44,12 +45,6 @@ import { boundRun, checkErrors, cpuNow, type ErrorSink, log, round, sleep } from
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const GOVERNANCE_PROFILE_DIR = join(ROOT, 'bench', 'results', 'profile-governance');
 
-/** The issue's three rules: one reads the arguments, one `jwt.groups`, and the last allows the rest. */
-export const GOVERNANCE_RULES = [
-  { name: 'no-long-echo', effect: 'deny', when: 'mcp.tool.name == "echo" && size(mcp.tool.arguments.message) > 1000' },
-  { name: 'bench-group-only', effect: 'deny', when: '!("bench" in jwt.groups)' },
-  { name: 'allow-rest', effect: 'allow', when: 'true' },
-];
 
 export const CONFIGS = ['plain', 'governed', 'governed 0.1', 'metrics only'] as const;
 /** With `--base-root DIR`: the same governed setups run from DIR's src/cli.ts (another commit), in the same rounds — a before/after under the same noise. */

@@ -9,10 +9,15 @@
  */
 import { SpanKind, TraceFlags } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { auditSchema } from '../src/config/policy-schema.js';
+import { auditSchema, policySchema } from '../src/config/policy-schema.js';
+import { GOVERNANCE_RULES } from './governance-rules.js';
 import { Audit, type AuditRequest, type AuditVerdict } from '../src/ops/audit.js';
 import { Utf8BatchWriter } from '../src/ops/utf8-batch-writer.js';
+import { requestFacts } from '../src/policy/audit-calls.js';
+import { CelRules } from '../src/policy/cel-rules.js';
 import { scanResponse } from '../src/policy/outcome-scan.js';
+import { policyVariables } from '../src/policy/policy-input.js';
+import type { BackendCaller } from '../src/backends/backend.js';
 import { DurationHistogram } from '../src/telemetry/duration-histogram.js';
 import { METRIC_KEYS, METRIC_SLOTS } from '../src/telemetry/mcp-attributes.js';
 import { withTraceMetaText } from '../src/telemetry/meta-splice.js';
@@ -130,6 +135,19 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
       server.record(0.001, s.own.values);
       client.record(0.001, c.own.values);
       return 1;
+    };
+  },
+  /**
+   * The phase's three CEL rules (bench/governance-rules.ts) deciding a call as
+   * policy/rule-policy-backend.ts `#judged` does: the request's facts, its variables, the decision.
+   */
+  rules: () => {
+    const rules = new CelRules(policySchema.parse({ rules: GOVERNANCE_RULES }));
+    const caller = { principal: { userKey: 'Qm9vLWJhci1iYXotcXV4LXF1dXgtY29y', claims: { sub: 'bench-user', groups: ['bench'] } }, address: '127.0.0.1', headers: {} } as unknown as BackendCaller;
+    const messages = Array.from({ length: VARIANTS }, (_, i) => JSON.parse(`{"jsonrpc":"2.0","id":${i},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello, switchboard"}}}`) as JsonRpcMessage);
+    return (i) => {
+      const facts = requestFacts(messages[i % VARIANTS]!, 'gov-chunked');
+      return rules.decide(policyVariables(caller, facts, undefined, rules.readsRequest)).effect.length;
     };
   },
   /** A call's audit line written into the file sink's batch (ops/audit.ts recordOf), argument hash included. */

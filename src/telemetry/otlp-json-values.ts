@@ -22,7 +22,8 @@
 import type { HrTime } from '@opentelemetry/api';
 import { KeptEncodings } from '../ops/kept-encodings.js';
 import { NEEDS_ESCAPE, type Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
-import { SPAN_KEYS } from './span-attributes.js';
+import { KeptRun } from './kept-runs.js';
+import { SLOT, SPAN_KEYS } from './span-attributes.js';
 
 /** A JSON string literal, exactly as `JSON.stringify` writes it; without a copy when nothing needs escaping. */
 export function jsonString(s: string): string {
@@ -184,19 +185,50 @@ const CLOSE_TWO = Buffer.from('}}');
 /** Each span attribute's encodings, by its slot (span-attributes.ts): found without a lookup by name. */
 const SLOT_ENCODINGS: readonly KeptEncodings[] = SPAN_KEYS.map((key) => encodingsOf(key));
 
+/** One slot's `KeyValue`, by its slot's encodings. */
+const writeSlot = (slot: number, value: unknown, w: Utf8BatchWriter) => writeEncodedKeyValue(SLOT_ENCODINGS[slot]!, value, w);
+
+/**
+ * Slots whose values differ from call to call or are rare: each written on its own. Every stretch
+ * of slots between them is a run kept as one piece (kept-runs.ts): the method, tool and operation;
+ * the session, protocol version and client address; the server, transport, backend and user.
+ */
+const VOLATILE_SLOTS: ReadonlySet<number> = new Set([SLOT['jsonrpc.request.id'], SLOT['client.port'], SLOT['error.type'], SLOT['rpc.response.status_code'], SLOT['gen_ai.tool.call.arguments'], SLOT['gen_ai.tool.call.result']]);
+
+/** The layout as its runs and volatile slots, in the slots' order. */
+const SEGMENTS: ReadonlyArray<KeptRun | number> = segmentsOf(SPAN_KEYS.length);
+
+function segmentsOf(slots: number): Array<KeptRun | number> {
+  const segments: Array<KeptRun | number> = [];
+  let start = 0;
+  for (let slot = 0; slot <= slots; slot++) {
+    if (slot < slots && !VOLATILE_SLOTS.has(slot)) continue;
+    if (slot > start) segments.push(new KeptRun(start, slot, writeSlot));
+    if (slot < slots) segments.push(slot);
+    start = slot + 1;
+  }
+  return segments;
+}
+
 /**
  * A gateway span's attributes (span-attributes.ts), as {@link writeKeyValues} writes the object of
- * the same attributes: each slot that holds a value, in the slots' order, as its `KeyValue`.
+ * the same attributes: each slot that holds a value, in the slots' order, as its `KeyValue` — the
+ * runs of slots that repeat together copied as one piece each when they repeat (kept-runs.ts).
  */
 export function writeSpanAttributes(values: readonly unknown[], w: Utf8BatchWriter): void {
   w.byte(0x5b /* [ */);
   let first = true;
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
+  for (let i = 0; i < SEGMENTS.length; i++) {
+    const segment = SEGMENTS[i]!;
+    if (typeof segment !== 'number') {
+      first = segment.write(values, first, w);
+      continue;
+    }
+    const value = values[segment];
     if (value === undefined) continue;
     if (!first) w.byte(0x2c /* , */);
     first = false;
-    writeEncodedKeyValue(SLOT_ENCODINGS[i]!, value, w);
+    writeSlot(segment, value, w);
   }
   w.byte(0x5d /* ] */);
 }
