@@ -4,13 +4,16 @@
  * order, absent fields left out (test/policy/cel-rules.test.ts compares them) — without that
  * object, a joined string or the copies in between.
  *
- * What repeats from one record to the next is copied as bytes (kept-encodings.ts): the time up
- * to its second, and each member whose value repeats — the event, the user's digest, session,
- * endpoint, backend, method, tool, decision, rule, outcome. A call's own values (its request id,
- * trace id, duration, milliseconds, argument hash) are written as they come, numbers as digits.
+ * What repeats from one record to the next is copied as bytes: the time up to its second, the
+ * event, and the members by runs that repeat together (kept-runs.ts) — the user's digest, claims,
+ * tenant, session, endpoint, backend and method; the tool, prompt or URI; the decision, rule,
+ * approval and outcome — each member also kept by value (kept-encodings.ts). A call's own values
+ * (its request id, trace id, duration, milliseconds, argument hash) are written as they come,
+ * numbers as digits.
  */
 import type { AuditRequest, AuditVerdict } from './audit.js';
 import { KeptEncodings } from './kept-encodings.js';
+import { KeptRun } from './kept-runs.js';
 import { isoTime } from './logger.js';
 import type { Utf8BatchWriter } from './utf8-batch-writer.js';
 
@@ -25,15 +28,21 @@ export interface LineExtras {
   args?: { sha256: string; copy: boolean; truncated: boolean };
 }
 
-/** The members whose string values are kept as they repeat: all but the call's own (ids, times, hashes). */
-const KEPT_MEMBERS = ['user', 'tenant', 'session', 'endpoint', 'backend', 'method', 'tool', 'prompt', 'uri', 'decision', 'rule', 'approval', 'outcome'] as const;
-
-/** A member `,"name":` whose string values are kept as they repeat. */
-const member = (name: string) => new KeptEncodings(`,"${name}":`, (value) => JSON.stringify(value));
+/**
+ * The members kept by run (kept-runs.ts), by slot in the line's order: who and where (user to
+ * method), what (tool, prompt, URI), the verdict (decision to outcome). A run is copied as one
+ * piece when all its values are those of a line before; each member's text is also kept by value
+ * (kept-encodings.ts) for the lines that differ. The call's own values (request id, argument hash,
+ * duration, trace id) sit between the runs, written as they come.
+ */
+const MEMBERS = ['user', 'claims', 'tenant', 'session', 'endpoint', 'backend', 'method', 'tool', 'prompt', 'uri', 'decision', 'rule', 'approval', 'outcome'] as const;
+const CLAIMS_SLOT = MEMBERS.indexOf('claims');
+const WHAT_SLOT = MEMBERS.indexOf('tool');
+const VERDICT_SLOT = MEMBERS.indexOf('decision');
 
 const bytesOf = (text: string) => Buffer.from(text, 'utf8');
 const OPEN = {
-  claims: bytesOf(',"claims":'),
+  claims: bytesOf('"claims":'),
   requestId: bytesOf(',"requestId":'),
   arguments: bytesOf(',"arguments":'),
   sha256: bytesOf(',"argumentsSha256":"'),
@@ -47,8 +56,18 @@ const LINE_END = bytesOf('}\n');
 
 export class AuditLineWriter {
   readonly #event = new KeptEncodings('Z","event":', (value) => JSON.stringify(value));
-  /** One per member; each keeps its own values (so a backend's name and a tool's are not mixed). */
-  readonly #kept = Object.fromEntries(KEPT_MEMBERS.map((name) => [name, member(name)])) as Record<(typeof KEPT_MEMBERS)[number], KeptEncodings>;
+  /** Each member's `"name":` and its values' text as they repeat, by slot (claims: written as given, already JSON). */
+  readonly #members = MEMBERS.map((name) => new KeptEncodings(`"${name}":`, (value) => JSON.stringify(value)));
+  readonly #writeMember = (slot: number, value: unknown, w: Utf8BatchWriter) => {
+    if (slot !== CLAIMS_SLOT) return this.#members[slot]!.write(value as string, w);
+    w.bytes(OPEN.claims);
+    w.write(value as string);
+  };
+  readonly #who = new KeptRun(0, WHAT_SLOT, this.#writeMember);
+  readonly #what = new KeptRun(WHAT_SLOT, VERDICT_SLOT, this.#writeMember);
+  readonly #verdict = new KeptRun(VERDICT_SLOT, MEMBERS.length, this.#writeMember);
+  /** The members of the line being written, by slot (a run copies the values it keeps). */
+  readonly #values: Array<string | undefined> = MEMBERS.map(() => undefined);
   /** `{"schema":…,"time":"` and the time up to its second (`2026-11-30T08:11:26.`), remade once a second. */
   #second = Number.NaN;
   #secondOpening: Buffer = Buffer.alloc(0);
@@ -57,24 +76,30 @@ export class AuditLineWriter {
 
   /** Appends the line of a record made at `ms` (epoch milliseconds) to `w`. */
   write(w: Utf8BatchWriter, ms: number, r: AuditRequest, v: AuditVerdict, x: LineExtras): void {
-    const kept = this.#kept;
+    // In MEMBERS' order.
+    const values = this.#values;
+    values[0] = x.user;
+    values[1] = x.claims;
+    values[2] = x.tenant;
+    values[3] = r.session;
+    values[4] = r.endpoint;
+    values[5] = r.backend;
+    values[6] = r.method;
+    values[7] = r.tool;
+    values[8] = r.prompt;
+    values[9] = r.uri;
+    values[10] = v.decision;
+    values[11] = v.rule;
+    values[12] = v.approval;
+    values[13] = v.outcome;
     this.#time(w, ms);
     this.#event.write(v.event, w);
-    kept.user.write(x.user, w);
-    w.bytes(OPEN.claims);
-    w.write(x.claims);
-    if (x.tenant !== undefined) kept.tenant.write(x.tenant, w);
-    if (r.session !== undefined) kept.session.write(r.session, w);
-    if (r.endpoint !== undefined) kept.endpoint.write(r.endpoint, w);
-    if (r.backend !== undefined) kept.backend.write(r.backend, w);
-    if (r.method !== undefined) kept.method.write(r.method, w);
+    this.#who.write(values, false, w);
     if (r.requestId !== undefined) {
       w.bytes(OPEN.requestId);
       writeJson(w, r.requestId);
     }
-    if (r.tool !== undefined) kept.tool.write(r.tool, w);
-    if (r.prompt !== undefined) kept.prompt.write(r.prompt, w);
-    if (r.uri !== undefined) kept.uri.write(r.uri, w);
+    this.#what.write(values, false, w);
     if (x.args) {
       w.bytes(OPEN.sha256);
       w.write(x.args.sha256);
@@ -84,10 +109,7 @@ export class AuditLineWriter {
         writeJson(w, r.arguments);
       } else if (x.args.truncated) w.bytes(OPEN.truncated);
     }
-    kept.decision.write(v.decision, w);
-    kept.rule.write(v.rule, w);
-    if (v.approval !== undefined) kept.approval.write(v.approval, w);
-    kept.outcome.write(v.outcome, w);
+    this.#verdict.write(values, false, w);
     if (v.code !== undefined) {
       w.bytes(OPEN.code);
       writeJson(w, v.code);

@@ -22,7 +22,7 @@
 import type { HrTime } from '@opentelemetry/api';
 import { KeptEncodings } from '../ops/kept-encodings.js';
 import { NEEDS_ESCAPE, type Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
-import { KeptRun } from './kept-runs.js';
+import { KeptRun } from '../ops/kept-runs.js';
 import { SLOT, SPAN_KEYS } from './span-attributes.js';
 
 /** A JSON string literal, exactly as `JSON.stringify` writes it; without a copy when nothing needs escaping. */

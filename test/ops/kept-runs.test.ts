@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Utf8BatchWriter } from '../../src/ops/utf8-batch-writer.js';
-import { KeptRun } from '../../src/telemetry/kept-runs.js';
+import { KeptRun } from '../../src/ops/kept-runs.js';
 import { keyValues, writeSpanAttributes } from '../../src/telemetry/otlp-json-values.js';
 import { SpanAttributes } from '../../src/telemetry/span-attributes.js';
 

@@ -1,11 +1,15 @@
 /**
- * Runs of a span's attributes kept as one piece of bytes (issue 44 part 1). A gateway span's
- * attributes come in groups that repeat together: the method, tool and operation of a call; the
- * session, its protocol version and the client's address; the backend, the transport and the
- * user's pseudonym. Written one `KeyValue` at a time, each is a comparison, a kept encoding
- * (ops/kept-encodings.ts) and a copy — about 140 instructions of `TypedArray.prototype.set` alone
- * (bench/README.md, "Counting one function"). Kept by run, a group is compared value by value
- * and copied once.
+ * Runs of fields kept as one piece of bytes (issue 44 part 1). A record's fields come in groups
+ * that repeat together. A gateway span's attributes: the method, tool and operation of a call;
+ * the session, its protocol version and the client's address; the backend, the transport and the
+ * user's pseudonym (telemetry/otlp-json-values.ts). An audit line's members: the user, session,
+ * endpoint, backend and method; the decision, rule and outcome (audit-line.ts). Written one
+ * field at a time, each is a comparison, a kept encoding (kept-encodings.ts) and a copy — about
+ * 140 instructions of `TypedArray.prototype.set` alone (bench/README.md, "Counting one
+ * function"). Kept by run, a group is compared value by value and copied once.
+ *
+ * The fields are slots of an array of values (a span's layout, telemetry/span-attributes.ts; the
+ * audit line's own); a run is the slots `[start, end)`, its fields joined by commas.
  *
  * A run's kept bytes are written from its values and reused only when every value of the run is
  * the same (`===`) as when they were written: a string, a number or a boolean; a run holding
@@ -14,20 +18,20 @@
  * the oldest set gives way to a new one. Several sessions and users interleave, so a run keeps
  * more than the last set.
  */
-import type { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
+import type { Utf8BatchWriter } from './utf8-batch-writer.js';
 
 /** Sets of values kept per run: the calls in flight of a few sessions, SERVER and CLIENT spans each. */
 const ENTRIES_KEPT = 8;
 /** The longest run kept, encoded. */
 const BYTES_KEPT = 2048;
 
-/** Writes one slot's `KeyValue` (no comma). */
+/** Writes one slot's field (no comma before it). */
 export type WriteSlot = (slot: number, value: unknown, w: Utf8BatchWriter) => void;
 
 interface Entry {
   /** The run's values, slot by slot, when {@link bytes} were written. */
   readonly values: unknown[];
-  /** Their `KeyValue`s joined by commas; empty when the run had no value. */
+  /** Their fields joined by commas; empty when the run had no value. */
   readonly bytes: Buffer;
 }
 
@@ -46,8 +50,8 @@ export class KeptRun {
   ) {}
 
   /**
-   * Appends the run's `KeyValue`s to `w`, a comma before them unless `first`; returns whether the
-   * list is still empty (`first` when the run had no value).
+   * Appends the run's fields to `w`, a comma before them unless `first`; returns whether the
+   * list is still empty (`first` when the run had no value). A slot holding `undefined` is left out.
    */
   write(values: readonly unknown[], first: boolean, w: Utf8BatchWriter): boolean {
     const entry = this.#find(values);
