@@ -20,11 +20,11 @@ export const AUDITED_METHODS: ReadonlySet<string> = new Set(['tools/call', 'prom
 export function requestFacts(m: JsonRpcMessage, backend: string): RequestFacts {
   const params = (m.params ?? {}) as Record<string, unknown>;
   const name = typeof params.name === 'string' ? params.name : undefined;
-  const facts: RequestFacts = { method: m.method ?? '', backend };
-  if (m.method === 'tools/call') Object.assign(facts, { tool: name ?? '', arguments: params.arguments ?? {} });
-  else if (m.method === 'prompts/get') Object.assign(facts, { prompt: name ?? '', arguments: params.arguments ?? {} });
-  else if (typeof params.uri === 'string') facts.uri = params.uri;
-  return facts;
+  // Each kind made whole by one literal: no object grown key by key (issue 44 part 1).
+  if (m.method === 'tools/call') return { method: m.method, backend, tool: name ?? '', arguments: params.arguments ?? {} };
+  if (m.method === 'prompts/get') return { method: m.method, backend, prompt: name ?? '', arguments: params.arguments ?? {} };
+  if (typeof params.uri === 'string') return { method: m.method ?? '', backend, uri: params.uri };
+  return { method: m.method ?? '', backend };
 }
 
 /** The part of a record that says who asked, where and what (decision and outcome to add). */

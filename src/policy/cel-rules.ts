@@ -43,7 +43,8 @@ interface CompiledRule {
   program: CelProgram;
   /** The unknowns the rule's text names: `arguments`, `uri`. */
   reads: ReadonlySet<Unknown>;
-  confirm?: RuleDecision['confirm'];
+  /** What the rule decides when it matches: made once, frozen (no object per call, issue 44 part 1). */
+  decision: Readonly<RuleDecision>;
 }
 
 /** What listing may not know of a request: a call's arguments, or a template's URI. */
@@ -55,7 +56,7 @@ const READS: ReadonlyArray<[Unknown, RegExp]> = [
 
 export class CelRules {
   readonly #rules: CompiledRule[];
-  readonly #default: RuleDecision;
+  readonly #default: Readonly<RuleDecision>;
   /**
    * The digest of the whole `policy` block (RFC 8785 canonical JSON, SHA-256): an approval is
    * bound to it (issue 46 §4), so a reload that changes any rule needs a new approval.
@@ -75,9 +76,10 @@ export class CelRules {
       if ('problem' in compiled) throw new Error(`policy rule "${r.name}": ${compiled.problem}`);
       const reads = new Set(READS.filter(([, word]) => word.test(r.when)).map(([unknown]) => unknown));
       const confirm = r.effect === 'confirm' ? { ttlMs: r.ttl!, ...(r.approvers ? { approvers: r.approvers.claims } : {}) } : undefined;
-      return { name: r.name, effect: r.effect, program: compiled.program, reads, ...(confirm ? { confirm } : {}) };
+      const decision = Object.freeze({ effect: r.effect, rule: r.name, ...(confirm ? { confirm: Object.freeze(confirm) } : {}) });
+      return { name: r.name, effect: r.effect, program: compiled.program, reads, decision };
     });
-    this.#default = { effect: policy.default, rule: 'policy.default' };
+    this.#default = Object.freeze({ effect: policy.default, rule: 'policy.default' });
     this.readsRequest = policy.rules.some((r) => /\brequest\b/.test(r.when));
   }
 
@@ -86,11 +88,11 @@ export class CelRules {
   }
 
   /** The decision for one request, its variables complete. */
-  decide(vars: Record<string, unknown>): RuleDecision {
+  decide(vars: Record<string, unknown>): Readonly<RuleDecision> {
     for (const rule of this.#rules) {
       if (rule.effect === 'confirm' && !isToolCall(vars)) continue;
       const value = run(rule.program, vars);
-      if (value === true || (value === undefined && rule.effect !== 'allow')) return { effect: rule.effect, rule: rule.name, ...(rule.confirm ? { confirm: rule.confirm } : {}) };
+      if (value === true || (value === undefined && rule.effect !== 'allow')) return rule.decision;
     }
     return this.#default;
   }
