@@ -52,12 +52,14 @@ const OPEN = {
   traceId: bytesOf(',"traceId":'),
 };
 const QUOTE = bytesOf('"');
+/** A member's string value, as `JSON.stringify` writes it. */
+const jsonStringValue = (value: string, w: Utf8BatchWriter) => w.jsonString(value);
 const LINE_END = bytesOf('}\n');
 
 export class AuditLineWriter {
-  readonly #event = new KeptEncodings('Z","event":', (value) => JSON.stringify(value));
+  readonly #event = new KeptEncodings('Z","event":', jsonStringValue);
   /** Each member's `"name":` and its values' text as they repeat, by slot (claims: written as given, already JSON). */
-  readonly #members = MEMBERS.map((name) => new KeptEncodings(`"${name}":`, (value) => JSON.stringify(value)));
+  readonly #members = MEMBERS.map((name) => new KeptEncodings(`"${name}":`, jsonStringValue));
   readonly #writeMember = (slot: number, value: unknown, w: Utf8BatchWriter) => {
     if (slot !== CLAIMS_SLOT) return this.#members[slot]!.write(value as string, w);
     w.bytes(OPEN.claims);

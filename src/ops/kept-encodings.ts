@@ -8,15 +8,21 @@
  * one copy of bytes, found by comparing the value with the last one, else by one `Map` lookup.
  *
  * Bounded: at most {@link VALUES_KEPT} values a field, none longer than {@link VALUE_CHARS_KEPT};
- * a further value is written as it comes, each time. What is kept is only what the records
+ * a further value — and every value of a field that keeps none (a request id) — is written
+ * straight into the batch as it comes, by the same function that made the kept bytes: no string
+ * joined only to be copied (that join, its `JSON.stringify` check and its flattening cost a span's
+ * request id about 1.3 k instructions, bench/micro-count.ts `spans`, session 30). What is kept is only what the records
  * carry anyway (no token: the writers never get one), and lives as long as the field's writer.
  */
-import type { Utf8BatchWriter } from './utf8-batch-writer.js';
+import { Utf8BatchWriter } from './utf8-batch-writer.js';
 
 /** The most values kept per field: the names of a deployment's backends, tools, rules, the active users' digests. */
 const VALUES_KEPT = 64;
 /** The longest value whose text is kept. */
 const VALUE_CHARS_KEPT = 256;
+
+/** Writes a string value as the field writes it (`JSON.stringify`'s text, or an OTLP `AnyValue`) and what closes the field. */
+export type WriteValue = (value: string, w: Utf8BatchWriter) => void;
 
 export class KeptEncodings {
   /** The field's opening as UTF-8 (`,"backend":`, `{"key":"…","value":`), for a value written afresh. */
@@ -30,8 +36,8 @@ export class KeptEncodings {
   constructor(
     /** The field's text before its value. */
     readonly opening: string,
-    /** The text of a string value as the field writes it (`JSON.stringify`, or an OTLP `AnyValue`), and what closes the field. */
-    private readonly encode: (value: string) => string,
+    /** How a value is written after the opening: straight into the record's batch, and once into the bytes kept for it. */
+    private readonly writeValue: WriteValue,
     /** How many values are kept; 0 for a field whose values never repeat (a request id), which is then written afresh without a lookup. */
     private readonly capacity = VALUES_KEPT,
   ) {
@@ -43,16 +49,25 @@ export class KeptEncodings {
     if (value === this.#lastValue) return w.bytes(this.#lastEncoded!);
     let encoded = this.capacity === 0 ? undefined : this.#kept.get(value);
     if (encoded === undefined) {
-      if (this.#kept.size >= this.capacity || value.length > VALUE_CHARS_KEPT) {
+      if (this.capacity === 0 || this.#kept.size >= this.capacity || value.length > VALUE_CHARS_KEPT) {
+        // Written into the batch as it comes: no string joined only to be copied (a request id's, every call).
         w.bytes(this.openingBytes);
-        w.write(this.encode(value));
+        this.writeValue(value, w);
         return;
       }
-      encoded = Buffer.from(this.opening + this.encode(value), 'utf8');
+      encoded = this.#encoded(value);
       this.#kept.set(value, encoded);
     }
     this.#lastValue = value;
     this.#lastEncoded = encoded;
     w.bytes(encoded);
+  }
+
+  /** The whole field for `value`, in bytes of its own (written into a buffer of its own: the batch's may be mid-record). */
+  #encoded(value: string): Buffer {
+    const own = new Utf8BatchWriter(Buffer.allocUnsafe(this.openingBytes.length + 3 * value.length + 32));
+    own.bytes(this.openingBytes);
+    this.writeValue(value, own);
+    return own.view();
   }
 }

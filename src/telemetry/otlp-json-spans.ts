@@ -198,7 +198,7 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
 }
 
 /** Span names as they repeat (a method and its tool): `,"name":"tools/call echo"` kept as bytes (ops/kept-encodings.ts). */
-const SPAN_NAMES = new KeptEncodings(',"name":', (name) => jsonString(name));
+const SPAN_NAMES = new KeptEncodings(',"name":', (name, w) => w.jsonString(name));
 
 /** `,"kind":K,"startTimeUnixNano":` for the proto's kinds 0–5 (UNSPECIFIED to CONSUMER), made once. */
 const KIND_OPENINGS = [0, 1, 2, 3, 4, 5].map((kind) => Buffer.from(`,"kind":${kind},"startTimeUnixNano":`));

@@ -132,8 +132,16 @@ export function keyValues(attributes: Record<string, unknown>): string {
 /** The most attribute keys whose encodings are kept: a gateway's are a few dozen, fixed. */
 const KEYS_KEPT = 1024;
 
-/** A string value's `AnyValue` and the `}` that closes its `KeyValue`. */
-const stringKeyValue = (value: string) => `{"stringValue":${jsonString(value)}}}`;
+/** `{"stringValue":`, and the `}}` that closes it and its `KeyValue`. */
+const STRING_VALUE = Buffer.from('{"stringValue":');
+const CLOSE_TWO = Buffer.from('}}');
+
+/** A string value's `AnyValue` and the `}` that closes its `KeyValue`, written into `w`. */
+function writeStringKeyValue(value: string, w: Utf8BatchWriter): void {
+  w.bytes(STRING_VALUE);
+  w.jsonString(value);
+  w.bytes(CLOSE_TWO);
+}
 
 /**
  * Each attribute key's `{"key":…,"value":` (escaped once per key rather than once per span) and
@@ -148,7 +156,7 @@ const UNIQUE_KEYS: ReadonlySet<string> = new Set(['jsonrpc.request.id']);
 function encodingsOf(key: string): KeptEncodings {
   let encodings = keyEncodings.get(key);
   if (encodings === undefined) {
-    encodings = new KeptEncodings(`{"key":${jsonString(key)},"value":`, stringKeyValue, UNIQUE_KEYS.has(key) ? 0 : undefined);
+    encodings = new KeptEncodings(`{"key":${jsonString(key)},"value":`, writeStringKeyValue, UNIQUE_KEYS.has(key) ? 0 : undefined);
     if (keyEncodings.size < KEYS_KEPT) keyEncodings.set(key, encodings);
   }
   return encodings;
@@ -178,9 +186,8 @@ export function writeKeyValues(attributes: Record<string, unknown>, w: Utf8Batch
   w.write(']');
 }
 
-/** `{"intValue":` and the `}}` that closes it and its `KeyValue`. */
+/** `{"intValue":` (closed as a string value is, by `}}`). */
 const INT_VALUE = Buffer.from('{"intValue":');
-const CLOSE_TWO = Buffer.from('}}');
 
 /** Each span attribute's encodings, by its slot (span-attributes.ts): found without a lookup by name. */
 const SLOT_ENCODINGS: readonly KeptEncodings[] = SPAN_KEYS.map((key) => encodingsOf(key));
