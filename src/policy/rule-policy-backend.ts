@@ -57,10 +57,10 @@ const RESOURCE_NOT_FOUND = -32002;
 type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
 /**
  * A record waiting for its answer. `approval`: the approval of a `confirm` rule this call uses
- * (its record names it). `inflight`: its key among the cancellable calls (RulePolicyBackend),
- * with `id`, its key among its POST's records.
+ * (its record names it). `session`: the session whose cancellable calls hold it
+ * (RulePolicyBackend), by `id`, also its key among its POST's `records`.
  */
-type Pending = { base: AuditRequest; rule: string; approval?: string; inflight?: string; id?: string; records?: PendingRecords };
+type Pending = { base: AuditRequest; rule: string; approval?: string; session?: string; id?: string; records?: PendingRecords };
 /** How a record is written: the face's, one function per backend (not per call). */
 type WriteRecord = (p: Pending, started: number, outcome: Unanswered) => void;
 
@@ -120,12 +120,16 @@ export interface RulePolicyParts {
 
 export class RulePolicyBackend extends DecoratedBackend {
   /**
-   * The audited calls in flight on a session, by user, session and request id: what a client's
+   * The audited calls in flight, by session, then request id: what a client's
    * `notifications/cancelled` for one of them ends at once with outcome `cancelled` (MCP
-   * 2025-11-25 Cancellation), instead of leaving it to the timeout. An entry goes when its
-   * record is written, so this holds only calls still waiting for their answer.
+   * 2025-11-25 Cancellation), instead of leaving it to the timeout — when it comes from the
+   * call's own user (the record's user key is compared). An entry goes when its record is
+   * written, and a session's map when it is empty, so this holds only calls still waiting for
+   * their answer. By session, not by one key joining user, session and id: that key was a new
+   * string of about 75 characters hashed on every call (issue 44 part 1); the session id is the
+   * header's string, hashed once for the session lookup before.
    */
-  readonly #inflight = new Map<string, Pending>();
+  readonly #inflight = new Map<string, Map<string, Pending>>();
   readonly #writeRecord: WriteRecord = (p, started, outcome) => this.#write(p, started, outcome);
 
   constructor(
@@ -170,7 +174,7 @@ export class RulePolicyBackend extends DecoratedBackend {
         if (this.parts.audit() && AUDITED_METHODS.has(m.method!)) this.#pend(records, caller, m as Request, facts, decision, started, judged?.approval);
       }
     }
-    if (caller.sessionId) this.#cancellable(caller, messages, records);
+    if (caller.sessionId) this.#cancellable(caller, caller.sessionId, messages, records);
     const rest = denied ? messages.filter((m) => !denied.has(m)) : messages;
     if (!rest.length || (denied && !isBatchText(body))) {
       const refusal = isBatchText(body) ? errors : errors[0]!;
@@ -250,23 +254,35 @@ export class RulePolicyBackend extends DecoratedBackend {
   }
 
   /** Registers this POST's pending records as cancellable, and ends those a `notifications/cancelled` in it names. */
-  #cancellable(caller: BackendCaller, messages: readonly JsonRpcMessage[], records: PendingRecords): void {
-    for (const [id, p] of records.byId) {
-      p.inflight = inflightKey(caller, id);
-      p.id = id;
-      p.records = records;
-      this.#inflight.set(p.inflight, p);
+  #cancellable(caller: BackendCaller, session: string, messages: readonly JsonRpcMessage[], records: PendingRecords): void {
+    if (records.byId.size > 0) {
+      let calls = this.#inflight.get(session);
+      if (!calls) this.#inflight.set(session, (calls = new Map()));
+      for (const [id, p] of records.byId) {
+        p.session = session;
+        p.id = id;
+        p.records = records;
+        calls.set(id, p);
+      }
     }
     for (const m of messages) {
       const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
-      const p = this.#inflight.get(inflightKey(caller, idKey(requestId)));
-      p?.records?.cancel(p.id!);
+      const p = this.#inflight.get(session)?.get(idKey(requestId));
+      if (p && p.base.userKey === caller.principal.userKey) p.records?.cancel(p.id!);
     }
   }
 
+  /** Forgets a call among the cancellable ones (its record is being written), unless a later call of its id took its place. */
+  #settled(p: Pending): void {
+    const calls = this.#inflight.get(p.session!);
+    if (calls?.get(p.id!) !== p) return;
+    calls.delete(p.id!);
+    if (calls.size === 0) this.#inflight.delete(p.session!);
+  }
+
   #write(p: Pending, started: number, outcome: Unanswered): void {
-    if (p.inflight) this.#inflight.delete(p.inflight);
+    if (p.session !== undefined) this.#settled(p);
     this.parts.audit()?.recordOf(p.base, { event: 'call', decision: 'allow', rule: p.rule, approval: p.approval, outcome: outcome.outcome, code: outcome.code, durationMs: performance.now() - started });
   }
 
@@ -298,11 +314,6 @@ export class RulePolicyBackend extends DecoratedBackend {
         return rules.couldAllow(policyVariables(caller, { method: 'resources/read', backend }, 'uri', rules.readsRequest), 'uri');
     }
   }
-}
-
-/** A call's key among the cancellable ones: the user, the session, the request id (ids are unique per session only). */
-function inflightKey(caller: BackendCaller, id: string): string {
-  return `${caller.principal.userKey}\n${caller.sessionId}\n${id}`;
 }
 
 /**
