@@ -294,9 +294,16 @@ function startSpan(
 /** The context of a request that has none to carry. */
 const NO_CONTEXT: TraceHeaders = Object.freeze({});
 
+/**
+ * `-` and the trace flags as two lowercase hex digits, for each value of their byte (W3C Trace
+ * Context §3.2.2.5): made once. The OTel propagator writes `0` and the flags in hex, three digits
+ * from 0x10 up; this writes two always, and no number is turned into a string per call.
+ */
+const FLAGS_SUFFIX: readonly string[] = Array.from({ length: 256 }, (_, flags) => `-${flags.toString(16).padStart(2, '0')}`);
+
 /** `traceparent` of a span context, as the W3C propagator writes it (version 00, flags as two hex digits). */
 function traceparentOf(c: SpanContext): string {
-  return `00-${c.traceId}-${c.spanId}-0${Number(c.traceFlags || TraceFlags.NONE).toString(16)}`;
+  return `00-${c.traceId}-${c.spanId}${FLAGS_SUFFIX[(c.traceFlags || TraceFlags.NONE) & 0xff]}`;
 }
 
 /** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
