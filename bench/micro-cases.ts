@@ -24,6 +24,7 @@ import { withTraceMetaText } from '../src/telemetry/meta-splice.js';
 import { writeSpan } from '../src/telemetry/otlp-json-spans.js';
 import { RecordedSpan, type SpanSource } from '../src/telemetry/recorded-span.js';
 import { SLOT, SpanAttributes } from '../src/telemetry/span-attributes.js';
+import { jsonShapeProblem, topParamsName } from '../src/wire/json-guard.js';
 import type { JsonRpcMessage } from '../src/wire/jsonrpc.js';
 
 const WARM_CALLS = 30_000;
@@ -105,10 +106,15 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
   'meta-splice': () => {
     const requests = Array.from({ length: VARIANTS }, (_, i) => {
       const text = `{"jsonrpc":"2.0","id":${i},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello, switchboard"}}}`;
-      return { text, message: JSON.parse(text) as JsonRpcMessage };
+      // Where the route's scan saw `params` (mcp/routes.ts hands it on with the parse).
+      jsonShapeProblem(text);
+      return { text, message: JSON.parse(text) as JsonRpcMessage, paramsName: topParamsName() };
     });
     const trace = { traceparent: `00-${hexId(32)}-${hexId(16)}-01` };
-    return (i) => withTraceMetaText(requests[i % VARIANTS]!.text, requests[i % VARIANTS]!.message, trace).length;
+    return (i) => {
+      const request = requests[i % VARIANTS]!;
+      return withTraceMetaText(request.text, request.message, trace, request.paramsName).length;
+    };
   },
   /** A call's two spans written into an export request (otlp-json-spans.ts writeSpan). */
   spans: () => {

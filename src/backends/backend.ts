@@ -69,7 +69,12 @@ export interface BackendCaller {
    * Only a POST's caller has it (the long-lived GET streams' callers do not), and it lives no
    * longer than that POST's request, whose body the request holds anyway.
    */
-  parsed?: { readonly text: string; readonly messages: readonly JsonRpcMessage[] };
+  parsed?: {
+    readonly text: string;
+    readonly messages: readonly JsonRpcMessage[];
+    /** Of one message: the index of the quote closing its top-level `params` name in `text` (wire/json-guard.ts topParamsName), -1 when none. */
+    readonly paramsName?: number;
+  };
   /**
    * A 2026-07-28 client's request only (stateless/stateless-post.ts): seals the gateway's own
    * `requestState` for this request as the client sent it to its endpoint (stateless/request-state.ts),

@@ -48,7 +48,7 @@ export class ClientSpanBackend extends DecoratedBackend {
     const first = call.first();
     if (!first) return this.inner.post(body, headers, signal);
     // One message (all but a 2025-03-26 batch): its text with the context spliced in, not re-written.
-    const sent = unsampledRoot ? body : parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers);
+    const sent = unsampledRoot ? body : parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers, parsed.paramsName);
     let res: BackendResponse;
     try {
       res = await this.inner.post(sent, unsampledRoot ? headers : { ...headers, ...first.headers }, signal);
@@ -158,13 +158,16 @@ class ClientCall implements AnswerObserver {
  * which the policy faces read too), so it is not parsed a second time; undefined when a face
  * rewrote the body, or the call has no route's parse (a GET stream's).
  */
-function routeParsed(caller: BackendCaller | undefined, body: string): { messages: readonly JsonRpcMessage[]; batch: boolean } | undefined {
+function routeParsed(caller: BackendCaller | undefined, body: string): ParsedBody | undefined {
   const parsed = caller?.parsed;
-  return parsed?.text === body ? { messages: parsed.messages, batch: isBatchText(body) } : undefined;
+  return parsed?.text === body ? { messages: parsed.messages, batch: isBatchText(body), paramsName: parsed.paramsName } : undefined;
 }
 
+/** A body's messages; `paramsName` as the route's scan found it (BackendCaller.parsed), when the body is the route's. */
+type ParsedBody = { messages: readonly JsonRpcMessage[]; batch: boolean; paramsName?: number };
+
 /** The messages of a body, or undefined when it is not JSON-RPC objects (then it goes untouched). */
-function parseBody(body: string): { messages: readonly JsonRpcMessage[]; batch: boolean } | undefined {
+function parseBody(body: string): ParsedBody | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);

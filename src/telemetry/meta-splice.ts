@@ -21,12 +21,17 @@ const TRACE_KEYS = ['traceparent', 'tracestate', 'baggage'] as const;
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** `text`, the JSON of `message`, with `trace` in its `params._meta`: spliced when safe, else written again. */
-export function withTraceMetaText(text: string, message: JsonRpcMessage, trace: TraceHeaders): string {
+/**
+ * `text`, the JSON of `message`, with `trace` in its `params._meta`: spliced when safe, else
+ * written again. `paramsName`: where the route's scan of this very text saw the top-level
+ * `params` name end (wire/json-guard.ts topParamsName), so its value is found without a walk of
+ * the text; -1 or absent: none seen, or not known (the text is walked).
+ */
+export function withTraceMetaText(text: string, message: JsonRpcMessage, trace: TraceHeaders, paramsName = -1): string {
   const members = traceMembers(trace);
   // `_meta` absent from the parsed `params`: absent from its text too (no `\u` escape spells it otherwise), so not looked for.
   const metaAbsent = (message.params as { _meta?: unknown } | undefined)?._meta === undefined;
-  const spliced = members && safeToSplice(text, message) ? splice(text, members, metaAbsent) : undefined;
+  const spliced = members && safeToSplice(text, message) ? splice(text, members, metaAbsent, paramsName) : undefined;
   return spliced ?? JSON.stringify(withMeta(message, trace));
 }
 
@@ -50,10 +55,10 @@ function safeToSplice(text: string, message: JsonRpcMessage): boolean {
 }
 
 /** The text with `members` written into `params._meta` (made where missing); undefined when its shape is not as parsed. */
-function splice(text: string, members: string, metaAbsent: boolean): string | undefined {
+function splice(text: string, members: string, metaAbsent: boolean, paramsName: number): string | undefined {
   const top = skipSpace(text, 0);
   if (text.charCodeAt(top) !== 0x7b) return undefined;
-  const params = objectMember(text, top, 'params');
+  const params = paramsAt(text, paramsName) ?? objectMember(text, top, 'params');
   if (!params) return undefined;
   if (params.value === undefined) {
     const empty = skipSpace(text, top + 1) === params.close;
@@ -66,6 +71,19 @@ function splice(text: string, members: string, metaAbsent: boolean): string | un
   if (meta.value === undefined) return insert(text, params.value + 1, `"_meta":{${members}}${emptyAt(text, params.value) ? '' : ','}`);
   if (text.charCodeAt(meta.value) !== 0x7b) return undefined;
   return insert(text, meta.value + 1, `${members}${emptyAt(text, meta.value) ? '' : ','}`);
+}
+
+/**
+ * The `params` member whose name the route's scan saw close at `nameEnd`: its value's first
+ * index. Undefined when not known, or when the text there is not `"params"` and a colon (then the
+ * text is walked, as without it).
+ */
+function paramsAt(text: string, nameEnd: number): { value: number; close: number } | undefined {
+  if (nameEnd < 7 || text.charCodeAt(nameEnd) !== 0x22 || text.charCodeAt(nameEnd - 7) !== 0x22 || !text.startsWith('params', nameEnd - 6)) return undefined;
+  const colon = skipSpace(text, nameEnd + 1);
+  if (text.charCodeAt(colon) !== 0x3a /* : */) return undefined;
+  // `close` (the top object's closing brace) is read only when `params` is absent, never here.
+  return { value: skipSpace(text, colon + 1), close: -1 };
 }
 
 /** Whether the object opening at `open` has no members. */

@@ -72,7 +72,23 @@ export function jsonShapeProblem(text: string, maxDepth = MAX_JSON_DEPTH): JsonS
 /** Set when an {@link ObjectNames} took a string of the text being scanned. */
 let holdingStrings = false;
 
+/** {@link topParamsName}'s answer for the text scanned last. */
+let paramsName = -1;
+
+/**
+ * In the text {@link jsonShapeProblem} scanned last: the index of the quote that closes the
+ * name of the top-level object's `params` member, spelled without escapes; -1 when there is
+ * none (a batch, a message without `params`, a name with an escape). Found by the scan on the
+ * way (issue 44 part 1), so the trace context's splice (telemetry/meta-splice.ts) need not walk
+ * the text again to find where `params` is. Read it right after the scan: the next scan
+ * replaces it. There is one such member at most: the scan refuses duplicate names.
+ */
+export function topParamsName(): number {
+  return paramsName;
+}
+
 function scan(text: string, maxDepth: number): JsonShapeProblem | undefined {
+  paramsName = -1;
   /** The object open at the current depth, or undefined inside an array (or at the top). */
   let open: ObjectNames | undefined;
   let depth = 0;
@@ -91,6 +107,7 @@ function scan(text: string, maxDepth: number): JsonShapeProblem | undefined {
       while (nextBackslash < i && isEscaped(text, i)) i = indexOrEnd(text, '"', i + 1);
       if (!expectName) continue;
       expectName = false;
+      if (depth === 1 && i - start === 6 && text.charCodeAt(start) === 0x70 /* p */ && nextBackslash >= i && text.startsWith('params', start)) paramsName = i;
       const duplicate = open?.add(text, start, i, nextBackslash < i);
       if (duplicate !== undefined) return { kind: 'duplicate', name: duplicate };
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {

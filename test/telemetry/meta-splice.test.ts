@@ -7,15 +7,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { withMeta, withTraceMetaText } from '../../src/telemetry/meta-splice.js';
+import { jsonShapeProblem, topParamsName } from '../../src/wire/json-guard.js';
 import type { JsonRpcMessage } from '../../src/wire/jsonrpc.js';
 
 const TRACE = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'v="q\\"x",k=1' };
 
-/** The spliced text, checked to parse as the message re-serialised with the context. */
+/**
+ * The spliced text, checked to parse as the message re-serialised with the context — and, for a
+ * text the route accepts, to be the same whether `params` is found by a walk or where the route's
+ * scan saw its name (json-guard.ts topParamsName).
+ */
 function spliced(text: string): string {
   const message = JSON.parse(text) as JsonRpcMessage;
   const out = withTraceMetaText(text, message, TRACE);
   assert.deepEqual(JSON.parse(out), withMeta(message, TRACE), out);
+  if (jsonShapeProblem(text) === undefined) assert.equal(withTraceMetaText(text, message, TRACE, topParamsName()), out, `with the scan's params: ${text}`);
   return out;
 }
 
@@ -76,6 +82,28 @@ describe('trace context spliced into params._meta', () => {
     const escaped = spliced('{"jsonrpc":"2.0","id":8,"method":"tools/call","\\u0070arams":{"name":"e"}}');
     assert.equal(escaped.match(/params/g)?.length, 1);
     spliced('{"jsonrpc":"2.0","id":9,"method":"m","params":[1,2]}');
+  });
+
+  it('finds params where the route\'s scan saw its name: the top object\'s only, spelled without escapes', () => {
+    const at = (text: string) => {
+      assert.equal(jsonShapeProblem(text), undefined);
+      return topParamsName();
+    };
+    const text = '{"id":1, "params" :{"name":"echo"},"method":"tools/call"}';
+    assert.equal(at(text), text.indexOf('" :'));
+    assert.equal(at('{"id":1,"method":"tools/call","params":{"name":"echo","arguments":{"params":{}}}}'), 37);
+    assert.equal(at('{"id":1,"method":"ping","x":{"params":{}}}'), -1, 'not a nested object\'s');
+    assert.equal(at('{"id":1,"method":"ping","p\\u0061rams":{}}'), -1, 'not an escaped name');
+    assert.equal(at('[{"id":1,"method":"ping","params":{}}]'), -1, 'not in a batch');
+    assert.equal(at('{"id":1,"method":"ping","text":"\\"params\\":{"}'), -1, 'not inside a string');
+    assert.equal(at('{"id":1,"method":"ping"}'), -1);
+  });
+
+  it('walks the text when the place it is given is not a params name', () => {
+    const text = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}';
+    const message = JSON.parse(text) as JsonRpcMessage;
+    const walked = withTraceMetaText(text, message, TRACE);
+    for (const wrong of [0, 6, text.indexOf('"method"') + 7, text.length - 1, text.length + 5]) assert.equal(withTraceMetaText(text, message, TRACE, wrong), walked, `place ${wrong}`);
   });
 
   it('escapes the context values as JSON strings', () => {
