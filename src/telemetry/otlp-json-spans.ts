@@ -24,8 +24,8 @@
 import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
-import { RecordedSpan, type EncodableSpan } from './recorded-span.js';
-import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber, writeSpanAttributes } from './otlp-json-values.js';
+import { epochNanos, epochSeconds, RecordedSpan, type EncodableSpan } from './recorded-span.js';
+import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber, writeSpanAttributes, writeTime } from './otlp-json-values.js';
 import { KeptEncodings } from '../ops/kept-encodings.js';
 import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
@@ -160,13 +160,21 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
   }
   SPAN_NAMES.write(s.name, w);
   writeKindOpening(s.kind == null ? 0 : s.kind + 1, w);
-  writeNanos(s.startTime, w);
-  w.bytes(PIECE.endTime);
-  writeNanos(s.endTime, w);
-  w.bytes(PIECE.attributes);
-  // The gateway's own span: its attributes from their layout, each key's encodings found by its slot.
-  if (s instanceof RecordedSpan) writeSpanAttributes(s.own.values, w);
-  else writeKeyValues(s.attributes, w);
+  if (s instanceof RecordedSpan) {
+    // The gateway's own span: its times from its clock readings (no `HrTime` made), its
+    // attributes from their layout, each key's encodings found by its slot.
+    writeTime(epochSeconds(s.startMilliseconds), epochNanos(s.startMilliseconds), w);
+    w.bytes(PIECE.endTime);
+    writeTime(epochSeconds(s.endMilliseconds), epochNanos(s.endMilliseconds), w);
+    w.bytes(PIECE.attributes);
+    writeSpanAttributes(s.own.values, w);
+  } else {
+    writeNanos(s.startTime, w);
+    w.bytes(PIECE.endTime);
+    writeNanos(s.endTime, w);
+    w.bytes(PIECE.attributes);
+    writeKeyValues(s.attributes, w);
+  }
   const spanFlags = flags(context.traceFlags, parent?.isRemote);
   const plain = s.droppedAttributesCount === 0 && s.events.length === 0 && s.droppedEventsCount === 0;
   if (plain && s.status.message === undefined && s.links.length === 0 && s.droppedLinksCount === 0) return writePlainEnd(s.status.code, spanFlags, w);

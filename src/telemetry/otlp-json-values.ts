@@ -63,9 +63,14 @@ function joinable(seconds: number, nanos: number): boolean {
  * end, and every span of that second, share them.
  */
 export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
-  const seconds = Math.trunc(time[0]);
-  const nanos = Math.trunc(time[1]);
-  if (!joinable(seconds, nanos)) return w.write(nanosString(time));
+  writeTime(time[0], time[1], w);
+}
+
+/** {@link writeNanos} of the time in two parts, seconds and nanoseconds (a gateway span's: recorded-span.ts epochSeconds). */
+export function writeTime(secondsPart: number, nanosPart: number, w: Utf8BatchWriter): void {
+  const seconds = Math.trunc(secondsPart);
+  const nanos = Math.trunc(nanosPart);
+  if (!joinable(seconds, nanos)) return w.write(nanosString([secondsPart, nanosPart]));
   if (seconds !== lastSeconds) {
     lastSeconds = seconds;
     lastSecondsText = Buffer.from(`"${seconds}`, 'latin1');

@@ -64,6 +64,25 @@ function epochTime(performanceMs: number): HrTime {
   return addHrTimes(ORIGIN, millisToHrTime(performanceMs));
 }
 
+/*
+ * The two parts of {@link epochTime} apart, with no array made (the encoder writes both times of
+ * every span: issue 44 part 1). The same arithmetic as `millisToHrTime` and `addHrTimes` of
+ * @opentelemetry/core: whole seconds by truncation, nanoseconds rounded from the milliseconds'
+ * remainder, summed with the origin's and carried once past a second.
+ */
+
+/** {@link epochTime}'s seconds. */
+export function epochSeconds(performanceMs: number): number {
+  const nanos = ORIGIN[1] + Math.round((performanceMs % 1000) * 1e6);
+  return ORIGIN[0] + Math.trunc(performanceMs / 1000) + (nanos >= 1e9 ? 1 : 0);
+}
+
+/** {@link epochTime}'s nanoseconds. */
+export function epochNanos(performanceMs: number): number {
+  const nanos = ORIGIN[1] + Math.round((performanceMs % 1000) * 1e6);
+  return nanos >= 1e9 ? nanos - 1e9 : nanos;
+}
+
 export class RecordedSpan implements EncodableSpan {
   status: SpanStatus = UNSET;
   readonly events = NO_EVENTS;
@@ -112,6 +131,15 @@ export class RecordedSpan implements EncodableSpan {
 
   get endTime(): HrTime {
     return epochTime(this.#endMs);
+  }
+
+  /** The clock readings of the start and the end (`performance.now()`): the encoder writes the times from them (epochSeconds, epochNanos). */
+  get startMilliseconds(): number {
+    return this.startMs;
+  }
+
+  get endMilliseconds(): number {
+    return this.#endMs;
   }
 
   /** ERROR, described by `message` when there is one (the SDK keeps a status message only when it is a string). */

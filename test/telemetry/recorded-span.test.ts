@@ -14,7 +14,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, ParentBasedSampler, TracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { traceRequestJson } from '../../src/telemetry/otlp-json-spans.js';
 import { SpanAttributes } from '../../src/telemetry/span-attributes.js';
-import { RecordedSpan, type EncodableSpan } from '../../src/telemetry/recorded-span.js';
+import { epochNanos, epochSeconds, RecordedSpan, type EncodableSpan } from '../../src/telemetry/recorded-span.js';
 
 const resource = resourceFromAttributes({ 'service.name': 'switchboard', 'service.instance.id': 'one' });
 const scope = { name: 'switchboard', version: '1.0.0' };
@@ -83,4 +83,13 @@ test('the record keeps the attributes it was given (shared with the histogram), 
     { key: 'error.type', value: { stringValue: '-32601' } },
   ]);
   assert.equal(recorded.status.code, SpanStatusCode.UNSET);
+});
+
+test('a time written from its clock reading is the SDK\'s HrTime of it, part for part, at every carry past a second', () => {
+  const origin = millisToHrTime(performance.timeOrigin);
+  // Readings whose nanoseconds, added to the origin's, fall just under, at and over a second; and a spread of others.
+  const carry = (1e9 - origin[1]) / 1e6;
+  const readings = [0, 0.000001, 0.5, 999.999999, 1000, 1234.5678, 86_400_000.123456, carry - 0.000001, carry, carry + 0.000001, carry + 1000];
+  for (let i = 0; i < 2000; i++) readings.push(i * 1.618033 + (i % 7) * 0.000137);
+  for (const ms of readings) assert.deepEqual([epochSeconds(ms), epochNanos(ms)], addHrTimes(origin, millisToHrTime(ms)), `reading ${ms}`);
 });
