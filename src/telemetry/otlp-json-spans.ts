@@ -25,7 +25,7 @@ import { diag, type Link, type SpanContext } from '@opentelemetry/api';
 import type { IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TimedEvent } from '@opentelemetry/sdk-trace';
 import { epochNanos, epochSeconds, RecordedSpan, type EncodableSpan } from './recorded-span.js';
-import { jsonNumber, jsonString, keyValues, nanosString, writeKeyValues, writeNanos, writeNumber, writeSpanAttributes, writeTime } from './otlp-json-values.js';
+import { jsonNumber, jsonString, keyValues, nanosString, TimeMember, writeKeyValues, writeNumber, writeSpanAttributes } from './otlp-json-values.js';
 import { KeptEncodings } from '../ops/kept-encodings.js';
 import { Utf8BatchWriter } from '../ops/utf8-batch-writer.js';
 
@@ -120,9 +120,6 @@ const PIECE = {
   spanId: Buffer.from(',"spanId":'),
   parentSpanId: Buffer.from(',"parentSpanId":'),
   traceState: Buffer.from(',"traceState":'),
-  kind: Buffer.from(',"kind":'),
-  startTime: Buffer.from(',"startTimeUnixNano":'),
-  endTime: Buffer.from(',"endTimeUnixNano":'),
   attributes: Buffer.from(',"attributes":'),
   droppedAttributes: Buffer.from(',"droppedAttributesCount":'),
   events: Buffer.from(',"events":['),
@@ -159,19 +156,20 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
     w.jsonString(state);
   }
   SPAN_NAMES.write(s.name, w);
-  writeKindOpening(s.kind == null ? 0 : s.kind + 1, w);
+  const kind = s.kind == null ? 0 : s.kind + 1;
+  const start = START_TIMES[kind] ?? new TimeMember(`,"kind":${jsonNumber(kind)},"startTimeUnixNano":`);
   if (s instanceof RecordedSpan) {
     // The gateway's own span: its times from its clock readings (no `HrTime` made), its
     // attributes from their layout, each key's encodings found by its slot.
-    writeTime(epochSeconds(s.startMilliseconds), epochNanos(s.startMilliseconds), w);
-    w.bytes(PIECE.endTime);
-    writeTime(epochSeconds(s.endMilliseconds), epochNanos(s.endMilliseconds), w);
+    start.write(epochSeconds(s.startMilliseconds), epochNanos(s.startMilliseconds), w);
+    END_TIME.write(epochSeconds(s.endMilliseconds), epochNanos(s.endMilliseconds), w);
     w.bytes(PIECE.attributes);
     writeSpanAttributes(s.own.values, w);
   } else {
-    writeNanos(s.startTime, w);
-    w.bytes(PIECE.endTime);
-    writeNanos(s.endTime, w);
+    const startTime = s.startTime;
+    const endTime = s.endTime;
+    start.write(startTime[0], startTime[1], w);
+    END_TIME.write(endTime[0], endTime[1], w);
     w.bytes(PIECE.attributes);
     writeKeyValues(s.attributes, w);
   }
@@ -208,16 +206,9 @@ export function writeSpan(s: EncodableSpan, w: Utf8BatchWriter): void {
 /** Span names as they repeat (a method and its tool): `,"name":"tools/call echo"` kept as bytes (ops/kept-encodings.ts). */
 const SPAN_NAMES = new KeptEncodings(',"name":', (name, w) => w.jsonString(name));
 
-/** `,"kind":K,"startTimeUnixNano":` for the proto's kinds 0–5 (UNSPECIFIED to CONSUMER), made once. */
-const KIND_OPENINGS = [0, 1, 2, 3, 4, 5].map((kind) => Buffer.from(`,"kind":${kind},"startTimeUnixNano":`));
-
-function writeKindOpening(kind: number, w: Utf8BatchWriter): void {
-  const opening = KIND_OPENINGS[kind];
-  if (opening !== undefined) return w.bytes(opening);
-  w.bytes(PIECE.kind);
-  w.integer(kind);
-  w.bytes(PIECE.startTime);
-}
+/** `,"kind":K,"startTimeUnixNano":` and the start time, for the proto's kinds 0–5 (UNSPECIFIED to CONSUMER), made once. */
+const START_TIMES = [0, 1, 2, 3, 4, 5].map((kind) => new TimeMember(`,"kind":${kind},"startTimeUnixNano":`));
+const END_TIME = new TimeMember(',"endTimeUnixNano":');
 
 /**
  * The end of a span with no event, link, drop or status message — every gateway span but a

@@ -58,30 +58,39 @@ function joinable(seconds: number, nanos: number): boolean {
 }
 
 /**
- * {@link nanosString} written into `w`: the digits of its two parts, no string made for them.
- * The quote and the seconds' digits are kept as bytes while the second lasts: a span's start and
- * end, and every span of that second, share them.
+ * A time member of a span — its opening (`,"kind":2,"startTimeUnixNano":`, `,"endTimeUnixNano":`)
+ * and its value, {@link nanosString}'s digits written into `w` with no string made for them. The
+ * opening, the quote and the seconds' digits are kept as one piece of bytes while the second
+ * lasts: every span of that second shares them (one copy, where the opening and the seconds
+ * were two: issue 44 part 1).
  */
-export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
-  writeTime(time[0], time[1], w);
-}
+export class TimeMember {
+  #seconds = Number.NaN;
+  #head = Buffer.alloc(0);
 
-/** {@link writeNanos} of the time in two parts, seconds and nanoseconds (a gateway span's: recorded-span.ts epochSeconds). */
-export function writeTime(secondsPart: number, nanosPart: number, w: Utf8BatchWriter): void {
-  const seconds = Math.trunc(secondsPart);
-  const nanos = Math.trunc(nanosPart);
-  if (!joinable(seconds, nanos)) return w.write(nanosString([secondsPart, nanosPart]));
-  if (seconds !== lastSeconds) {
-    lastSeconds = seconds;
-    lastSecondsText = Buffer.from(`"${seconds}`, 'latin1');
+  constructor(readonly opening: string) {}
+
+  /** The member for the time in two parts, seconds and nanoseconds (an `HrTime`'s, or a gateway span's: recorded-span.ts epochSeconds). */
+  write(secondsPart: number, nanosPart: number, w: Utf8BatchWriter): void {
+    const seconds = Math.trunc(secondsPart);
+    const nanos = Math.trunc(nanosPart);
+    if (!joinable(seconds, nanos)) return w.write(this.opening + nanosString([secondsPart, nanosPart]));
+    if (seconds !== this.#seconds) {
+      this.#seconds = seconds;
+      this.#head = Buffer.from(`${this.opening}"${seconds}`, 'utf8');
+    }
+    w.bytes(this.#head);
+    w.integer(nanos, 9);
+    w.byte(QUOTE);
   }
-  w.bytes(lastSecondsText);
-  w.integer(nanos, 9);
-  w.byte(QUOTE);
 }
 
-let lastSeconds = Number.NaN;
-let lastSecondsText = Buffer.alloc(0);
+/** A time with no opening: {@link nanosString} written into `w`. */
+const BARE_TIME = new TimeMember('');
+
+export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
+  BARE_TIME.write(time[0], time[1], w);
+}
 
 const QUOTE = 0x22;
 
@@ -197,8 +206,16 @@ const INT_VALUE = Buffer.from('{"intValue":');
 /** Each span attribute's encodings, by its slot (span-attributes.ts): found without a lookup by name. */
 const SLOT_ENCODINGS: readonly KeptEncodings[] = SPAN_KEYS.map((key) => encodingsOf(key));
 
+/** Each slot's opening with `{"intValue":` after it: a port's or a status code's, one copy for both. */
+const SLOT_INT_OPENINGS: readonly Buffer[] = SLOT_ENCODINGS.map((encodings) => Buffer.concat([encodings.openingBytes, INT_VALUE]));
+
 /** One slot's `KeyValue`, by its slot's encodings. */
-const writeSlot = (slot: number, value: unknown, w: Utf8BatchWriter) => writeEncodedKeyValue(SLOT_ENCODINGS[slot]!, value, w);
+function writeSlot(slot: number, value: unknown, w: Utf8BatchWriter): void {
+  if (typeof value !== 'number' || !Number.isInteger(value)) return writeEncodedKeyValue(SLOT_ENCODINGS[slot]!, value, w);
+  w.bytes(SLOT_INT_OPENINGS[slot]!);
+  w.integer(value);
+  w.bytes(CLOSE_TWO);
+}
 
 /**
  * Slots whose values differ from call to call or are rare: each written on its own. Every stretch
