@@ -41,3 +41,26 @@ test('span ids are 16 hex digits, new each time', () => {
   assert.equal(ids.size, 100);
   for (const id of ids) assert.match(id, /^[0-9a-f]{16}$/);
 });
+
+test('ids are the random words in hex, an all-zero one made valid by a last 1, as the SDK\'s generator does', () => {
+  const random = Math.random;
+  const roots = new RootSampling(1);
+  try {
+    Math.random = () => 0;
+    assert.equal(roots.admit(), `${'0'.repeat(31)}1`);
+    assert.equal(roots.spanId(), `${'0'.repeat(15)}1`);
+    Math.random = () => 0.9999999999;
+    assert.equal(roots.admit(), 'f'.repeat(32));
+    assert.equal(roots.spanId(), 'f'.repeat(16));
+    // 0x12345678 / 2^32, each word: its digits in order.
+    Math.random = () => 0x12345678 / 4294967296;
+    assert.equal(roots.admit(), '12345678'.repeat(4));
+    assert.equal(roots.spanId(), '12345678'.repeat(2));
+  } finally {
+    Math.random = random;
+  }
+  // Every digit at every place, over a few thousand ids.
+  const seen = Array.from({ length: 16 }, () => new Set<string>());
+  for (let i = 0; i < 4000; i++) [...roots.spanId()].forEach((d, at) => seen[at]!.add(d));
+  for (const digits of seen) assert.equal(digits.size, 16);
+});
