@@ -61,6 +61,9 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
   if (res.status < 200 || res.status >= 300) return res;
   const { errors, listIds, observe } = edit;
   if (!errors.length && !listIds.size && !observe) return res;
+  // Only watched (each allowed call the audit records): the answer as it is, its headers not
+  // copied and no rewrite made for it (issue 44 part 1; what the branches below do for it).
+  if (observe && !errors.length && !listIds.size && res.status !== 202) return observedAnswer(res, observe);
   const headers = { ...res.headers };
   delete headers['content-length'];
   const rewrite = (m: unknown): unknown => {
@@ -77,7 +80,6 @@ export function editAnswer(res: BackendResponse, edit: AnswerEdit): BackendRespo
     return { status: 200, headers, contentType: 'application/json', body: syntheticBody(JSON.stringify(errors)) };
   }
   if (listIds.size) return editLists(res, edit, rewrite);
-  if (observe && !errors.length) return observedAnswer(res, observe);
   if (res.contentType === 'application/json') return { ...res, headers, body: syntheticBody(editJson(res, rewrite, errors)) };
   if (res.contentType === 'text/event-stream') {
     const events = transformSse(res.body, (data, id) => {

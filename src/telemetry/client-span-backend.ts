@@ -16,7 +16,7 @@
  * status when the backend refused the POST, with the failure when it could not be reached, and
  * — for an answer streamed that never carried the response — when the stream ends.
  */
-import type { BackendCaller, BackendCallHeaders, BackendResponse, CallTrace, McpBackend } from '../backends/backend.js';
+import type { BackendCaller, BackendCallHeaders, BackendResponse, CallTrace, McpBackend, TraceHeaders } from '../backends/backend.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import { idKey } from '../policy/answer-edit.js';
 import { observedAnswer, type AnswerObserver } from '../policy/answer-observe.js';
@@ -51,7 +51,7 @@ export class ClientSpanBackend extends DecoratedBackend {
     const sent = unsampledRoot ? body : parsed.batch ? JSON.stringify(parsed.messages.map((m, i) => (scopes[i] ? withMeta(m, scopes[i].headers) : m))) : withTraceMetaText(body, parsed.messages[0]!, first.headers, parsed.paramsName);
     let res: BackendResponse;
     try {
-      res = await this.inner.post(sent, unsampledRoot ? headers : { ...headers, ...first.headers }, signal);
+      res = await this.inner.post(sent, unsampledRoot ? headers : withTraceHeaders(headers, first.headers), signal);
     } catch (err) {
       const failure = (err as { failure?: unknown }).failure;
       call.endAll(typeof failure === 'string' ? failure : '_OTHER');
@@ -177,6 +177,16 @@ function parseBody(body: string): ParsedBody | undefined {
   const list = Array.isArray(parsed) ? parsed : [parsed];
   if (!list.length || !list.every((m) => m !== null && typeof m === 'object' && !Array.isArray(m))) return undefined;
   return { messages: list as JsonRpcMessage[], batch: Array.isArray(parsed) };
+}
+
+/**
+ * The call's headers with the CLIENT span's context in place of the client's: its three members
+ * set by name (a spread of the context object was a generic copy, issue 44 part 1). A scope with
+ * no context (no `traceparent`) leaves the headers as they are.
+ */
+function withTraceHeaders(headers: BackendCallHeaders, trace: TraceHeaders): BackendCallHeaders {
+  if (trace.traceparent === undefined) return headers;
+  return { ...headers, traceparent: trace.traceparent, tracestate: trace.tracestate, baggage: trace.baggage };
 }
 
 /** Puts the CLIENT span face around a backend client when telemetry is on; the client itself otherwise. */
