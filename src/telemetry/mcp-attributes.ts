@@ -35,7 +35,28 @@ export function describeMessage(m: JsonRpcMessage): { name: string; attributes: 
   if (URI_METHODS.has(method) && typeof params.uri === 'string') values[SLOT['mcp.resource.uri']] = params.uri;
   // Not captured for a null or absent id (the convention's note on jsonrpc.request.id).
   if (typeof m.id === 'string' || typeof m.id === 'number') values[SLOT['jsonrpc.request.id']] = String(m.id);
-  return { name: target === undefined ? method : `${method} ${target}`, attributes };
+  return { name: target === undefined ? method : spanName(method, target), attributes };
+}
+
+/*
+ * The last span name made, and of what: a call's SERVER and CLIENT spans, and most calls after
+ * them, are named alike, so the same string is handed out again rather than joined anew — one
+ * string, flattened once, which the encoder then finds kept by identity (ops/kept-encodings.ts)
+ * instead of flattening and comparing a new join each span (issue 44 part 1). One entry: a name of
+ * other parts replaces it.
+ */
+let lastMethod = '';
+let lastTarget = '';
+let lastName = '';
+
+/** `method target`, the convention's span name for a call with a target (a tool, a prompt). */
+function spanName(method: string, target: string): string {
+  if (method !== lastMethod || target !== lastTarget) {
+    lastMethod = method;
+    lastTarget = target;
+    lastName = `${method} ${target}`;
+  }
+  return lastName;
 }
 
 /**

@@ -85,9 +85,10 @@ export class TimeMember {
   }
 }
 
-/** A time with no opening: {@link nanosString} written into `w`. */
+/** A time with no opening. */
 const BARE_TIME = new TimeMember('');
 
+/** {@link nanosString} written into `w` by a {@link TimeMember} with no opening (the encoding test checks the digits by it). */
 export function writeNanos(time: HrTime, w: Utf8BatchWriter): void {
   BARE_TIME.write(time[0], time[1], w);
 }

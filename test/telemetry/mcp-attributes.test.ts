@@ -49,3 +49,11 @@ test('metrics keep the low-cardinality attributes only; content is capped; serve
   assert.deepEqual(serverOf('https://hr.example.com/mcp'), { 'server.address': 'hr.example.com', 'server.port': 443 });
   assert.deepEqual(serverOf('http://[::1]:8080/mcp'), { 'server.address': '::1', 'server.port': 8080 });
 });
+
+test('span names made of alternating methods and targets are each their own', () => {
+  const calls: Array<[string, string]> = [['tools/call', 'a'], ['tools/call', 'a'], ['tools/call', 'b'], ['prompts/get', 'b'], ['tools/call', 'b'], ['tools/call', 'a b'], ['tools/call', 'a']];
+  for (const [method, target] of [...calls, ...calls.reverse()]) {
+    assert.equal(describeMessage({ jsonrpc: '2.0', id: 1, method, params: { name: target } }).name, `${method} ${target}`);
+  }
+  assert.equal(describeMessage({ jsonrpc: '2.0', id: 1, method: 'tools/list' }).name, 'tools/list');
+});
