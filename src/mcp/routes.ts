@@ -83,7 +83,7 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   // what the reply helpers recorded on the request.
   const method = messages.length === 1 ? messages[0]!.method : 'batch';
   request.rpcMethod = method;
-  request.rpcParsed = { text: body, messages, paramsName: messages.length === 1 ? topParamsName() : -1 };
+  request.rpcParsed = { text: body, messages, paramsName: topParamsName() };
   const finish = ctx.metrics.startMcpRequest(backend.name, method);
   // OpenTelemetry's SERVER span (src/telemetry/), when on; a batch (2025-03-26 only) gets none.
   const scope = messages.length === 1 ? request.server.telemetry?.server(request, messages[0]!, backend.name) : undefined;

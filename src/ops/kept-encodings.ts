@@ -11,8 +11,9 @@
  * a further value — and every value of a field that keeps none (a request id) — is written
  * straight into the batch as it comes, by the same function that made the kept bytes: no string
  * joined only to be copied (that join, its `JSON.stringify` check and its flattening cost a span's
- * request id about 1.3 k instructions, bench/micro-count.ts `spans`, session 30). What is kept is only what the records
- * carry anyway (no token: the writers never get one), and lives as long as the field's writer.
+ * request id about 1.3 k instructions, bench/micro-count.ts `spans`, session 30). What is kept is
+ * only what the records carry anyway (no token: the writers never get one), and lives as long as
+ * the field's writer.
  */
 import { Utf8BatchWriter } from './utf8-batch-writer.js';
 

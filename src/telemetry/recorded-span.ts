@@ -21,7 +21,7 @@
  *   and touches it no more.
  */
 import { SpanStatusCode, type HrTime, type Link, type SpanContext, type SpanKind, type SpanStatus } from '@opentelemetry/api';
-import { addHrTimes, millisToHrTime, type InstrumentationScope } from '@opentelemetry/core';
+import { millisToHrTime, type InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace';
 import type { SpanAttributes } from './span-attributes.js';
@@ -59,25 +59,22 @@ const NO_LINKS: Link[] = Object.freeze([]) as unknown as Link[];
 /** The process's time origin as an `HrTime`: fixed for the process, so converted once. */
 const ORIGIN: HrTime = millisToHrTime(performance.timeOrigin);
 
-/** `performance.now()` milliseconds as an epoch `HrTime`, as the SDK's span computes it (time origin plus the reading, each exact). */
-function epochTime(performanceMs: number): HrTime {
-  return addHrTimes(ORIGIN, millisToHrTime(performanceMs));
-}
-
 /*
- * The two parts of {@link epochTime} apart, with no array made (the encoder writes both times of
- * every span: issue 44 part 1). The same arithmetic as `millisToHrTime` and `addHrTimes` of
- * @opentelemetry/core: whole seconds by truncation, nanoseconds rounded from the milliseconds'
- * remainder, summed with the origin's and carried once past a second.
+ * `performance.now()` milliseconds as an epoch time, as the SDK's span computes it — the time
+ * origin plus the reading, each exact: `addHrTimes(ORIGIN, millisToHrTime(ms))` of
+ * @opentelemetry/core (whole seconds by truncation, nanoseconds rounded from the milliseconds'
+ * remainder, summed with the origin's and carried once past a second; test/telemetry/
+ * recorded-span.test.ts checks it against those at every carry). Its two parts are computed apart
+ * so the encoder, which writes both times of every span, makes no array (issue 44 part 1).
  */
 
-/** {@link epochTime}'s seconds. */
+/** The epoch time's seconds. */
 export function epochSeconds(performanceMs: number): number {
   const nanos = ORIGIN[1] + Math.round((performanceMs % 1000) * 1e6);
   return ORIGIN[0] + Math.trunc(performanceMs / 1000) + (nanos >= 1e9 ? 1 : 0);
 }
 
-/** {@link epochTime}'s nanoseconds. */
+/** The epoch time's nanoseconds. */
 export function epochNanos(performanceMs: number): number {
   const nanos = ORIGIN[1] + Math.round((performanceMs % 1000) * 1e6);
   return nanos >= 1e9 ? nanos - 1e9 : nanos;
@@ -126,11 +123,11 @@ export class RecordedSpan implements EncodableSpan {
   }
 
   get startTime(): HrTime {
-    return epochTime(this.startMs);
+    return [epochSeconds(this.startMs), epochNanos(this.startMs)];
   }
 
   get endTime(): HrTime {
-    return epochTime(this.#endMs);
+    return [epochSeconds(this.#endMs), epochNanos(this.#endMs)];
   }
 
   /** The clock readings of the start and the end (`performance.now()`): the encoder writes the times from them (epochSeconds, epochNanos). */
