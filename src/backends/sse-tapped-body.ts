@@ -22,7 +22,8 @@ import { OverBody, type BackendBody, type BodyEnd } from './body.js';
 
 /** What an {@link sseTappedBody} tells: each event's data as it passes, then that it is done. */
 export interface SseTap extends BodyEnd {
-  onText(data: string): void;
+  /** `wholeAnswer`: the body was read whole (`bytes()`), so `settled` follows once its events are told. */
+  onText(data: string, wholeAnswer: boolean): void;
 }
 
 /** `body` unchanged for its reader, `tap.onText` told each event's data; `tap.settled` once it is read to its end, dropped, or failed. */
@@ -38,14 +39,14 @@ class SseTappedBody extends OverBody implements BackendBody {
     super(body, tap);
   }
 
-  #tell(data: string): void {
-    if (data.trim()) this.tap.onText(data);
+  #tell(data: string, wholeAnswer: boolean): void {
+    if (data.trim()) this.tap.onText(data, wholeAnswer);
   }
 
   async bytes(): Promise<Uint8Array> {
     try {
       const all = await this.source.bytes();
-      for (const data of eventDataOf(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength))) this.#tell(data);
+      for (const data of eventDataOf(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength))) this.#tell(data, true);
       return all;
     } finally {
       this.done();
@@ -53,7 +54,7 @@ class SseTappedBody extends OverBody implements BackendBody {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
-    const reader = createSseReader({ onEvent: (data) => this.#tell(data) });
+    const reader = createSseReader({ onEvent: (data) => this.#tell(data, false) });
     try {
       for await (const chunk of this.source) {
         reader.feed(chunk);

@@ -22,13 +22,20 @@ import type { BackendResponse } from '../backends/backend.js';
 import { tappedBody, watchedBody, type BackendBody } from '../backends/body.js';
 import { sseTappedBody } from '../backends/sse-tapped-body.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
-import { scanResponse } from './outcome-scan.js';
+import { bytesMayHoldError, scanResponse, textMayHoldError } from './outcome-scan.js';
 
 export interface AnswerObserver {
   /** Sees each message of the answer (a scanned one holds only what outcome-scan.ts reads). */
   observe(message: JsonRpcMessage): void;
   /** Each message parsed whole, not scanned. */
   whole?: boolean;
+  /**
+   * Only a response that carries an error changes what this observer keeps: one without ends
+   * its request as `settled` would (the CLIENT spans, whose duration histograms are what metrics
+   * only records). Then an answer read whole whose text cannot hold an error
+   * (outcome-scan.ts `bytesMayHoldError`) is not scanned for it; `settled` follows at once.
+   */
+  errorsOnly?: boolean;
   /** Called once the answer has been read to its end, or dropped. */
   settled?: () => void;
 }
@@ -81,7 +88,7 @@ export function observedAnswer(res: BackendResponse, observer: AnswerObserver): 
   const joined = WatchedResponse.watchOf(res);
   // A watch that parses whole messages serves an observer that scans; not the other way.
   if (joined && (joined.whole || !observer.whole)) {
-    joined.watchers.push(observer);
+    joined.add(observer);
     return res;
   }
   return new WatchedResponse(res, new Watch(observer));
@@ -94,19 +101,29 @@ export function observedAnswer(res: BackendResponse, observer: AnswerObserver): 
 class Watch {
   readonly watchers: AnswerObserver[];
   readonly whole: boolean;
+  /** Whether every watcher acts only on errors ({@link AnswerObserver.errorsOnly}). */
+  #errorsOnly: boolean;
 
   constructor(first: AnswerObserver) {
     this.watchers = [first];
     this.whole = first.whole === true;
+    this.#errorsOnly = first.errorsOnly === true;
+  }
+
+  add(observer: AnswerObserver): void {
+    this.watchers.push(observer);
+    if (observer.errorsOnly !== true) this.#errorsOnly = false;
   }
 
   /** The whole JSON answer (tappedBody): scanned as bytes, never decoded whole unless parsed. */
   onBytes(bytes: Buffer): void {
+    if (this.#errorsOnly && !bytesMayHoldError(bytes)) return;
     observeMessages(bytes, undefined, this.whole, this);
   }
 
-  /** One SSE event's data. */
-  onText(text: string): void {
+  /** One SSE event's data; `wholeAnswer`: the answer was read whole, so it is over once its events are told. */
+  onText(text: string, wholeAnswer: boolean): void {
+    if (wholeAnswer && this.#errorsOnly && !textMayHoldError(text)) return;
     observeMessages(Buffer.from(text, 'utf8'), text, this.whole, this);
   }
 

@@ -86,6 +86,31 @@ export function scanResponse(text: Buffer): ScannedMessage | undefined {
 }
 
 /**
+ * Whether a message's text can hold an error outcome at all: a member named `error` (the
+ * JSON-RPC error) or `isError` (MCP 2025-11-25 Tools, "Error Handling"). Written plainly, both
+ * names end in `rror"`; a name spelled with escapes needs a `\u` (JSON's only escape that gives
+ * a letter). Text with neither cannot carry one — whatever else it holds, valid or not — so an
+ * observer that acts only on errors ({@link AnswerObserver}'s `errorsOnly`) need not have it
+ * scanned (issue 44 part 1: the scan was half of what metrics only added to a call). Two
+ * native searches, not a walk; a false "maybe" (a `"mirror"` member, an escaped `\\u` in a
+ * Windows path) only costs the scan.
+ */
+export function bytesMayHoldError(bytes: Buffer): boolean {
+  return bytes.indexOf(ERROR_NAME_END_BYTES) >= 0 || bytes.indexOf(UNICODE_ESCAPE_BYTES) >= 0;
+}
+
+/** {@link bytesMayHoldError} for a message's text (an SSE event's data). */
+export function textMayHoldError(text: string): boolean {
+  return text.indexOf(ERROR_NAME_END) >= 0 || text.indexOf(UNICODE_ESCAPE) >= 0;
+}
+
+const ERROR_NAME_END = 'rror"';
+const UNICODE_ESCAPE = '\\u';
+/** The same as bytes: a search for a `Buffer` costs half what one for a string does (about 1.2 k instructions a search of the benchmarks' answer). */
+const ERROR_NAME_END_BYTES = Buffer.from(ERROR_NAME_END);
+const UNICODE_ESCAPE_BYTES = Buffer.from(UNICODE_ESCAPE);
+
+/**
  * The byte at `i`, or {@link END} past the last one. No read goes past the end: one that does
  * makes V8 treat every byte read at that place as maybe `undefined`, and every comparison of
  * it a generic one (a third of the scan's time).

@@ -92,6 +92,14 @@ class ClientCall implements AnswerObserver {
     readonly whole: boolean,
   ) {}
 
+  /**
+   * A response without an error ends its span as {@link settled} does: the span's and the SERVER
+   * span's `observe` keep nothing of it unless the result is recorded (otel-sdk.ts SpanLife).
+   */
+  get errorsOnly(): boolean {
+    return !this.whole;
+  }
+
   add(m: JsonRpcMessage, scope: ClientScope): ClientScope {
     if (!isRequest(m)) (this.#notifications ??= []).push(scope);
     else {

@@ -39,11 +39,13 @@ function chunkedBody(cuts: number[]): { body: BackendBody; chunks: Buffer[]; des
 
 test('read whole: the bytes as they came, each event with data told once, priming event left out, settled once', async () => {
   const told: string[] = [];
+  const whole: boolean[] = [];
   let settled = 0;
-  const body = sseTappedBody(syntheticBody(STREAM), { onText: (d) => void told.push(d), settled: () => void settled++ });
+  const body = sseTappedBody(syntheticBody(STREAM), { onText: (d, w) => void (told.push(d), whole.push(w)), settled: () => void settled++ });
   const text = await body.text();
   assert.equal(text, STREAM, 'not rewritten: event types, ids and retry pass as the backend wrote them');
   assert.deepEqual(told, [PROGRESS, RESULT]);
+  assert.deepEqual(whole, [true, true], 'told as events of an answer read whole');
   assert.equal(settled, 1);
 });
 
@@ -53,7 +55,10 @@ test('iterated: the same chunks, each event told before the chunk completing it 
   const src = chunkedBody([5, cafe, resultEnd]);
   const log: string[] = [];
   let settled = 0;
-  const body = sseTappedBody(src.body, { onText: (d) => void log.push(`event ${JSON.parse(d).id ?? JSON.parse(d).method}`), settled: () => void settled++ });
+  const body = sseTappedBody(src.body, {
+    onText: (d, whole) => void log.push(`event ${JSON.parse(d).id ?? JSON.parse(d).method}${whole ? ' (whole)' : ''}`),
+    settled: () => void settled++,
+  });
   const passed: Buffer[] = [];
   for await (const chunk of body) {
     passed.push(chunk);
@@ -63,7 +68,7 @@ test('iterated: the same chunks, each event told before the chunk completing it 
   assert.equal(passed.length, src.chunks.length, 'no chunk merged or split');
   // Chunk 2 ends inside the é of the progress event: that event is complete only with chunk 3;
   // chunk 3 ends before the result's last line break: the result is complete only with chunk 4.
-  assert.deepEqual(log, ['chunk 1', 'chunk 2', 'event notifications/progress', 'chunk 3', 'event 3', 'chunk 4']);
+  assert.deepEqual(log, ['chunk 1', 'chunk 2', 'event notifications/progress', 'chunk 3', 'event 3', 'chunk 4'], 'told as they pass, not as the events of an answer read whole');
   assert.equal(settled, 1);
 });
 

@@ -24,7 +24,7 @@ interface Ended {
   ends: number;
 }
 
-function recordingTelemetry(): { telemetry: Telemetry; spans: Ended[] } {
+function recordingTelemetry(recordsContent = false): { telemetry: Telemetry; spans: Ended[] } {
   const spans: Ended[] = [];
   const client = (_target: unknown, message: JsonRpcMessage): ClientScope => {
     const span: Ended = { method: message.method!, id: message.id, ends: 0 };
@@ -41,7 +41,7 @@ function recordingTelemetry(): { telemetry: Telemetry; spans: Ended[] } {
   const unused = () => {
     throw new Error('not used by the CLIENT span face');
   };
-  return { telemetry: { recordsContent: false, client, server: unused, sessionEnded: unused, auditSink: unused, shutdown: unused }, spans };
+  return { telemetry: { recordsContent, client, server: unused, sessionEnded: unused, auditSink: unused, shutdown: unused }, spans };
 }
 
 /** A backend answering every POST with `answer` as JSON (or failing), keeping what it was sent. */
@@ -73,8 +73,29 @@ test('one request: its span ends once, with the response of its id', async () =>
   const { backend, sent } = answering('{"result":{"content":[]},"jsonrpc":"2.0","id":7}');
   const res = await new ClientSpanBackend(backend, telemetry).post(JSON.stringify(call(7)), {});
   assert.equal(await res.body.text(), '{"result":{"content":[]},"jsonrpc":"2.0","id":7}');
-  assert.deepEqual(spans, [{ method: 'tools/call', id: 7, outcome: 'ok', failure: undefined, ends: 1 }]);
+  // A response that cannot hold an error is not read for one (the span's observe keeps nothing of it): the span ends as the answer does.
+  assert.deepEqual(spans, [{ method: 'tools/call', id: 7, failure: undefined, ends: 1 }]);
   assert.match(sent[0]!, /"_meta":\{"traceparent":"00-1{32}-0{15}1-01"/, 'the span context goes in the request');
+});
+
+test('one request answered with an error, or a tool\'s error: its span is told it', async () => {
+  for (const [answer, outcome] of [
+    ['{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Unknown tool"}}', -32602],
+    ['{"result":{"content":[],"isError":true},"jsonrpc":"2.0","id":7}', 'ok'],
+    ['{"jsonrpc":"2.0","id":7,"\\u0065rror":{"code":-32603,"message":"spelled with an escape"}}', -32603],
+  ] as const) {
+    const { telemetry, spans } = recordingTelemetry();
+    const { backend } = answering(answer);
+    await (await new ClientSpanBackend(backend, telemetry).post(JSON.stringify(call(7)), {})).body.text();
+    assert.deepEqual(spans, [{ method: 'tools/call', id: 7, outcome, failure: undefined, ends: 1 }], answer);
+  }
+});
+
+test('with the result recorded (recordContent), a response without an error is told too', async () => {
+  const { telemetry, spans } = recordingTelemetry(true);
+  const { backend } = answering('{"result":{"content":[]},"jsonrpc":"2.0","id":7}');
+  await (await new ClientSpanBackend(backend, telemetry).post(JSON.stringify(call(7)), {})).body.text();
+  assert.deepEqual(spans, [{ method: 'tools/call', id: 7, outcome: 'ok', failure: undefined, ends: 1 }]);
 });
 
 test('a batch: each request ends with its own response, a notification with the POST, an unanswered one at the end', async () => {
