@@ -14,7 +14,23 @@ export interface Principal {
   scopes: ReadonlySet<string>;
   /** Seconds since the epoch; verified-token cache entries die here. */
   exp: number;
+  /** Frozen, nested values included ({@link frozenClaims}): one object per verified token, read but never changed. */
   claims: JWTPayload;
+}
+
+/**
+ * The token's claims frozen all the way down, made once when the token is verified. The
+ * verified-token cache hands the same object to every call of the token, and what is computed
+ * from it may be kept by its identity (policy/cel-rules.ts: a rule that reads only `jwt`), so
+ * it must not change under them. The payload is JSON (jose parsed it): plain objects and
+ * arrays, no cycles, as deep as the token is long.
+ */
+export function frozenClaims<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) frozenClaims(inner);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 export function userKeyOf(iss: string, sub: string): string {

@@ -11,7 +11,7 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { AuthError } from './errors.js';
 import { discoverJwksUri } from './discovery.js';
-import { scopesOf, userKeyOf, type Principal } from './principal.js';
+import { frozenClaims, scopesOf, userKeyOf, type Principal } from './principal.js';
 
 export interface TokenVerifierOptions {
   issuer: string;
@@ -104,7 +104,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
           userKey: userKeyOf(iss, payload.sub!),
           scopes: scopesOf(payload),
           exp: payload.exp!,
-          claims: payload,
+          claims: frozenClaims(payload),
         };
         remember(token, principal);
         return principal;

@@ -45,6 +45,11 @@ interface CompiledRule {
   reads: ReadonlySet<Unknown>;
   /** What the rule decides when it matches: made once, frozen (no object per call, issue 44 part 1). */
   decision: Readonly<RuleDecision>;
+  /** Whether the rule's text names no variable but `jwt` ({@link CLAIMS_ONLY}): its value is then the claims' alone. */
+  claimsOnly: boolean;
+  /** The claims the rule was last run on, and its value for them ({@link valueOf}). */
+  lastClaims: unknown;
+  lastValue: boolean | undefined;
 }
 
 /** What listing may not know of a request: a call's arguments, or a template's URI. */
@@ -53,6 +58,15 @@ const READS: ReadonlyArray<[Unknown, RegExp]> = [
   ['arguments', /\barguments\b/],
   ['uri', /\buri\b/],
 ];
+/**
+ * The variables other than `jwt` (config/cel.ts CEL_VARIABLES), by the same word test: a rule
+ * whose text names none of them reads the token's claims alone. CEL has no ambient input (no
+ * clock, no randomness, no I/O: cel-js registers none), so such a rule has one value per
+ * claims object, and the verified-token cache hands out one object per token
+ * (auth/token-verifier.ts, frozen there). A word that only appears inside a string literal
+ * just makes the rule run every time.
+ */
+const NOT_CLAIMS = /\b(?:mcp|request|source)\b/;
 
 export class CelRules {
   readonly #rules: CompiledRule[];
@@ -77,7 +91,7 @@ export class CelRules {
       const reads = new Set(READS.filter(([, word]) => word.test(r.when)).map(([unknown]) => unknown));
       const confirm = r.effect === 'confirm' ? { ttlMs: r.ttl!, ...(r.approvers ? { approvers: r.approvers.claims } : {}) } : undefined;
       const decision = Object.freeze({ effect: r.effect, rule: r.name, ...(confirm ? { confirm: Object.freeze(confirm) } : {}) });
-      return { name: r.name, effect: r.effect, program: compiled.program, reads, decision };
+      return { name: r.name, effect: r.effect, program: compiled.program, reads, decision, claimsOnly: !NOT_CLAIMS.test(r.when), lastClaims: undefined, lastValue: undefined };
     });
     this.#default = Object.freeze({ effect: policy.default, rule: 'policy.default' });
     this.readsRequest = policy.rules.some((r) => /\brequest\b/.test(r.when));
@@ -91,7 +105,7 @@ export class CelRules {
   decide(vars: Record<string, unknown>): Readonly<RuleDecision> {
     for (const rule of this.#rules) {
       if (rule.effect === 'confirm' && !isToolCall(vars)) continue;
-      const value = run(rule.program, vars);
+      const value = valueOf(rule, vars);
       if (value === true || (value === undefined && rule.effect !== 'allow')) return rule.decision;
     }
     return this.#default;
@@ -101,7 +115,7 @@ export class CelRules {
   couldAllow(vars: Record<string, unknown>, unknown: Unknown = 'arguments'): boolean {
     for (const rule of this.#rules) {
       if (rule.effect === 'confirm' && !isToolCall(vars)) continue;
-      const value = run(rule.program, vars);
+      const value = valueOf(rule, vars);
       if (value === true) return rule.effect !== 'deny';
       if (value === undefined) {
         if (rule.reads.has(unknown)) {
@@ -119,6 +133,22 @@ export class CelRules {
 /** Whether the variables are those of a `tools/call` (policy-input.ts), the only request a `confirm` rule judges. */
 function isToolCall(vars: Record<string, unknown>): boolean {
   return (vars.mcp as { method?: unknown } | undefined)?.method === 'tools/call';
+}
+
+/**
+ * The rule's value for `vars`: run, unless it reads the claims alone and they are the very
+ * object it last ran on (issue 44 part 1: a rule on `jwt.groups` ran for every call of a token,
+ * about a third of the three rules' cost). One pair kept per rule, compared by identity: nothing
+ * is hashed, and another user's claims are another object, so they run.
+ */
+function valueOf(rule: CompiledRule, vars: Record<string, unknown>): boolean | undefined {
+  if (!rule.claimsOnly) return run(rule.program, vars);
+  const claims = vars.jwt;
+  if (claims !== rule.lastClaims || claims === undefined) {
+    rule.lastValue = run(rule.program, vars);
+    rule.lastClaims = claims;
+  }
+  return rule.lastValue;
 }
 
 /** true, false, or undefined when the expression failed or is not a boolean. */

@@ -70,9 +70,15 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 describe('valid tokens', () => {
   test('a valid token verifies: sub, iss, scopes, exp, claims', async () => {
     const verifier = verifierFor(idp.issuer);
-    const token = await idp.token({ sub: 'alice', aud: AUDIENCE, scope: 'mcp tools:read  tools:write', claims: { org: 'acme' } });
+    const token = await idp.token({ sub: 'alice', aud: AUDIENCE, scope: 'mcp tools:read  tools:write', claims: { org: 'acme', groups: ['a', { team: 'b' }] } });
     const principal = await verifier.verify(token);
     assert.equal(principal.sub, 'alice');
+    // Frozen all the way down: what is kept by the claims' identity (policy/cel-rules.ts) cannot go stale.
+    const groups = principal.claims.groups as [string, { team: string }];
+    assert.ok(Object.isFrozen(principal.claims) && Object.isFrozen(groups) && Object.isFrozen(groups[1]));
+    assert.throws(() => {
+      (groups[1] as { team: string }).team = 'c';
+    }, TypeError);
     assert.equal(principal.iss, idp.issuer);
     assert.deepEqual([...principal.scopes].sort(), ['mcp', 'tools:read', 'tools:write']);
     assert.equal(principal.exp, decodeJwt(token).exp);
