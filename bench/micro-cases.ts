@@ -15,7 +15,7 @@ import { Audit, type AuditRequest, type AuditVerdict } from '../src/ops/audit.js
 import { Utf8BatchWriter } from '../src/ops/utf8-batch-writer.js';
 import { requestFacts } from '../src/policy/audit-calls.js';
 import { CelRules } from '../src/policy/cel-rules.js';
-import { scanResponse } from '../src/policy/outcome-scan.js';
+import { bytesMayHoldError, scanResponse } from '../src/policy/outcome-scan.js';
 import { policyVariables } from '../src/policy/policy-input.js';
 import type { BackendCaller } from '../src/backends/backend.js';
 import { DurationHistogram } from '../src/telemetry/duration-histogram.js';
@@ -101,6 +101,14 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
   scan: () => {
     const answers = Array.from({ length: VARIANTS }, (_, i) => benchAnswer(1000 + i));
     return (i) => scanResponse(answers[i % VARIANTS]!)!.id as number;
+  },
+  /**
+   * What an observer that acts only on errors pays instead of the scan (policy/answer-observe.ts:
+   * the CLIENT spans of metrics only): the look for `rror"` and `\u` in the same answer.
+   */
+  'error-check': () => {
+    const answers = Array.from({ length: VARIANTS }, (_, i) => benchAnswer(1000 + i));
+    return (i) => (bytesMayHoldError(answers[i % VARIANTS]!) ? 1 : 0);
   },
   /** The CLIENT span's context spliced into the phase's request (telemetry/meta-splice.ts). */
   'meta-splice': () => {
