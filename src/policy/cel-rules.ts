@@ -45,7 +45,7 @@ interface CompiledRule {
   reads: ReadonlySet<Unknown>;
   /** What the rule decides when it matches: made once, frozen (no object per call, issue 44 part 1). */
   decision: Readonly<RuleDecision>;
-  /** Whether the rule's text names no variable but `jwt` ({@link CLAIMS_ONLY}): its value is then the claims' alone. */
+  /** Whether the rule's text names no variable but `jwt` ({@link NOT_CLAIMS}): its value is then the claims' alone. */
   claimsOnly: boolean;
   /** The claims the rule was last run on, and its value for them ({@link valueOf}). */
   lastClaims: unknown;
