@@ -24,7 +24,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
-import { compileCel, type CelProgram } from '../config/cel.js';
+import { CEL_VARIABLES, compileCel, type CelProgram } from '../config/cel.js';
 import { canonicalJson } from '../ops/canonical-json.js';
 
 type Rule = Config['policy']['rules'][number];
@@ -59,14 +59,14 @@ const READS: ReadonlyArray<[Unknown, RegExp]> = [
   ['uri', /\buri\b/],
 ];
 /**
- * The variables other than `jwt` (config/cel.ts CEL_VARIABLES), by the same word test: a rule
- * whose text names none of them reads the token's claims alone. CEL has no ambient input (no
- * clock, no randomness, no I/O: cel-js registers none), so such a rule has one value per
- * claims object, and the verified-token cache hands out one object per token
- * (auth/token-verifier.ts, frozen there). A word that only appears inside a string literal
- * just makes the rule run every time.
+ * The variables other than `jwt`, by the same word test, made from config/cel.ts CEL_VARIABLES so
+ * that a variable added there keeps every rule naming it running: a rule whose text names none
+ * of them reads the token's claims alone. CEL has no ambient input (no clock, no randomness, no
+ * I/O: cel-js registers none), so such a rule has one value per claims object, and the
+ * verified-token cache hands out one object per token (auth/token-verifier.ts, frozen there). A
+ * word that only appears inside a string literal just makes the rule run every time.
  */
-const NOT_CLAIMS = /\b(?:mcp|request|source)\b/;
+const NOT_CLAIMS = new RegExp(`\\b(?:${CEL_VARIABLES.filter((name) => name !== 'jwt').join('|')})\\b`);
 
 export class CelRules {
   readonly #rules: CompiledRule[];
