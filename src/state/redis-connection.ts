@@ -177,13 +177,20 @@ export async function whenConnected(client: RedisClient, timeoutMs: number): Pro
  * also takes SSUBSCRIBE to the node owning each channel's slot (sharded pub/sub, Redis 7).
  * A (un)subscribe in flight when the connection closes is sent again after the reconnect:
  * subscribing twice is subscribing once.
+ *
+ * A standalone or sentinel subscriber does not subscribe again by itself after a reconnect
+ * (`autoResubscribe: false`): ioredis would send that SUBSCRIBE without handling its
+ * rejection, so closing the connection while it is unanswered (a replica shutting down just
+ * after Redis came back) raised an unhandled rejection, which ends a Node process. Its user
+ * subscribes again on each later `ready` and handles the outcome (redis-coordinator.ts). A
+ * cluster's subscribers handle theirs (ioredis ClusterSubscriber).
  */
 export function subscriberFor(client: RedisClient): RedisClient {
   if (client instanceof Cluster) {
     const redisOptions = { ...client.options.redisOptions, commandTimeout: undefined, socketTimeout: undefined, autoResendUnfulfilledCommands: true };
     return client.duplicate(undefined, { keyPrefix: '', shardedSubscribers: true, enableOfflineQueue: true, redisOptions });
   }
-  return client.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true, commandTimeout: undefined, socketTimeout: undefined });
+  return client.duplicate({ keyPrefix: '', enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true, autoResubscribe: false, commandTimeout: undefined, socketTimeout: undefined });
 }
 
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;

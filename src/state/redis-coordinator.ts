@@ -61,7 +61,8 @@ export class RedisCoordinator implements Coordinator {
     this.#redis.defineCommand('sbRenew', { numberOfKeys: 1, lua: RENEW_IF_HELD });
     this.#redis.defineCommand('sbRenewMany', { lua: RENEW_MANY_IF_HELD });
     this.#redis.defineCommand('sbRelease', { numberOfKeys: 1, lua: RELEASE_IF_HELD });
-    // Pub/sub needs a connection of its own; it resubscribes by itself after a reconnect.
+    // Pub/sub needs a connection of its own. A cluster's resubscribes by itself after a
+    // reconnect; another's is subscribed again here (subscriberFor says why).
     this.#subscriber = subscriberFor(redis);
     silenceConnectionErrors(this.#subscriber);
     this.#inbox = this.#keys.replicaChannel(keyPrefix, this.replicaId);
@@ -69,6 +70,23 @@ export class RedisCoordinator implements Coordinator {
     this.#subscriber.on('message', (channel: string, text: string) => this.#dispatch(channel, text));
     this.#subscriber.on('smessage', (channel: string, text: string) => this.#dispatch(channel, text));
     void this.#subscriber.subscribe(this.#inbox, this.#everyone).catch(() => {});
+    if (!this.#sharded) this.#subscribeAgainOnReconnect();
+  }
+
+  /**
+   * After every `ready` but the first (whose SUBSCRIBE waits in the offline queue), the
+   * channels this replica listens on are subscribed again; a failure (the connection closed
+   * again, or was closed) is the next reconnect's to repair, or nobody's.
+   */
+  #subscribeAgainOnReconnect(): void {
+    let first = true;
+    this.#subscriber.on('ready', () => {
+      if (first) {
+        first = false;
+        return;
+      }
+      void this.#subscriber.subscribe(this.#inbox, this.#everyone, ...this.#watchers.keys()).catch(() => {});
+    });
   }
 
   /**

@@ -13,7 +13,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer, Socket, type Server } from 'node:net';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StateUnavailableError } from '../../src/state/errors.js';
@@ -24,6 +23,7 @@ import type { SessionRecord } from '../../src/state/store.js';
 import { startRedis, type RedisHandle } from '../helpers/redis.js';
 import { waitUntil } from '../helpers/child.js';
 import { commandOnce } from '../helpers/redis-processes.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const RECORD: SessionRecord = { backend: 'b', protocolVersion: '2025-11-25', clientCapabilities: {}, createdAt: 1 };
 const LIMITS = { maxEvents: 100, ttlMs: 60_000 };
@@ -171,43 +171,29 @@ describe('the cap on waiting operations', () => {
 async function answerDroppingProxy(port: number): Promise<{ url: string; arm(): void; dropped(): number; close(): Promise<void> }> {
   let armed = false;
   let dropped = 0;
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = new Socket();
-    sockets.add(client).add(upstream);
-    upstream.connect(port, '127.0.0.1');
+  const proxy = await startTcpProxy(port, () => {
     // The connection that sends the first command after arming loses that command's answer.
     let victim = false;
-    client.on('data', (chunk) => {
-      if (armed) {
-        armed = false;
-        victim = true;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk) => {
-      if (!victim) return client.write(chunk);
-      dropped++;
-      client.destroy();
-      upstream.destroy();
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
+    return {
+      fromClient(chunk, { upstream }) {
+        if (armed) {
+          armed = false;
+          victim = true;
+        }
+        upstream.write(chunk);
+      },
+      fromUpstream(chunk, connection) {
+        if (!victim) return void connection.client.write(chunk);
+        dropped++;
+        connection.close();
+      },
     };
-    client.on('close', end).on('error', end);
-    upstream.on('close', end).on('error', end);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port: proxyPort } = server.address() as { port: number };
   return {
-    url: `redis://127.0.0.1:${proxyPort}`,
+    url: `redis://127.0.0.1:${proxy.port}`,
     arm: () => (armed = true),
     dropped: () => dropped,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: proxy.close,
   };
 }
 
