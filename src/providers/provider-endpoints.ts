@@ -63,13 +63,23 @@ export interface EndpointResolver {
   moved(backend: BackendConfig, wwwAuthenticate: string | undefined, linkedIssuer?: string): Promise<string | undefined>;
 }
 
-/** A discovery of this replica: in flight, or finished at `at`. */
+/**
+ * A discovery of this replica: in flight, or finished at `at`. `askedFor`: the issuer a link
+ * named when this replica's own discovery named another, which made this one.
+ */
 interface Discovery {
   pending: Promise<ResolvedProvider>;
   settled?: { provider: ResolvedProvider; at: number };
+  askedFor?: string;
 }
 
-/** A discovery this recent is not repeated for {@link EndpointResolver.current}: a burst of requests with stale links makes one. */
+/**
+ * A discovery made for links naming one issuer is not repeated for another link naming it
+ * this soon ({@link EndpointResolver.current}): a burst of stale links makes one. A link
+ * naming an issuer no recent discovery was made for is always checked: a discovery this
+ * replica made for its own reasons, however recent, may be the stale one (the backend moved,
+ * and another replica noticed first).
+ */
 const REDISCOVER_AFTER_MS = 1_000;
 
 /** `cipher` seals client secrets a registration returns (the app's token cipher, state/secrets.ts). */
@@ -79,9 +89,9 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
   const allowLoopback = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(config.publicUrl);
   const deps = { store, cipher, publicUrl: config.publicUrl, allowLoopback };
 
-  const discover = (backend: BackendConfig): Discovery => {
+  const discover = (backend: BackendConfig, askedFor?: string): Discovery => {
     const key = discoveryKey(backend);
-    const entry: Discovery = { pending: discoverProvider(deps, config.publicUrl, backend, log) };
+    const entry: Discovery = { pending: discoverProvider(deps, config.publicUrl, backend, log), ...(askedFor ? { askedFor } : {}) };
     for (const old of discoveries.keys()) if (old.startsWith(`${backend.name}\n`)) discoveries.delete(old);
     discoveries.set(key, entry);
     entry.pending.then(
@@ -97,11 +107,16 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
     if (!upstream.discover) return Promise.resolve(upstream).then(configuredEndpoints);
     return (held(backend) ?? discover(backend)).pending;
   };
-  /** Discovery again, unless one is in flight or (`force` aside) has just finished. */
-  const again = (backend: BackendConfig, force: boolean): Promise<ResolvedProvider> => {
+  /**
+   * Discovery again, unless one is in flight, or — for a link naming `askedFor` — one made
+   * for links naming it has just finished. Without `askedFor` (a refused token), always.
+   */
+  const again = (backend: BackendConfig, askedFor?: string): Promise<ResolvedProvider> => {
     const entry = held(backend);
-    if (entry && (!entry.settled || (!force && Date.now() - entry.settled.at < REDISCOVER_AFTER_MS))) return entry.pending;
-    return discover(backend).pending;
+    if (entry && !entry.settled) return entry.pending;
+    const recent = entry?.settled && Date.now() - entry.settled.at < REDISCOVER_AFTER_MS;
+    if (recent && askedFor !== undefined && entry.askedFor !== undefined && sameIssuer(entry.askedFor, askedFor)) return entry.pending;
+    return discover(backend, askedFor).pending;
   };
 
   return Object.assign(resolve, {
@@ -109,7 +124,7 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
     async current(backend: BackendConfig, issuer: string): Promise<ResolvedProvider> {
       const provider = await resolve(backend);
       if (!backend.upstreamAuth!.discover || sameIssuer(provider.issuer, issuer)) return provider;
-      return again(backend, false);
+      return again(backend, issuer);
     },
     async moved(backend: BackendConfig, wwwAuthenticate: string | undefined, linkedIssuer?: string): Promise<string | undefined> {
       const known = held(backend)?.settled?.provider.issuer ?? linkedIssuer;
@@ -117,7 +132,7 @@ export function createEndpointResolver(config: Config, store: StateStore, cipher
       const now = await currentAuthorizationServer(backend.url!, wwwAuthenticate, { allowLoopback }).catch(() => undefined);
       if (now === undefined || sameIssuer(now, known)) return undefined;
       log?.info({ provider: backend.upstreamAuth!.provider, from: known, to: now }, 'the backend names another authorization server; discovering it');
-      return (await again(backend, true)).issuer;
+      return (await again(backend)).issuer;
     },
   });
 }
