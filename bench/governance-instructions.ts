@@ -1,8 +1,9 @@
 /**
  * Governance on against off, counted in instructions per call (issue 44 part 1): the phase's
  * gateways (bench/governance.ts configOf: plain, governed, …) under valgrind's callgrind
- * (bench/callgrind.ts), each loaded in turn with the same `tools/call` on the phase's chunked
- * JSON backend, with a real OTLP receiver and the audit file. CPU per call on this shared
+ * (bench/callgrind.ts), each loaded in turn with the same `tools/call` on one of the phase's
+ * backends (chunked JSON, or one SSE event with `--shape sse-one`), with a real OTLP receiver
+ * and the audit file. CPU per call on this shared
  * machine moves by tens of percent between windows of a few seconds (docs/performance.md); a
  * count repeats to a fraction of a percent, so a change that saves 1 % of a governed call shows,
  * and the functions whose counts grew most say where governance's instructions go.
@@ -11,7 +12,7 @@
  * compiler and garbage collector (printed apart). So the ratio here is the user-space share of
  * the CPU ratio the phase measures, not that ratio itself.
  *
- *   node --import tsx bench/governance-instructions.ts [--configs "plain,governed,metrics only"] [--base-root DIR]
+ *   node --import tsx bench/governance-instructions.ts [--configs "plain,governed,metrics only"] [--base-root DIR] [--shape chunked|sse-one]
  *
  * A configuration named `… (base)` runs from `--base-root` (a worktree of another commit, its
  * `dist/` built), so a change is counted before and after in one run: the plain gateway's own
@@ -41,6 +42,9 @@ const TOP = 40;
 const at = (flag: string) => (process.argv.includes(flag) ? process.argv[process.argv.indexOf(flag) + 1] : undefined);
 const configs = (at('--configs') ?? 'plain,governed').split(',').map((c) => c.trim()) as GovernanceConfig[];
 const baseRoot = at('--base-root');
+/** The backend's answer: chunked JSON (v2 SDK servers, the default) or one SSE event (v1 SDK servers). */
+const shape = (at('--shape') ?? 'chunked') as 'chunked' | 'sse-one';
+if (shape !== 'chunked' && shape !== 'sse-one') throw new Error(`--shape must be chunked or sse-one (got ${String(shape)})`);
 // Before anything starts: a `… (base)` configuration without --base-root is refused.
 for (const which of configs) rootOf(which, baseRoot);
 if (configs[0] !== 'plain') throw new Error('--configs must start with plain (the others are compared with it)');
@@ -50,7 +54,7 @@ process.env.SWITCHBOARD_TEST_REDIS ??= 'binary';
 const redis = await startRedis();
 const oauth = await startOAuthServer();
 const collector = await startOtlpSink();
-const backend = { ...(await startBackend(false, false, 'chunked')), name: 'gov-chunked' };
+const backend = { ...(await startBackend(false, false, shape)), name: `gov-${shape}` };
 const gateways: Array<{ which: GovernanceConfig; gw: Gateway; counted: CountedGateway; auditFile: string }> = [];
 try {
   for (const [i, which] of configs.entries()) {
@@ -111,6 +115,6 @@ function report(perCall: Map<GovernanceConfig, Counts[]>): void {
     for (const [k, d] of differences[which]) console.log(`  ${String(d).padStart(7)}  ${k}`);
   }
   const out = join(ROOT, 'bench', 'results', 'governance-instructions.json');
-  writeFileSync(out, `${JSON.stringify({ date: new Date().toISOString(), calls: CALLS, rounds: ROUNDS, figures, differences }, null, 2)}\n`);
+  writeFileSync(out, `${JSON.stringify({ date: new Date().toISOString(), shape, calls: CALLS, rounds: ROUNDS, figures, differences }, null, 2)}\n`);
   console.log(`\nwritten to ${out}`);
 }

@@ -23,8 +23,8 @@
  * each checkout first), instead of src/cli.ts through tsx.
  *
  * `--base-root DIR` (a worktree of another commit, `git worktree add --detach DIR <commit>`
- * with node_modules linked in) adds `governed (base)` and `metrics only (base)`, run from DIR's
- * src/cli.ts in the same rounds: a before/after under the same noise.
+ * with node_modules linked in) adds `plain (base)`, `governed (base)` and `metrics only (base)`,
+ * run from DIR's src/cli.ts in the same rounds: a before/after under the same noise.
  * `--profile` runs the `governed` gateway under `--cpu-prof` (its profile in
  * bench/results/profile-governance/; the figures of a profiled run are not comparable).
  * `npm run bench` runs this phase too (bench/run.ts), with its own processes.
@@ -48,7 +48,7 @@ export const GOVERNANCE_PROFILE_DIR = join(ROOT, 'bench', 'results', 'profile-go
 
 export const CONFIGS = ['plain', 'governed', 'governed 0.1', 'metrics only'] as const;
 /** With `--base-root DIR`: the same governed setups run from DIR's src/cli.ts (another commit), in the same rounds — a before/after under the same noise. */
-const BASE_CONFIGS = ['governed (base)', 'metrics only (base)'] as const;
+const BASE_CONFIGS = ['plain (base)', 'governed (base)', 'metrics only (base)'] as const;
 /**
  * Governed at 0.1 taken apart, one part each (for bench/governance-profile.ts `--configs`; the
  * phase does not run them): which part's cost the profile's shares and /proc say it is.
@@ -127,6 +127,7 @@ export function rootOf(which: string, baseRoot: string | undefined): string | un
 
 /** The extra config of each gateway (merged into bench/processes.ts startGateway's). */
 export function configOf(which: GovernanceConfig, collector: string, auditFile: string): Record<string, unknown> {
+  if (which === 'plain (base)') return configOf('plain', collector, auditFile);
   if (which === 'governed (base)') return configOf('governed', collector, auditFile);
   if (which === 'metrics only (base)') return configOf('metrics only', collector, auditFile);
   const telemetry = (ratio: number) => ({ otlp: { endpoint: collector }, sampling: { ratio } });
