@@ -49,12 +49,16 @@ export const GOVERNANCE_PROFILE_DIR = join(ROOT, 'bench', 'results', 'profile-go
 export const CONFIGS = ['plain', 'governed', 'governed 0.1', 'metrics only'] as const;
 /** With `--base-root DIR`: the same governed setups run from DIR's src/cli.ts (another commit), in the same rounds — a before/after under the same noise. */
 const BASE_CONFIGS = ['plain (base)', 'governed (base)', 'metrics only (base)'] as const;
+type BaseConfig = (typeof BASE_CONFIGS)[number];
+const BASE_SUFFIX = ' (base)';
+/** A `… (base)` configuration: the one named before the suffix, run from another checkout. */
+const isBase = (which: string): which is BaseConfig => which.endsWith(BASE_SUFFIX);
 /**
  * Governed at 0.1 taken apart, one part each (for bench/governance-profile.ts `--configs`; the
  * phase does not run them): which part's cost the profile's shares and /proc say it is.
  */
 const PART_CONFIGS = ['telemetry only', 'telemetry 0.1 only', 'rules only', 'audit only'] as const;
-export type GovernanceConfig = (typeof CONFIGS)[number] | (typeof BASE_CONFIGS)[number] | (typeof PART_CONFIGS)[number];
+export type GovernanceConfig = (typeof CONFIGS)[number] | BaseConfig | (typeof PART_CONFIGS)[number];
 const GOVERNED = ['governed', 'governed 0.1', 'metrics only'] as const;
 /** The configurations of this run: the four, and the base commit's two when asked for. */
 let ACTIVE: readonly GovernanceConfig[] = CONFIGS;
@@ -120,16 +124,14 @@ export interface GovernanceResults {
  * cannot run without it; undefined (this checkout) for any other.
  */
 export function rootOf(which: string, baseRoot: string | undefined): string | undefined {
-  if (!which.endsWith('(base)')) return undefined;
+  if (!isBase(which)) return undefined;
   if (!baseRoot) throw new Error(`${which} needs --base-root`);
   return baseRoot;
 }
 
 /** The extra config of each gateway (merged into bench/processes.ts startGateway's). */
 export function configOf(which: GovernanceConfig, collector: string, auditFile: string): Record<string, unknown> {
-  if (which === 'plain (base)') return configOf('plain', collector, auditFile);
-  if (which === 'governed (base)') return configOf('governed', collector, auditFile);
-  if (which === 'metrics only (base)') return configOf('metrics only', collector, auditFile);
+  if (isBase(which)) return configOf(which.slice(0, -BASE_SUFFIX.length) as GovernanceConfig, collector, auditFile);
   const telemetry = (ratio: number) => ({ otlp: { endpoint: collector }, sampling: { ratio } });
   const governed = (ratio: number) => ({ telemetry: telemetry(ratio), audit: { sink: 'file', path: auditFile }, policy: { rules: GOVERNANCE_RULES } });
   switch (which) {
