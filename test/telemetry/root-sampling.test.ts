@@ -26,6 +26,39 @@ test('about the ratio of roots is admitted, each under a trace id the SDK sample
   assert.ok(Math.abs(admitted / n - 0.25) < 0.02, `${admitted} of ${n} admitted`);
 });
 
+test('each drawn root is admitted exactly when the SDK sampler samples the id of its four words', () => {
+  // A fixed stream of words (a linear congruential generator), so every draw's id is known:
+  // the roots refused are checked too, not only those admitted.
+  let state = 0x2545f491;
+  const next = () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state;
+  };
+  const random = Math.random;
+  const hex = (w: number) => w.toString(16).padStart(8, '0');
+  try {
+    for (const ratio of [0.1, 0.25, 0.5, 0.999, 1e-9]) {
+      const roots = new RootSampling(ratio);
+      const sdk = new TraceIdRatioBasedSampler(ratio);
+      let admitted = 0;
+      for (let i = 0; i < 5_000; i++) {
+        const words = [next(), next(), next(), next()];
+        let k = 0;
+        Math.random = () => words[k++]! / 4294967296;
+        const id = roots.admit();
+        assert.equal(k, 4, 'four words a root');
+        const drawn = words.map(hex).join('');
+        const sampled = sdk.shouldSample(ROOT_CONTEXT, drawn).decision === SamplingDecision.RECORD_AND_SAMPLED;
+        assert.equal(id, sampled ? drawn : undefined, `ratio ${ratio}, id ${drawn}`);
+        if (id) admitted++;
+      }
+      if (ratio >= 0.1) assert.ok(admitted > 0 && admitted < 5_000, `ratio ${ratio}: ${admitted} admitted`);
+    }
+  } finally {
+    Math.random = random;
+  }
+});
+
 test('ratio 1 admits every root under a new trace id, ratio 0 none', () => {
   const all = new RootSampling(1);
   const ids = new Set(Array.from({ length: 100 }, () => all.admit()));

@@ -71,7 +71,7 @@ test('the watch works: starting telemetry resolves the SDK modules', async () =>
   });
   const telemetry = await telemetryModule.startTelemetry(config, gateway!.app.log);
   assert.ok(telemetry);
-  await waitUntil(async () => (resolved.some((u) => u.includes('/@opentelemetry/sdk-trace/')) ? true : undefined), { what: 'the SDK resolved', timeoutMs: 5_000 });
+  await waitUntil(async () => (resolved.some((u) => u.includes('/@opentelemetry/sdk-metrics/')) ? true : undefined), { what: 'the SDK resolved', timeoutMs: 5_000 });
   assert.equal(telemetryModule.telemetrySdkLoaded(), true);
   await telemetry.shutdown();
 });
