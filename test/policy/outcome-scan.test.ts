@@ -75,6 +75,8 @@ describe('outcome scan', () => {
       '{"jsonrpc":"2.0","id" 1,"result":{}}', // no colon
       '{"jsonrpc":"2.0",id:1,"result":{}}', // a name without quotes
       '{"jsonrpc":"2.0","id":1,"result":{"content":[}]}}', // brackets of the wrong kind, in a skipped value
+      '{"jsonrpc":"2.0","id":1,"result":{"content":["a]}}', // a string in a skipped value that never closes
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"}]"}}', // a skipped value closed only inside a string
       '{"jsonrpc":"2.0","id":1,"result":{"isError":tru}}', // a literal cut short
       '{"jsonrpc":"2.0","id":1,"result":{"isError":yes}}',
       '{"jsonrpc":"2.0","id":1,"result":{},}', // a trailing comma
