@@ -20,7 +20,7 @@ import type { BackendCaller, BackendCallHeaders, BackendResponse, CallTrace, Mcp
 import { DecoratedBackend } from '../backends/decorated-backend.js';
 import { idKey } from '../policy/answer-edit.js';
 import { observedAnswer, type AnswerObserver } from '../policy/answer-observe.js';
-import { isBatchText, isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { withMeta, withTraceMetaText } from './meta-splice.js';
 import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
 
@@ -75,11 +75,13 @@ export class ClientSpanBackend extends DecoratedBackend {
  */
 class ClientCall implements AnswerObserver {
   /**
-   * The first request's id key and span, held in fields: a POST carries one request (but for a
+   * The first request's id and span, held in fields: a POST carries one request (but for a
    * 2025-03-26 batch), and a `Map` made, filled and emptied per call showed in the count of
-   * metrics only (issue 44 part 1).
+   * metrics only (issue 44 part 1). The id itself, not its `idKey`: a response's id is compared
+   * with it as it is (`===` holds exactly when the two keys are equal: same type, same value),
+   * where the key was a string made per message and compared character by character.
    */
-  #key: string | undefined;
+  #id: JsonRpcId | undefined;
   #scope: ClientScope | undefined;
   /** The further requests' spans by id key: a batch only. */
   #more: Map<string, ClientScope> | undefined;
@@ -103,12 +105,11 @@ class ClientCall implements AnswerObserver {
   add(m: JsonRpcMessage, scope: ClientScope): ClientScope {
     if (!isRequest(m)) (this.#notifications ??= []).push(scope);
     else {
-      const key = idKey(m.id);
       // A later request of the same id takes its place, as it would a Map's.
-      if (this.#scope === undefined || this.#key === key) {
-        this.#key = key;
+      if (this.#scope === undefined || this.#id === m.id) {
+        this.#id = m.id;
         this.#scope = scope;
-      } else (this.#more ??= new Map()).set(key, scope);
+      } else (this.#more ??= new Map()).set(idKey(m.id), scope);
     }
     return scope;
   }
@@ -137,12 +138,12 @@ class ClientCall implements AnswerObserver {
   /** Each response ends its span (and tells the SERVER span its outcome). */
   observe(m: JsonRpcMessage): void {
     if (m.method !== undefined || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
-    const key = idKey(m.id);
     let scope: ClientScope | undefined;
-    if (this.#scope !== undefined && this.#key === key) {
+    if (this.#scope !== undefined && this.#id === m.id) {
       scope = this.#scope;
       this.#scope = undefined;
     } else {
+      const key = idKey(m.id);
       scope = this.#more?.get(key);
       if (!scope) return;
       this.#more!.delete(key);

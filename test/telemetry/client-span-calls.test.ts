@@ -91,6 +91,17 @@ test('one request answered with an error, or a tool\'s error: its span is told i
   }
 });
 
+test('a response is its request\'s only by an id of the same type: "7" does not answer 7, in a POST of one request or a batch', async () => {
+  for (const body of [JSON.stringify(call(7)), JSON.stringify([call(7), call('x')])]) {
+    const { telemetry, spans } = recordingTelemetry();
+    const answer = '{"jsonrpc":"2.0","id":"7","error":{"code":-32602,"message":"for another request"}}';
+    const { backend } = answering(answer);
+    await (await new ClientSpanBackend(backend, telemetry).post(body, {})).body.text();
+    // Each span ends when the answer does, told no outcome: the error answered no request of the POST.
+    assert.deepEqual(spans[0], { method: 'tools/call', id: 7, failure: undefined, ends: 1 }, body);
+  }
+});
+
 test('with the result recorded (recordContent), a response without an error is told too', async () => {
   const { telemetry, spans } = recordingTelemetry(true);
   const { backend } = answering('{"result":{"content":[]},"jsonrpc":"2.0","id":7}');
