@@ -46,6 +46,7 @@ import { policyVariables, type RequestFacts } from './policy-input.js';
 import { toolListEntry } from './tool-policy.js';
 import { failedCall, settledAtEnd, type Unanswered } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
+import { InflightCalls } from './inflight-calls.js';
 import { confirmHold, type ConfirmParts, type HoldOutcome } from './confirm-hold.js';
 import { approvalEvents } from './approval-events.js';
 import { approvalNotifier } from './approval-notify.js';
@@ -119,17 +120,8 @@ export interface RulePolicyParts {
 }
 
 export class RulePolicyBackend extends DecoratedBackend {
-  /**
-   * The audited calls in flight, by session, then request id: what a client's
-   * `notifications/cancelled` for one of them ends at once with outcome `cancelled` (MCP
-   * 2025-11-25 Cancellation), instead of leaving it to the timeout — when it comes from the
-   * call's own user (the record's user key is compared). An entry goes when its record is
-   * written, and a session's map when it is empty, so this holds only calls still waiting for
-   * their answer. By session, not by one key joining user, session and id: that key was a new
-   * string of about 75 characters hashed on every call (issue 44 part 1); the session id is the
-   * header's string, hashed once for the session lookup before.
-   */
-  readonly #inflight = new Map<string, Map<string, Pending>>();
+  /** The audited calls in flight, which a client's `notifications/cancelled` ends (inflight-calls.ts). */
+  readonly #inflight = new InflightCalls<Pending>();
   readonly #writeRecord: WriteRecord = (p, started, outcome) => this.#write(p, started, outcome);
 
   constructor(
@@ -257,30 +249,23 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   /** Registers this POST's pending records as cancellable, and ends those a `notifications/cancelled` in it names. */
   #cancellable(caller: BackendCaller, session: string, messages: readonly JsonRpcMessage[], records: PendingRecords): void {
-    if (records.byId.size > 0) {
-      let calls = this.#inflight.get(session);
-      if (!calls) this.#inflight.set(session, (calls = new Map()));
-      for (const [id, p] of records.byId) {
-        p.session = session;
-        p.id = id;
-        p.records = records;
-        calls.set(id, p);
-      }
+    for (const [id, p] of records.byId) {
+      p.session = session;
+      p.id = id;
+      p.records = records;
+      this.#inflight.add(session, id, p);
     }
     for (const m of messages) {
       const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
-      const p = this.#inflight.get(session)?.get(idKey(requestId));
+      const p = this.#inflight.get(session, idKey(requestId));
       if (p && p.base.userKey === caller.principal.userKey) p.records?.cancel(p.id!);
     }
   }
 
   /** Forgets a call among the cancellable ones (its record is being written), unless a later call of its id took its place. */
   #settled(p: Pending): void {
-    const calls = this.#inflight.get(p.session!);
-    if (calls?.get(p.id!) !== p) return;
-    calls.delete(p.id!);
-    if (calls.size === 0) this.#inflight.delete(p.session!);
+    this.#inflight.delete(p.session!, p.id!, p);
   }
 
   #write(p: Pending, started: number, outcome: Unanswered): void {
