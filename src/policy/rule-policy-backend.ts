@@ -69,38 +69,77 @@ type WriteRecord = (p: Pending, started: number, outcome: Unanswered) => void;
  * One POST's records waiting for their answers, by request id: what the answer's messages are
  * told to (it is the answer's observer), what settles those left when the answer ends or the
  * call fails, and what a cancellation ends. One object per POST, no closure per call (issue 44
- * part 1).
+ * part 1). The first request's record is held in fields and found by its id as sent (`===`: same
+ * type and value, as equal id keys); a map by id key only for a batch's further requests — a map
+ * made per POST, and an id key made per response, showed in the count of a governed call.
  */
 class PendingRecords implements AnswerObserver {
-  readonly byId = new Map<string, Pending>();
+  #first: Pending | undefined;
+  #firstId: JsonRpcId | undefined;
+  #more: Map<string, Pending> | undefined;
 
   constructor(
     private readonly write: WriteRecord,
     readonly started: number,
   ) {}
 
+  /** Holds the record of request `id`; a later request of the same id takes its place, as in a map. */
+  add(id: JsonRpcId, p: Pending): void {
+    if (this.#first === undefined || this.#firstId === id) {
+      this.#first = p;
+      this.#firstId = id;
+    } else (this.#more ??= new Map()).set(idKey(id), p);
+  }
+
+  /** Whether a record still waits for its answer. */
+  get waiting(): boolean {
+    return this.#first !== undefined || (this.#more !== undefined && this.#more.size > 0);
+  }
+
+  /** Each record waiting becomes cancellable: marked with its session, id key and POST, and held in `inflight`. */
+  holdIn(session: string, inflight: InflightCalls<Pending>): void {
+    if (this.#first) this.#hold(session, idKey(this.#firstId!), this.#first, inflight);
+    if (this.#more) for (const [key, p] of this.#more) this.#hold(session, key, p, inflight);
+  }
+
+  #hold(session: string, key: string, p: Pending, inflight: InflightCalls<Pending>): void {
+    p.session = session;
+    p.id = key;
+    p.records = this;
+    inflight.add(session, key, p);
+  }
+
   /** A response message: its request's record, with its outcome. */
   observe(msg: JsonRpcMessage): void {
     if (msg.method !== undefined || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) return;
-    this.#end(idKey(msg.id), outcomeOf(msg));
+    const first = this.#first;
+    if (first !== undefined && this.#firstId === msg.id) {
+      this.#first = undefined;
+      return this.write(first, this.started, outcomeOf(msg));
+    }
+    if (this.#more === undefined) return;
+    const key = idKey(msg.id);
+    const p = this.#more.get(key);
+    if (!p) return;
+    this.#more.delete(key);
+    this.write(p, this.started, outcomeOf(msg));
   }
 
   /** The records still waiting, with how the answer ended (unanswered.ts). */
   settle(outcome: Unanswered): void {
-    for (const p of this.byId.values()) this.write(p, this.started, outcome);
-    this.byId.clear();
+    const first = this.#first;
+    this.#first = undefined;
+    if (first) this.write(first, this.started, outcome);
+    if (this.#more) for (const p of this.#more.values()) this.write(p, this.started, outcome);
+    this.#more?.clear();
   }
 
-  /** A client's `notifications/cancelled` for the request `id`: its record, now. */
-  cancel(id: string): void {
-    this.#end(id, CANCELLED);
-  }
-
-  #end(id: string, outcome: Unanswered): void {
-    const p = this.byId.get(id);
-    if (!p) return;
-    this.byId.delete(id);
-    this.write(p, this.started, outcome);
+  /** A client's `notifications/cancelled` for the request of record `p` (its `id`: its key): its record, now, if it still waits here. */
+  cancel(p: Pending): void {
+    if (this.#first === p) this.#first = undefined;
+    else if (p.id !== undefined && this.#more?.get(p.id) === p) this.#more.delete(p.id);
+    else return;
+    this.write(p, this.started, CANCELLED);
   }
 }
 
@@ -181,7 +220,7 @@ export class RulePolicyBackend extends DecoratedBackend {
       throw err;
     }
     if (res.status < 200 || res.status >= 300) records.settle({ outcome: 'error' });
-    const waiting = records.byId.size > 0;
+    const waiting = records.waiting;
     const lists = listIds ? this.#listEdit(caller, listIds, rest, forward) : NO_LIST_EDIT;
     // Its members named one by one: a spread of `lists` (of two shapes, one frozen) took V8's
     // slow object clone, about 1.6 k instructions a call (issue 44 part 1).
@@ -244,22 +283,17 @@ export class RulePolicyBackend extends DecoratedBackend {
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
     const p: Pending = { base, rule };
     if (approval) p.approval = approval;
-    records.byId.set(idKey(m.id), p);
+    records.add(m.id, p);
   }
 
   /** Registers this POST's pending records as cancellable, and ends those a `notifications/cancelled` in it names. */
   #cancellable(caller: BackendCaller, session: string, messages: readonly JsonRpcMessage[], records: PendingRecords): void {
-    for (const [id, p] of records.byId) {
-      p.session = session;
-      p.id = id;
-      p.records = records;
-      this.#inflight.add(session, id, p);
-    }
+    records.holdIn(session, this.#inflight);
     for (const m of messages) {
       const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
       const p = this.#inflight.get(session, idKey(requestId));
-      if (p && p.base.userKey === caller.principal.userKey) p.records?.cancel(p.id!);
+      if (p && p.base.userKey === caller.principal.userKey) p.records?.cancel(p);
     }
   }
 

@@ -84,3 +84,25 @@ test('a cancellation ends the record of its own user\'s call in its own session,
   assert.match(outcomes()[1]!, /^alice:session-2:7:/);
   assert.notEqual(lines[1]!.outcome, 'cancelled');
 });
+
+test('in a 2025-03-26 batch, each call is its own record: one cancelled by its id, the others at the answer\'s end', async () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const audit = new Audit({ write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }, auditSchema.parse({}));
+  const inner = heldBackend();
+  const rules = new CelRules(policySchema.parse({}));
+  const face = new RulePolicyBackend(inner, { rules: () => rules, audit: () => audit, metrics: {} as Metrics });
+  const alice = callerOf('alice', 'session-1');
+  const ids = () => lines.map((l) => `${JSON.stringify(l.requestId)}:${l.outcome}`);
+  // The first call, a second, and a third whose id is the first's as a string: three records.
+  const batch = `[${call(7)},${call(8)},${JSON.stringify({ jsonrpc: '2.0', id: '7', method: 'tools/call', params: { name: 'slow', arguments: {} } })}]`;
+  const answer = await face.post(batch, { caller: alice });
+  await face.post(cancel(8), { caller: alice });
+  assert.deepEqual(ids(), ['8:cancelled'], 'the second call of the batch, cancelled by its id, at once');
+  await face.post(cancel(7), { caller: alice });
+  assert.deepEqual(ids(), ['8:cancelled', '7:cancelled'], 'the first, by its number id: not the call whose id is "7"');
+  inner.finish();
+  for await (const chunk of answer.body) void chunk;
+  assert.equal(lines.length, 3, 'one record a call');
+  assert.equal(JSON.stringify(lines[2]!.requestId), '"7"');
+  assert.notEqual(lines[2]!.outcome, 'cancelled');
+});
