@@ -53,12 +53,17 @@ function callerOf(user: string, sessionId: string): BackendCaller {
 const call = (id: number) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow', arguments: {} } });
 const cancel = (id: number) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } });
 
-test('a cancellation ends the record of its own user\'s call in its own session, and no other', async () => {
+/** The face in front of a held backend, with no rules and the audit's records as parsed lines. */
+function auditedFace(): { lines: Array<Record<string, unknown>>; inner: ReturnType<typeof heldBackend>; face: RulePolicyBackend } {
   const lines: Array<Record<string, unknown>> = [];
   const audit = new Audit({ write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }, auditSchema.parse({}));
   const inner = heldBackend();
   const rules = new CelRules(policySchema.parse({}));
-  const face = new RulePolicyBackend(inner, { rules: () => rules, audit: () => audit, metrics: {} as Metrics });
+  return { lines, inner, face: new RulePolicyBackend(inner, { rules: () => rules, audit: () => audit, metrics: {} as Metrics }) };
+}
+
+test('a cancellation ends the record of its own user\'s call in its own session, and no other', async () => {
+  const { lines, inner, face } = auditedFace();
   const alice = callerOf('alice', 'session-1');
   /** Each record as user:session:request id:outcome (the record's user is the first characters of the user key). */
   const outcomes = () => lines.map((l) => `${String(l.user).slice(0, 5)}:${l.session}:${l.requestId}:${l.outcome}`);
@@ -86,11 +91,7 @@ test('a cancellation ends the record of its own user\'s call in its own session,
 });
 
 test('in a 2025-03-26 batch, each call is its own record: one cancelled by its id, the others at the answer\'s end', async () => {
-  const lines: Array<Record<string, unknown>> = [];
-  const audit = new Audit({ write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }, auditSchema.parse({}));
-  const inner = heldBackend();
-  const rules = new CelRules(policySchema.parse({}));
-  const face = new RulePolicyBackend(inner, { rules: () => rules, audit: () => audit, metrics: {} as Metrics });
+  const { lines, inner, face } = auditedFace();
   const alice = callerOf('alice', 'session-1');
   const ids = () => lines.map((l) => `${JSON.stringify(l.requestId)}:${l.outcome}`);
   // The first call, a second, and a third whose id is the first's as a string: three records.
