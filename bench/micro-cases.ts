@@ -23,6 +23,7 @@ import { METRIC_KEYS, METRIC_SLOTS } from '../src/telemetry/mcp-attributes.js';
 import { withTraceMetaText } from '../src/telemetry/meta-splice.js';
 import { writeSpan } from '../src/telemetry/otlp-json-spans.js';
 import { RecordedSpan, type SpanSource } from '../src/telemetry/recorded-span.js';
+import { RootSampling } from '../src/telemetry/root-sampling.js';
 import { SLOT, SpanAttributes } from '../src/telemetry/span-attributes.js';
 import { jsonShapeProblem, topParamsName } from '../src/wire/json-guard.js';
 import type { JsonRpcMessage } from '../src/wire/jsonrpc.js';
@@ -109,6 +110,14 @@ export const MICRO_CASES: Record<string, () => (i: number) => number> = {
   'error-check': () => {
     const answers = Array.from({ length: VARIANTS }, (_, i) => benchAnswer(1000 + i));
     return (i) => (bytesMayHoldError(answers[i % VARIANTS]!) ? 1 : 0);
+  },
+  /**
+   * A root's sampling decision at governed 0.1's ratio (telemetry/root-sampling.ts): nine in ten
+   * refused, the tenth with its trace id written.
+   */
+  'root-sampling': () => {
+    const roots = new RootSampling(0.1);
+    return () => roots.admit()?.length ?? 1;
   },
   /** The CLIENT span's context spliced into the phase's request (telemetry/meta-splice.ts). */
   'meta-splice': () => {
