@@ -1,9 +1,9 @@
 /**
  * The ratio's decision for a root span, and the ids of the spans the gateway makes (issue 44
  * part 1: governance at sampling 0.1 should cost little more than sampling 0). A root not
- * sampled costs one random trace id and the decision; nothing else is made for it.
+ * sampled costs four random words and the decision; nothing else is made for it.
  *
- * The decision is the SDK's own: a trace id is drawn and judged as the SDK's
+ * The decision is the SDK's: a trace id is drawn and judged as the SDK's
  * `TraceIdRatioBasedSampler` — the sampler a `ParentBasedSampler` uses for roots — judges it,
  * and a sampled root gets that very id, so trace ids stay ratio-consistent, as another service
  * sampling by trace id expects. That sampler reads the id's four 8-digit words, XORs them and
