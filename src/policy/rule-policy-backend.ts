@@ -47,6 +47,7 @@ import { toolListEntry } from './tool-policy.js';
 import { failedCall, settledAtEnd, type Unanswered } from './unanswered.js';
 import { messagesOf } from './tool-policy-backend.js';
 import { InflightCalls } from './inflight-calls.js';
+import { ByRequestId } from './by-request-id.js';
 import { confirmHold, type ConfirmParts, type HoldOutcome } from './confirm-hold.js';
 import { approvalEvents } from './approval-events.js';
 import { approvalNotifier } from './approval-notify.js';
@@ -59,89 +60,59 @@ type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
 /**
  * A record waiting for its answer. `approval`: the approval of a `confirm` rule this call uses
  * (its record names it). `session`: the session whose cancellable calls hold it
- * (RulePolicyBackend), by `id`, also its key among its POST's `records`.
+ * (RulePolicyBackend), by `id`, its request's id key; `records`: its POST's.
  */
-type Pending = { base: AuditRequest; rule: string; approval?: string; session?: string; id?: string; records?: PendingRecords };
+type Pending = { base: AuditRequest; rule: string; approval?: string; session: string | undefined; id: string; records?: PendingRecords };
 /** How a record is written: the face's, one function per backend (not per call). */
 type WriteRecord = (p: Pending, started: number, outcome: Unanswered) => void;
 
 /**
- * One POST's records waiting for their answers, by request id: what the answer's messages are
- * told to (it is the answer's observer), what settles those left when the answer ends or the
- * call fails, and what a cancellation ends. One object per POST, no closure per call (issue 44
- * part 1). The first request's record is held in fields and found by its id as sent (`===`: same
- * type and value, as equal id keys); a map by id key only for a batch's further requests — a map
- * made per POST, and an id key made per response, showed in the count of a governed call.
+ * One POST's records waiting for their answers, by request id (by-request-id.ts): what the
+ * answer's messages are told to (it is the answer's observer), what settles those left when the
+ * answer ends or the call fails, and what a cancellation ends. One object per POST, no closure
+ * per call (issue 44 part 1).
  */
-class PendingRecords implements AnswerObserver {
-  #first: Pending | undefined;
-  #firstId: JsonRpcId | undefined;
-  #more: Map<string, Pending> | undefined;
-
+class PendingRecords extends ByRequestId<Pending> implements AnswerObserver {
   constructor(
     private readonly write: WriteRecord,
     readonly started: number,
-  ) {}
+  ) {
+    super();
+  }
 
-  /** Holds the record of request `id`; a later request of the same id takes its place, as in a map. */
+  /** Holds the record of request `id` as this POST's; a later request of the same id takes its place. */
   add(id: JsonRpcId, p: Pending): void {
-    if (this.#first === undefined || this.#firstId === id) {
-      this.#first = p;
-      this.#firstId = id;
-    } else (this.#more ??= new Map()).set(idKey(id), p);
-  }
-
-  /** Whether a record still waits for its answer. */
-  get waiting(): boolean {
-    return this.#first !== undefined || (this.#more !== undefined && this.#more.size > 0);
-  }
-
-  /** Each record waiting becomes cancellable: marked with its session, id key and POST, and held in `inflight`. */
-  holdIn(session: string, inflight: InflightCalls<Pending>): void {
-    if (this.#first) this.#hold(session, idKey(this.#firstId!), this.#first, inflight);
-    if (this.#more) for (const [key, p] of this.#more) this.#hold(session, key, p, inflight);
-  }
-
-  #hold(session: string, key: string, p: Pending, inflight: InflightCalls<Pending>): void {
-    p.session = session;
-    p.id = key;
     p.records = this;
-    inflight.add(session, key, p);
+    this.hold(id, p);
+  }
+
+  /** Each record waiting becomes cancellable: held in `inflight` under its session and id key. */
+  holdIn(inflight: InflightCalls<Pending>): void {
+    this.forEachHeld(holdCancellable, inflight);
   }
 
   /** A response message: its request's record, with its outcome. */
   observe(msg: JsonRpcMessage): void {
     if (msg.method !== undefined || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) return;
-    const first = this.#first;
-    if (first !== undefined && this.#firstId === msg.id) {
-      this.#first = undefined;
-      return this.write(first, this.started, outcomeOf(msg));
-    }
-    if (this.#more === undefined) return;
-    const key = idKey(msg.id);
-    const p = this.#more.get(key);
-    if (!p) return;
-    this.#more.delete(key);
-    this.write(p, this.started, outcomeOf(msg));
+    const p = this.take(msg.id);
+    if (p) this.write(p, this.started, outcomeOf(msg));
   }
 
   /** The records still waiting, with how the answer ended (unanswered.ts). */
   settle(outcome: Unanswered): void {
-    const first = this.#first;
-    this.#first = undefined;
-    if (first) this.write(first, this.started, outcome);
-    if (this.#more) for (const p of this.#more.values()) this.write(p, this.started, outcome);
-    this.#more?.clear();
+    // Most answers carried their responses: nothing is left, and no closure is made.
+    if (!this.holding) return;
+    this.forEachHeld((p, how) => this.write(p, this.started, how), outcome);
+    this.clear();
   }
 
-  /** A client's `notifications/cancelled` for the request of record `p` (its `id`: its key): its record, now, if it still waits here. */
+  /** A client's `notifications/cancelled` for the request of record `p`: its record, now, if it still waits here. */
   cancel(p: Pending): void {
-    if (this.#first === p) this.#first = undefined;
-    else if (p.id !== undefined && this.#more?.get(p.id) === p) this.#more.delete(p.id);
-    else return;
-    this.write(p, this.started, CANCELLED);
+    if (this.release(p, p.id)) this.write(p, this.started, CANCELLED);
   }
 }
+
+const holdCancellable = (p: Pending, inflight: InflightCalls<Pending>) => inflight.add(p.session!, p.id, p);
 
 const CANCELLED: Unanswered = Object.freeze({ outcome: 'cancelled' });
 
@@ -220,7 +191,7 @@ export class RulePolicyBackend extends DecoratedBackend {
       throw err;
     }
     if (res.status < 200 || res.status >= 300) records.settle({ outcome: 'error' });
-    const waiting = records.waiting;
+    const waiting = records.holding;
     const lists = listIds ? this.#listEdit(caller, listIds, rest, forward) : NO_LIST_EDIT;
     // Its members named one by one: a spread of `lists` (of two shapes, one frozen) took V8's
     // slow object clone, about 1.6 k instructions a call (issue 44 part 1).
@@ -281,14 +252,14 @@ export class RulePolicyBackend extends DecoratedBackend {
       return;
     }
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
-    const p: Pending = { base, rule };
+    const p: Pending = { base, rule, session: caller.sessionId, id: idKey(m.id) };
     if (approval) p.approval = approval;
     records.add(m.id, p);
   }
 
   /** Registers this POST's pending records as cancellable, and ends those a `notifications/cancelled` in it names. */
   #cancellable(caller: BackendCaller, session: string, messages: readonly JsonRpcMessage[], records: PendingRecords): void {
-    records.holdIn(session, this.#inflight);
+    records.holdIn(this.#inflight);
     for (const m of messages) {
       const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
@@ -299,7 +270,7 @@ export class RulePolicyBackend extends DecoratedBackend {
 
   /** Forgets a call among the cancellable ones (its record is being written), unless a later call of its id took its place. */
   #settled(p: Pending): void {
-    this.#inflight.delete(p.session!, p.id!, p);
+    this.#inflight.delete(p.session!, p.id, p);
   }
 
   #write(p: Pending, started: number, outcome: Unanswered): void {

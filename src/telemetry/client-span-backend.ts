@@ -18,9 +18,9 @@
  */
 import type { BackendCaller, BackendCallHeaders, BackendResponse, CallTrace, McpBackend, TraceHeaders } from '../backends/backend.js';
 import { DecoratedBackend } from '../backends/decorated-backend.js';
-import { idKey } from '../policy/answer-edit.js';
 import { observedAnswer, type AnswerObserver } from '../policy/answer-observe.js';
-import { isBatchText, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
+import { ByRequestId } from '../policy/by-request-id.js';
+import { isBatchText, isRequest, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { withMeta, withTraceMetaText } from './meta-splice.js';
 import type { ClientScope, ClientTarget, Telemetry } from './telemetry.js';
 
@@ -64,27 +64,17 @@ export class ClientSpanBackend extends DecoratedBackend {
     call.endNotifications();
     // Passed on as the same bytes (a JSON answer with its length, in one write: held-answer.ts),
     // each message scanned for its outcome — parsed whole only when the tool's result is recorded.
-    return call.waiting() ? observedAnswer(res, call) : res;
+    return call.holding ? observedAnswer(res, call) : res;
   }
 }
 
 /**
- * The CLIENT spans of one POST: the requests' spans by id, waiting for their responses, and
- * the notifications'. It is the answer's observer itself (answer-observe.ts), so nothing is
- * made per call beyond it (issue 44 part 1: closures made per call showed in the profile).
+ * The CLIENT spans of one POST: the requests' spans by id (policy/by-request-id.ts), waiting for
+ * their responses, and the notifications'. It is the answer's observer itself (answer-observe.ts),
+ * so nothing is made per call beyond it (issue 44 part 1: closures made per call showed in the
+ * profile).
  */
-class ClientCall implements AnswerObserver {
-  /**
-   * The first request's id and span, held in fields: a POST carries one request (but for a
-   * 2025-03-26 batch), and a `Map` made, filled and emptied per call showed in the count of
-   * metrics only (issue 44 part 1). The id itself, not its `idKey`: a response's id is compared
-   * with it as it is (`===` holds exactly when the two keys are equal: same type, same value),
-   * where the key was a string made per message and compared character by character.
-   */
-  #id: JsonRpcId | undefined;
-  #scope: ClientScope | undefined;
-  /** The further requests' spans by id key: a batch only. */
-  #more: Map<string, ClientScope> | undefined;
+class ClientCall extends ByRequestId<ClientScope> implements AnswerObserver {
   #notifications: ClientScope[] | undefined;
 
   constructor(
@@ -92,7 +82,9 @@ class ClientCall implements AnswerObserver {
     private readonly server: CallTrace | undefined,
     /** `recordContent`: the tool's result goes on the span, so messages are parsed whole. */
     readonly whole: boolean,
-  ) {}
+  ) {
+    super();
+  }
 
   /**
    * A response without an error ends its span as {@link settled} does: the span's and the SERVER
@@ -104,24 +96,17 @@ class ClientCall implements AnswerObserver {
 
   add(m: JsonRpcMessage, scope: ClientScope): ClientScope {
     if (!isRequest(m)) (this.#notifications ??= []).push(scope);
-    else {
-      // A later request of the same id takes its place, as it would a Map's.
-      if (this.#scope === undefined || this.#id === m.id) {
-        this.#id = m.id;
-        this.#scope = scope;
-      } else (this.#more ??= new Map()).set(idKey(m.id), scope);
-    }
+    else this.hold(m.id, scope);
     return scope;
   }
 
   /** The span whose context the request carries: the first request's, else the first notification's. */
   first(): ClientScope | undefined {
-    return this.#scope ?? this.#notifications?.[0];
+    return this.firstHeld ?? this.#notifications?.[0];
   }
 
   endAll(failure: string): void {
-    this.#scope?.end(failure);
-    if (this.#more) for (const s of this.#more.values()) s.end(failure);
+    this.forEachHeld(endWith, failure);
     if (this.#notifications) for (const s of this.#notifications) s.end(failure);
   }
 
@@ -130,24 +115,11 @@ class ClientCall implements AnswerObserver {
     if (this.#notifications) for (const s of this.#notifications) s.end();
   }
 
-  /** Whether a request still waits for its response in the answer. */
-  waiting(): boolean {
-    return this.#scope !== undefined || (this.#more !== undefined && this.#more.size > 0);
-  }
-
   /** Each response ends its span (and tells the SERVER span its outcome). */
   observe(m: JsonRpcMessage): void {
     if (m.method !== undefined || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
-    let scope: ClientScope | undefined;
-    if (this.#scope !== undefined && this.#id === m.id) {
-      scope = this.#scope;
-      this.#scope = undefined;
-    } else {
-      const key = idKey(m.id);
-      scope = this.#more?.get(key);
-      if (!scope) return;
-      this.#more!.delete(key);
-    }
+    const scope = this.take(m.id);
+    if (!scope) return;
     scope.observe(m);
     scope.end();
     this.server?.observe(m);
@@ -155,12 +127,13 @@ class ClientCall implements AnswerObserver {
 
   /** The answer is over: spans still open end without a response. */
   settled(): void {
-    this.#scope?.end();
-    this.#scope = undefined;
-    if (this.#more) for (const s of this.#more.values()) s.end();
-    this.#more?.clear();
+    this.forEachHeld(endWith, undefined);
+    this.clear();
   }
 }
+
+/** Ends a span, with the failure when there is one. */
+const endWith = (scope: ClientScope, failure: string | undefined) => scope.end(failure);
 
 /**
  * The messages the route parsed, when `body` is the very text it parsed (BackendCaller.parsed,
