@@ -39,6 +39,8 @@
  * `gave_up` (the bound passed, the store closed while waiting, or a call that lost its
  * answer could not be sent again: at once, 0 s), `refused` (over `maxHeld`; no wait).
  */
+// The module's `performance`, not the global one: `globalThis.performance` is a getter, about 180 instructions a read (issue 44).
+import { performance } from 'node:perf_hooks';
 import { StateUnavailableError } from './errors.js';
 import { isCluster, type RedisClient } from './redis-connection.js';
 
