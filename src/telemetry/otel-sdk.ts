@@ -19,10 +19,11 @@
  *   as instrument advice: histograms of our own (duration-histogram.ts, no attribute set hashed
  *   per record; issue 44), exported by the SDK's reader through a MetricProducer (metric-producer.ts).
  */
+// The module's `performance`, not the global one: `globalThis.performance` is a getter, about 180 instructions a read (issue 44).
+import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import { defaultTextMapGetter, defaultTextMapSetter, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Context, type Link, type SpanContext } from '@opentelemetry/api';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
@@ -35,6 +36,7 @@ import { HEADER } from '../wire/protocol.js';
 import { DurationHistogram } from './duration-histogram.js';
 import { cappedJson, describeMessage, METRIC_KEYS, METRIC_SLOTS, responseError, serverOf } from './mcp-attributes.js';
 import { HistogramProducer } from './metric-producer.js';
+import { otlpMetricExporter } from './otlp-http-delegate.js';
 import { OtlpJsonTraceExporter } from './otlp-trace-exporter.js';
 import { RecordedSpan, type SpanSource } from './recorded-span.js';
 import { RootSampling } from './root-sampling.js';
@@ -91,7 +93,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   const producer = new HistogramProducer({ name: SCOPE_NAME, version: packageVersion() }, [instruments.server, instruments.client, instruments.session], resource);
   const meterProvider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${endpoint}/v1/metrics`, headers, temporalityPreference: AggregationTemporalityPreference.CUMULATIVE }), metricProducers: [producer] })],
+    readers: [new PeriodicExportingMetricReader({ exporter: otlpMetricExporter(`${endpoint}/v1/metrics`, headers), metricProducers: [producer] })],
   });
   // The origin only: an endpoint URL may carry credentials.
   log.info({ endpoint: new URL(endpoint).origin, ratio: config.sampling.ratio }, 'OpenTelemetry export on');

@@ -1,14 +1,15 @@
 /**
  * The gateway's OTLP/HTTP span exporter (issue 44 part 1): the SDK's `OTLPTraceExporter`
  * (@opentelemetry/exporter-trace-otlp-http) with one part changed, the encoder. It is assembled
- * exactly as that class assembles itself — `OTLPExporterBase` over `createOtlpHttpExportDelegate`
- * with the options `convertLegacyHttpOptions` makes of the same config (signal `TRACES`, path
- * `v1/traces`, `Content-Type: application/json`), the SDK's span counting for its own exporter
- * metrics — all from the public entry points of @opentelemetry/otlp-exporter-base. So the
- * transport, the retries (with backoff, until the timeout), the timeout, the headers, the
- * compression, the HTTP agent and the concurrency limit stay the SDK's; only the request body is
- * ours: a request already written, span by span as each ended (otlp-json-batch.ts), the same
- * OTLP/JSON document the SDK's serializer writes, at a fraction of the CPU.
+ * with two parts changed: the encoder, and the transport. It is assembled as that class assembles
+ * itself — `OTLPExporterBase` over an export delegate made with the options
+ * `convertLegacyHttpOptions` makes of the same config (signal `TRACES`, path `v1/traces`,
+ * `Content-Type: application/json`), the SDK's span counting for its own exporter metrics — but
+ * the delegate sends through undici (otlp-http-delegate.ts). The retries (with backoff, until the
+ * timeout), the timeout, the headers, the compression and the concurrency limit behave as the
+ * SDK's. The request body is ours: a request already written, span by span as each ended
+ * (otlp-json-batch.ts), the same OTLP/JSON document the SDK's serializer writes, at a fraction of
+ * the CPU.
  *
  * The body is the request's buffer, lent to it (utf8-batch-writer.ts says why: a fresh buffer
  * per batch cost more than the encoding); it goes back when the export has settled — its result
@@ -20,9 +21,9 @@
  */
 import type { ExportResult } from '@opentelemetry/core';
 import { OTLPExporterBase, type OTLPExporterNodeConfigBase } from '@opentelemetry/otlp-exporter-base';
-import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
 import type { IExporterMetricsHelper, IExportTraceServiceResponse, ISerializer } from '@opentelemetry/otlp-transformer';
 import type { TraceRequestBatch } from './otlp-json-batch.js';
+import { otlpHttpDelegate } from './otlp-http-delegate.js';
 import { OtlpJsonTraceSerializer } from './otlp-json-spans.js';
 
 /** The component type the SDK's own OTLP/HTTP span exporter reports itself as (semconv `otel.component.type`). */
@@ -34,8 +35,7 @@ const BATCH_METRICS: IExporterMetricsHelper<TraceRequestBatch> = { name: 'span',
 export class OtlpJsonTraceExporter extends OTLPExporterBase<TraceRequestBatch> {
   /** The SDK exporter's config: `url`, `headers`, `timeoutMillis`, `compression`, `concurrencyLimit`, … */
   constructor(config: OTLPExporterNodeConfigBase = {}) {
-    const options = convertLegacyHttpOptions(config, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' });
-    super(createOtlpHttpExportDelegate(options, BATCH_SERIALIZER, COMPONENT_TYPE, BATCH_METRICS, config.selfObsMeterProvider));
+    super(otlpHttpDelegate(config, { id: 'TRACES', path: 'v1/traces', componentType: COMPONENT_TYPE, serializer: BATCH_SERIALIZER, metricsHelper: BATCH_METRICS }));
   }
 
   /** The SDK's export of one written request; its buffer goes back when the result is known (the transport, retries included, is then done with it). */
