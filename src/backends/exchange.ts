@@ -23,7 +23,8 @@ export interface ExchangeOptions {
   path: string;
   method: 'GET' | 'POST' | 'DELETE';
   headers: Record<string, string>;
-  body?: string;
+  /** A message's text; bytes for an OTLP export (telemetry/otlp-undici-transport.ts). */
+  body?: string | Uint8Array;
   headersTimeout: number;
   bodyTimeout: number;
   signal?: AbortSignal;

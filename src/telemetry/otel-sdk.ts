@@ -213,16 +213,18 @@ const NOT_FAILED: ReadonlySet<string> = new Set(['relayed', 'answered_by_gateway
 function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
   const started = performance.now();
   const { request, message } = p;
-  const { parent, links } = serverParent(request, message);
+  // Read once: Fastify's `headers` is a getter, and each read of it here was a lookup of the slow kind (requests gain fields as they pass, so it meets many shapes).
+  const headers = request.headers;
+  const { parent, links } = serverParent(headers, message);
   const context = spanContextOf(spans.roots, parent, false);
   // Not recorded: only the histogram's attributes (METRIC_KEYS) are needed, so the client's
   // address, port, session and user are not looked up (issue 44 part 1: metrics only).
   const recorded = isRecorded(context);
   const { name, attributes } = describeMessage(message);
   const values = attributes.values;
-  const version = headerValue(request.headers[HEADER.protocolVersion]);
+  const version = headerValue(headers[HEADER.protocolVersion]);
   if (recorded) {
-    const session = headerValue(request.headers[HEADER.sessionId]);
+    const session = headerValue(headers[HEADER.sessionId]);
     if (session) values[SLOT['mcp.session.id']] = session;
   }
   if (version) values[SLOT['mcp.protocol.version']] = version;
@@ -309,12 +311,12 @@ function traceparentOf(c: SpanContext): string {
 }
 
 /** The `_meta` context first, else the headers'; the headers' as a link when both differ. */
-function serverParent(request: FastifyRequest, message: JsonRpcMessage): { parent: Parent; links?: Link[] } {
+function serverParent(headers: FastifyRequest['headers'], message: JsonRpcMessage): { parent: Parent; links?: Link[] } {
   const meta = (message.params as { _meta?: unknown } | undefined)?._meta;
   const hasMeta = meta !== null && typeof meta === 'object' && 'traceparent' in meta;
   // The usual call carries no context at all: nothing to extract (the W3C propagators read only these two headers first).
-  if (!hasMeta && request.headers.traceparent === undefined && request.headers.baggage === undefined) return ROOT_SERVER_PARENT;
-  const fromHeaders = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+  if (!hasMeta && headers.traceparent === undefined && headers.baggage === undefined) return ROOT_SERVER_PARENT;
+  const fromHeaders = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
   const headerSpan = trace.getSpanContext(fromHeaders);
   if (!hasMeta) return { parent: parentOf(fromHeaders) };
   const fromMeta = propagator.extract(ROOT_CONTEXT, meta, defaultTextMapGetter);
