@@ -19,7 +19,7 @@
  * telemetry's opt-in `recordContent` puts the tool's result on the span) or the text is a batch.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { tappedBody, watchedBody, type BackendBody } from '../backends/body.js';
+import { tappedBody, watchedBody, withBody, type BackendBody } from '../backends/body.js';
 import { sseTappedBody } from '../backends/sse-tapped-body.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { bytesMayHoldError, scanResponse, textMayHoldError } from './outcome-scan.js';
@@ -83,7 +83,7 @@ export function observedAnswer(res: BackendResponse, observer: AnswerObserver): 
     // No messages to read: only the end, when asked.
     if (!observer.settled) return res;
     const settled = () => observer.settled!();
-    return { ...res, body: watchedBody(res.body, settled, settled) };
+    return withBody(res, watchedBody(res.body, settled, settled));
   }
   const joined = WatchedResponse.watchOf(res);
   // A watch that parses whole messages serves an observer that scans; not the other way.

@@ -17,7 +17,7 @@
  * when the answer's body ends without them.
  */
 import type { BackendResponse } from '../backends/backend.js';
-import { watchedBody } from '../backends/body.js';
+import { watchedBody, withBody } from '../backends/body.js';
 import { FAILURE_RPC_CODE, toBackendError } from '../backends/errors.js';
 import type { AuditEvent } from '../ops/audit.js';
 
@@ -46,7 +46,7 @@ export function settledAtEnd(backend: string, res: BackendResponse, signal: Abor
   };
   const ended = (err?: unknown) => once(err === undefined ? STREAM_ENDED : signal?.aborted ? { outcome: 'cancelled' } : streamFailure(backend, err));
   // Dropped by its reader (the 2026-07-28 client closed its stream): cancelled now, not at the backend's next event.
-  return { ...res, body: watchedBody(res.body, ended, () => once({ outcome: 'cancelled' })) };
+  return withBody(res, watchedBody(res.body, ended, () => once({ outcome: 'cancelled' })));
 }
 
 /** The outcome of the records still pending when a stream ended without their responses. */
