@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # What the integration tests need besides npm packages: a redis-server binary (tests start
 # their own servers on free loopback ports; with a Docker engine they use testcontainers)
-# and Debian's chromium at /usr/bin/chromium (browser tests drive it with playwright-core).
+# and Debian's chromium at /usr/bin/chromium (browser tests drive it with playwright-core), and
+# openssl (a test makes a throwaway certificate for an https collector).
 # Installs them from Debian packages when missing and we may (root or passwordless sudo).
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 ((${#missing[@]})) || exit 0
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -13,7 +13,10 @@ import { convertLegacyHttpOptions, createOtlpHttpExporterMetrics } from '@opente
 import { JsonMetricsSerializer, MetricsExporterMetricsHelper, type IExporterMetricsHelper, type ISerializer } from '@opentelemetry/otlp-transformer';
 import { packageVersion } from '../ops/version.js';
 import { RetryingOtlpTransport } from './otlp-retries.js';
-import { UndiciOtlpTransport } from './otlp-undici-transport.js';
+import { UndiciOtlpTransport, type OtlpTls } from './otlp-undici-transport.js';
+
+/** The SDK's merged options for an OTLP/HTTP exporter (its `OtlpNodeHttpConfiguration`, not exported by name). */
+export type SdkHttpOptions = ReturnType<typeof convertLegacyHttpOptions>;
 
 /** Which signal, its path under the endpoint, and how the SDK's exporter of it names itself (semconv `otel.component.type`). */
 export interface OtlpSignal<Internal, Response> {
@@ -26,9 +29,16 @@ export interface OtlpSignal<Internal, Response> {
 
 export function otlpHttpDelegate<Internal, Response>(config: OTLPExporterNodeConfigBase, signal: OtlpSignal<Internal, Response>): IOtlpExportDelegate<Internal> {
   const options = convertLegacyHttpOptions(config, signal.id, signal.path, { 'Content-Type': 'application/json' });
-  const transport = new UndiciOtlpTransport({ url: options.url, headers: options.headers, compression: options.compression, userAgent: `switchboard/${packageVersion()}` });
+  const transport = undiciTransportOf(options);
   const metrics = createOtlpHttpExporterMetrics(signal.componentType, signal.metricsHelper, options.url, config.selfObsMeterProvider);
   return createOtlpNetworkExportDelegate(options, signal.serializer, metrics, new RetryingOtlpTransport(transport));
+}
+
+/** The transport for the SDK's merged options: its URL, headers and compression, and the TLS material its https agent would have had. */
+export function undiciTransportOf(options: SdkHttpOptions): UndiciOtlpTransport {
+  // The SDK's agent for https is made only to read its TLS options (the certificate files of the environment); it connects nothing.
+  const tls = async (): Promise<OtlpTls> => ((await options.agentFactory('https:')) as { options?: OtlpTls }).options ?? {};
+  return new UndiciOtlpTransport({ url: options.url, headers: options.headers, compression: options.compression, userAgent: `switchboard/${packageVersion()}`, tls });
 }
 
 /**

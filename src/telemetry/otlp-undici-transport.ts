@@ -19,6 +19,8 @@
  * - a POST of the serialized request to the signal's URL, the exporter's headers (the config's,
  *   and the `OTEL_EXPORTER_OTLP_*` ones the SDK's option merge reads), a `User-Agent`, the body
  *   gzipped with `Content-Encoding: gzip` when the exporter's `compression` says so;
+ * - for an `https` collector, the CA and client certificate files the `OTEL_EXPORTER_OTLP_*CERTIFICATE`
+ *   and `*CLIENT_KEY` variables name (read by the SDK's options, otlp-http-delegate.ts);
  * - each attempt bounded by the export's timeout;
  * - a 2xx answer is a success, its body (at most {@link MAX_RESPONSE_BYTES}) handed back for the
  *   serializer to read partial successes from; 429, 502, 503 and 504 may be retried, after the
@@ -64,11 +66,22 @@ export interface OtlpHttpTarget {
   compression: 'gzip' | 'none';
   /** `User-Agent`. */
   userAgent: string;
+  /**
+   * The TLS material for an `https` collector, as the SDK's agent would have used it: the CA and
+   * client certificate and key the `OTEL_EXPORTER_OTLP_*CERTIFICATE` and `*CLIENT_KEY` files give.
+   */
+  tls?: () => Promise<OtlpTls>;
+}
+
+export interface OtlpTls {
+  ca?: string | Buffer | Array<string | Buffer>;
+  cert?: string | Buffer | Array<string | Buffer>;
+  key?: string | Buffer | Array<string | Buffer>;
 }
 
 export class UndiciOtlpTransport implements IExporterTransport {
-  /** Its own connections: an export never waits behind a backend's, and closing it closes only these. */
-  readonly #agent = new Agent();
+  /** Its own connections (an export never waits behind a backend's, and closing it closes only these), made at the first export. */
+  #agent: Promise<Agent> | undefined;
   readonly #origin: string;
   readonly #path: string;
 
@@ -86,7 +99,7 @@ export class UndiciOtlpTransport implements IExporterTransport {
       headers['content-encoding'] = 'gzip';
     }
     try {
-      const answer = await exchange(this.#agent, { origin: this.#origin, path: this.#path, method: 'POST', headers, body, headersTimeout: timeoutMillis, bodyTimeout: timeoutMillis, signal: AbortSignal.timeout(timeoutMillis) });
+      const answer = await exchange(await (this.#agent ??= this.#newAgent()), { origin: this.#origin, path: this.#path, method: 'POST', headers, body, headersTimeout: timeoutMillis, bodyTimeout: timeoutMillis, signal: AbortSignal.timeout(timeoutMillis) });
       const read = await bytesWithin(answer.body, MAX_RESPONSE_BYTES);
       const status = answer.status;
       if (read === undefined) return { status: 'failure', error: new Error(`OTLP export answer larger than ${MAX_RESPONSE_BYTES} bytes`) };
@@ -100,7 +113,13 @@ export class UndiciOtlpTransport implements IExporterTransport {
 
   shutdown(): void {
     // Lets an export in flight end; new ones are refused.
-    this.#agent.close().catch(() => {});
+    this.#agent?.then((agent) => agent.close()).catch(() => {});
+  }
+
+  async #newAgent(): Promise<Agent> {
+    if (!this.target.url.startsWith('https:') || !this.target.tls) return new Agent();
+    const { ca, cert, key } = await this.target.tls();
+    return new Agent({ connect: { ca, cert, key } });
   }
 }
 
