@@ -80,7 +80,7 @@ export interface OtlpTls {
 }
 
 export class UndiciOtlpTransport implements IExporterTransport {
-  /** Its own connections (an export never waits behind a backend's, and closing it closes only these), made at the first export. */
+  /** Its own connections: an export never waits behind a backend's, and closing it closes only these. */
   #agent: Promise<Agent> | undefined;
   readonly #origin: string;
   readonly #path: string;
@@ -92,14 +92,15 @@ export class UndiciOtlpTransport implements IExporterTransport {
   }
 
   async send(data: Uint8Array, timeoutMillis: number): Promise<ExportResponse> {
-    const headers: Record<string, string> = { ...(await this.target.headers()), 'user-agent': this.target.userAgent };
+    // Spelled as the SDK's transport spells it, so that it replaces a `User-Agent` of the config's headers.
+    const headers: Record<string, string> = { ...(await this.target.headers()), 'User-Agent': this.target.userAgent };
     let body = data;
     if (this.target.compression === 'gzip') {
       body = await gzipped(data);
       headers['content-encoding'] = 'gzip';
     }
     try {
-      const answer = await exchange(await (this.#agent ??= this.#newAgent()), { origin: this.#origin, path: this.#path, method: 'POST', headers, body, headersTimeout: timeoutMillis, bodyTimeout: timeoutMillis, signal: AbortSignal.timeout(timeoutMillis) });
+      const answer = await exchange(await this.#agentNow(), { origin: this.#origin, path: this.#path, method: 'POST', headers, body, headersTimeout: timeoutMillis, bodyTimeout: timeoutMillis, signal: AbortSignal.timeout(timeoutMillis) });
       const read = await bytesWithin(answer.body, MAX_RESPONSE_BYTES);
       const status = answer.status;
       if (read === undefined) return { status: 'failure', error: new Error(`OTLP export answer larger than ${MAX_RESPONSE_BYTES} bytes`) };
@@ -114,6 +115,14 @@ export class UndiciOtlpTransport implements IExporterTransport {
   shutdown(): void {
     // Lets an export in flight end; new ones are refused.
     this.#agent?.then((agent) => agent.close()).catch(() => {});
+  }
+
+  /** The agent, made at the first export; a failure to make it is not kept (the next export tries again). */
+  #agentNow(): Promise<Agent> {
+    return (this.#agent ??= this.#newAgent().catch((err: unknown) => {
+      this.#agent = undefined;
+      throw err;
+    }));
   }
 
   async #newAgent(): Promise<Agent> {

@@ -41,12 +41,12 @@ async function collector(answer: (res: ServerResponse) => void): Promise<{ url: 
 }
 
 function target(url: string, extra: Partial<OtlpHttpTarget> = {}): OtlpHttpTarget {
-  return { url, headers: async () => ({ 'Content-Type': 'application/json', 'x-tenant': 'acme' }), compression: 'none', userAgent: 'switchboard/test', ...extra };
+  return { url, headers: async () => ({ 'Content-Type': 'application/json', 'x-tenant': 'acme', 'User-Agent': 'from-config' }), compression: 'none', userAgent: 'switchboard/test', ...extra };
 }
 
 const DATA = Buffer.from('{"resourceSpans":[]}');
 
-test('a 2xx answer is a success carrying its body; the collector gets a POST with the headers, the user agent and the bytes', async () => {
+test('a 2xx answer is a success carrying its body; the collector gets a POST with the headers, the user agent (replacing the config\'s) and the bytes', async () => {
   const c = await collector((res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"partialSuccess":{}}'));
   const transport = new UndiciOtlpTransport(target(c.url));
   const result = await transport.send(DATA, 5000);
