@@ -203,9 +203,10 @@ export async function bytesWithin(body: BackendBody, maxBytes: number): Promise<
 }
 
 /**
- * `res` with another body, its members named one by one. Not `{ ...res, body }`: a response a
- * class made (policy/answer-observe.ts `WatchedResponse`) is spread by V8's slow object clone,
- * about 1.1 k instructions each audited call paid (issue 44 part 1).
+ * `res` with another body, its members named one by one: how every face swaps a response's body.
+ * Not `{ ...res, body }`: a response a class made (policy/answer-observe.ts `WatchedResponse`) is
+ * spread by V8's slow object clone, about 1.1 k instructions each audited call paid (issue 44
+ * part 1).
  */
 export function withBody(res: BackendResponse, body: BackendBody): BackendResponse {
   const out: BackendResponse = { status: res.status, headers: res.headers, body, contentType: res.contentType };

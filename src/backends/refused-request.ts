@@ -15,7 +15,7 @@
  */
 import type { BackendResponse } from './backend.js';
 import { MAX_MESSAGE_BYTES } from './backend-messages.js';
-import { bytesWithin, syntheticBody } from './body.js';
+import { bytesWithin, syntheticBody, withBody } from './body.js';
 import { parseStrictly, startsWithBom } from './strict-answer.js';
 import type { JsonRpcId, JsonRpcMessage } from '../wire/jsonrpc.js';
 
@@ -27,9 +27,9 @@ export function mayCarryRequestError(res: BackendResponse): boolean {
 /** The JSON-RPC error the answer gives request `id`, or the answer again (its bytes kept) when it is not one. */
 export async function requestErrorOf(res: BackendResponse, id: JsonRpcId): Promise<{ error: JsonRpcMessage } | { res: BackendResponse }> {
   const bytes = await bytesWithin(res.body, MAX_MESSAGE_BYTES);
-  if (!bytes) return { res: { ...res, body: syntheticBody('') } };
+  if (!bytes) return { res: withBody(res, syntheticBody('')) };
   const text = bytes.toString('utf8');
-  const again = { res: { ...res, body: syntheticBody(text) } };
+  const again = { res: withBody(res, syntheticBody(text)) };
   if (startsWithBom(bytes)) return again;
   let value: unknown;
   try {

@@ -24,7 +24,7 @@
  * or changes N; no key means this face does nothing but pass requests on.
  */
 import type { BackendCallHeaders, BackendResponse, McpBackend } from '../backends/backend.js';
-import { syntheticBody } from '../backends/body.js';
+import { syntheticBody, withBody } from '../backends/body.js';
 import type { BackendConfig } from '../config/schema.js';
 import type { StateStore } from '../state/store.js';
 import { ErrorCode, isRequest, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
@@ -93,7 +93,7 @@ export class DiscoveryBackend implements McpBackend {
         yield chunk;
       }
     }
-    return { ...res, body: syntheticBody(watched()) };
+    return withBody(res, syntheticBody(watched()));
   }
 
   /** The gateway changed the endpoint's tools for everyone (a pin approval): every kept list is read again before its next search. */

@@ -17,7 +17,7 @@ import { principalOf } from '../auth/authenticate.js';
 import type { McpBackend } from '../backends/backend.js';
 import { callerOf, traceHeaders } from '../backends/caller.js';
 import { parseObject } from '../backends/backend-messages.js';
-import { syntheticBody } from '../backends/body.js';
+import { syntheticBody, withBody } from '../backends/body.js';
 import { BackendError } from '../backends/errors.js';
 import { sendBackendError, sendJsonRpcError } from '../http/replies.js';
 import { linkedAuthorization } from '../linking/linked-authorization.js';
@@ -93,7 +93,7 @@ export async function handleStatelessPost(post: StatelessPost, afterDowngrade = 
         ctx.eras.forget(backend.name, authorization === undefined ? undefined : caller.principal.userKey);
         return await handleStatelessPost(post, true);
       }
-      res = { ...res, body: syntheticBody(text) };
+      res = withBody(res, syntheticBody(text));
     }
     if (res.status === 401 && authorization !== undefined) {
       await res.body.dump();

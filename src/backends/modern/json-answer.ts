@@ -18,7 +18,7 @@
 import type { Readable } from 'node:stream';
 import type { BackendResponse } from '../backend.js';
 import { parseObject } from '../backend-messages.js';
-import { syntheticBody, type BackendBody } from '../body.js';
+import { syntheticBody, withBody, type BackendBody } from '../body.js';
 import { holdAnswer, type HeldStream } from '../held-answer.js';
 import { createJsonMessageSplitter, maySpanLines } from '../../wire/json-lines.js';
 import { isInputRequired, withoutRevisionMembers, withoutRevisionMembersText } from '../../wire/result-type.js';
@@ -27,13 +27,13 @@ import { converse, type Conversation } from './input-rounds.js';
 /** The client's answer to the backend's 200 `application/json` answer `res`. */
 export async function answerJson(res: BackendResponse, conversation: Conversation): Promise<BackendResponse> {
   const held = await holdAnswer(res);
-  if (held.stream) return converse(conversation, { res: { ...res, body: streamedBody(held.stream) } });
+  if (held.stream) return converse(conversation, { res: withBody(res, streamedBody(held.stream)) });
   const text = held.whole.toString('utf8');
-  if (maySpanLines(held.whole) && countMessages(held.whole) > 1) return converse(conversation, { res: { ...res, body: syntheticBody(text) } });
+  if (maySpanLines(held.whole) && countMessages(held.whole) > 1) return converse(conversation, { res: withBody(res, syntheticBody(text)) });
   const method = conversation.request.method;
   const answer = conversation.shape || text.includes('"input_required"') ? parseObject(text) : undefined;
-  if (!answer) return { ...res, body: syntheticBody(withoutRevisionMembersText(text, method)) };
-  if (conversation.shape && !isInputRequired(answer.result)) return { ...res, body: syntheticBody(JSON.stringify(withoutRevisionMembers(conversation.shape(answer), method))) };
+  if (!answer) return withBody(res, syntheticBody(withoutRevisionMembersText(text, method)));
+  if (conversation.shape && !isInputRequired(answer.result)) return withBody(res, syntheticBody(JSON.stringify(withoutRevisionMembers(conversation.shape(answer), method))));
   return converse(conversation, { message: answer });
 }
 

@@ -22,7 +22,7 @@ import { ErrorCode, type JsonRpcId } from '../../wire/jsonrpc.js';
 import { paramHeadersOf, scanParamHeaders, type ParamHeaderScan } from '../../wire/param-headers.js';
 import type { BackendCallHeaders, BackendResponse } from '../backend.js';
 import { BackendMessages, parseObject, type BackendMessage } from '../backend-messages.js';
-import { syntheticBody } from '../body.js';
+import { syntheticBody, withBody } from '../body.js';
 import { BackendError } from '../errors.js';
 
 /** How long a session's tools are taken as the backend listed them. */
@@ -74,7 +74,7 @@ export class ToolHeaders {
     let res = await call.post(body, mirrored.headers, call.signal);
     if (mirrored.fresh || res.status !== 400 || res.contentType !== 'application/json') return { res, headers: mirrored.headers };
     const text = await res.body.text();
-    if ((parseObject(text)?.error as { code?: unknown } | undefined)?.code !== ErrorCode.HeaderMismatch) return { res: { ...res, body: syntheticBody(text) }, headers: mirrored.headers };
+    if ((parseObject(text)?.error as { code?: unknown } | undefined)?.code !== ErrorCode.HeaderMismatch) return { res: withBody(res, syntheticBody(text)), headers: mirrored.headers };
     call.log?.info({ backend: call.backend, tool: params.name }, 'backend refused the Mcp-Param-* headers; reading its tools again');
     mirrored = await this.#mirror(call, params.name, params.arguments, headers, true);
     if ('refused' in mirrored) return { res: refusal(request.id, call.backend, params.name, mirrored.refused), headers };
