@@ -13,6 +13,7 @@ import type { Principal } from './principal.js';
 import { SubjectToken } from './subject-token.js';
 import type { TokenVerifier } from './token-verifier.js';
 import { bindRequestLog } from '../ops/request-logger.js';
+import { headersOf } from '../wire/headers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -123,7 +124,7 @@ export function createAuthenticate(config: Config, verifier: TokenVerifier, onFa
     const backendName = (request.params as { backend?: string } | undefined)?.backend;
     const { gatewayWide, keepsToken, perBackend } = paths();
     const path = (backendName && perBackend.get(backendName)) || gatewayWide;
-    const header = request.headers.authorization;
+    const header = headersOf(request).authorization;
     const socket = request.raw.socket;
     const known = header === undefined ? undefined : verifiedOnConnection.get(socket);
     if (known !== undefined && known.header === header && verifier.isCurrent(known.principal)) {

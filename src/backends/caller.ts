@@ -6,11 +6,11 @@
 import type { FastifyRequest } from 'fastify';
 import type { BackendCaller, TraceHeaders } from './backend.js';
 import { principalOf } from '../auth/authenticate.js';
-import { headerValue } from '../wire/headers.js';
+import { headersOf, headerValue } from '../wire/headers.js';
 
 /** `sealState`: a 2026-07-28 request's sealer of the gateway's own `requestState` (BackendCaller.sealState). */
 export function callerOf(request: FastifyRequest, sessionId?: string, clientCapabilities?: Record<string, unknown>, sealState?: (purpose: string) => string): BackendCaller {
-  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: request.headers, address: request.ip, url: request.url, trace: request.traceScope, parsed: request.rpcParsed, sealState };
+  return { principal: principalOf(request), sessionId, clientCapabilities, log: request.log, subjectToken: request.subjectToken, headers: headersOf(request), address: request.ip, url: request.url, trace: request.traceScope, parsed: request.rpcParsed, sealState };
 }
 
 /**
@@ -20,7 +20,7 @@ export function callerOf(request: FastifyRequest, sessionId?: string, clientCapa
  */
 export function traceHeaders(request: FastifyRequest): TraceHeaders {
   if (request.traceScope) return request.traceScope.headers;
-  const { traceparent, tracestate } = request.headers;
+  const { traceparent, tracestate } = headersOf(request);
   // Most calls carry neither: one shared empty object, nothing made per call (issue 29).
   if (traceparent === undefined && tracestate === undefined) return NO_TRACE;
   return { traceparent: headerValue(traceparent), tracestate: headerValue(tracestate) };

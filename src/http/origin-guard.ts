@@ -7,6 +7,7 @@
  */
 import type { onRequestHookHandler } from 'fastify';
 import type { Config } from '../config/schema.js';
+import { headersOf } from '../wire/headers.js';
 import { ErrorCode } from '../wire/jsonrpc.js';
 import { sendJsonRpcError } from './replies.js';
 
@@ -27,14 +28,15 @@ export function createOriginGuard(config: Config): onRequestHookHandler {
   const hosts = allowedHostsOf(config);
   const origins = new Set([new URL(config.publicUrl).origin, ...config.allowedOrigins]);
   return function originGuard(request, reply, done): void {
-    const host = request.headers.host;
+    const headers = headersOf(request);
+    const host = headers.host;
     // Most clients write the host as it was configured: lower-cased only when it is not found.
     if (!host || !(hosts.has(host) || hosts.has(host.toLowerCase()))) {
       request.log.warn({ host: host?.toLowerCase() }, 'refused request for a host that is not ours');
       void sendJsonRpcError(reply, 421, ErrorCode.InvalidRequest, 'Misdirected request: Host header not allowed');
       return;
     }
-    const origin = request.headers.origin;
+    const origin = headers.origin;
     if (origin !== undefined && !origins.has(origin)) {
       request.log.warn({ origin }, 'refused request from a foreign origin');
       void sendJsonRpcError(reply, 403, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');

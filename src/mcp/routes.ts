@@ -14,7 +14,7 @@ import type { McpContext } from './context.js';
 import { handleInitialize } from './initialize.js';
 import { ErrorCode, InvalidMessageError, isBatchText, isRequest, parseMessages, requestIdsOf, type JsonRpcId, type JsonRpcMessage } from '../wire/jsonrpc.js';
 import { accepts, allowsBatch, HEADER, isSupportedVersion } from '../wire/protocol.js';
-import { headerValue } from '../wire/headers.js';
+import { headersOf, headerValue } from '../wire/headers.js';
 import { topParamsName } from '../wire/json-guard.js';
 import { heldChunks, holdAnswer } from '../backends/held-answer.js';
 import { eventDataOf } from '../wire/sse.js';
@@ -62,7 +62,8 @@ function backendOf(ctx: McpContext, request: McpRequest): McpBackend | undefined
 async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyReply) {
   const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
-  const accept = request.headers.accept;
+  const headers = headersOf(request);
+  const accept = headers.accept;
   if (!accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) {
     return sendJsonRpcError(reply, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list application/json and text/event-stream');
   }
@@ -70,7 +71,7 @@ async function handlePost(ctx: McpContext, request: McpRequest, reply: FastifyRe
   if (typeof body !== 'string') {
     return sendJsonRpcError(reply, 415, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
   }
-  const version = headerValue(request.headers[HEADER.protocolVersion]);
+  const version = headerValue(headers[HEADER.protocolVersion]);
   let messages: JsonRpcMessage[];
   try {
     // Without a header the session's negotiated revision decides (checked after the lookup).
@@ -221,13 +222,14 @@ async function handleGet(ctx: McpContext, request: McpRequest, reply: FastifyRep
   const backend = backendOf(ctx, request);
   if (!backend) return sendJsonRpcError(reply, 404, ErrorCode.InvalidRequest, `No backend named "${request.params.backend}"`);
   if (statelessVerbRefused(request, reply)) return reply;
-  if (!accepts(request.headers.accept, 'text/event-stream')) {
+  const headers = headersOf(request);
+  if (!accepts(headers.accept, 'text/event-stream')) {
     return sendJsonRpcError(reply, 406, ErrorCode.InvalidRequest, 'Not Acceptable: Accept must list text/event-stream');
   }
   const target = await sessionTarget(ctx, request, reply, backend);
   if (!target) return reply;
   keepInUseWhileOpen(target);
-  const lastEventId = headerValue(request.headers[HEADER.lastEventId]);
+  const lastEventId = headerValue(headers[HEADER.lastEventId]);
   if (lastEventId) {
     const position = parseEventId(lastEventId);
     if (!position) return sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Bad Request: Last-Event-ID was not issued by this gateway');
@@ -281,7 +283,7 @@ async function handleDelete(ctx: McpContext, request: McpRequest, reply: Fastify
  * replaces the GET stream). True when answered.
  */
 function statelessVerbRefused(request: McpRequest, reply: FastifyReply): boolean {
-  if (requestEra(headerValue(request.headers[HEADER.protocolVersion])) !== 'stateless') return false;
+  if (requestEra(headerValue(headersOf(request)[HEADER.protocolVersion])) !== 'stateless') return false;
   sendJsonRpcError(reply.header('allow', 'POST'), 405, ErrorCode.InvalidRequest, 'Method Not Allowed: MCP 2026-07-28 has no sessions; POST each request (subscriptions/listen replaces the GET stream)');
   return true;
 }
@@ -300,12 +302,13 @@ async function jsonAnswerPayload(res: BackendResponse): Promise<Buffer | Readabl
  * the error reply and returns undefined when the request cannot proceed.
  */
 async function sessionTarget(ctx: McpContext, request: McpRequest, reply: FastifyReply, backend: McpBackend): Promise<StreamTarget | undefined> {
-  const version = headerValue(request.headers[HEADER.protocolVersion]);
+  const headers = headersOf(request);
+  const version = headerValue(headers[HEADER.protocolVersion]);
   if (version !== undefined && !isSupportedVersion(version)) {
     sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version "${version}"`);
     return undefined;
   }
-  const sessionId = headerValue(request.headers[HEADER.sessionId]);
+  const sessionId = headerValue(headers[HEADER.sessionId]);
   if (!sessionId) {
     sendJsonRpcError(reply, 400, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
     return undefined;

@@ -30,7 +30,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { CallTrace, TraceHeaders } from '../backends/backend.js';
 import type { TelemetryConfig } from '../config/telemetry-schema.js';
 import { packageVersion } from '../ops/version.js';
-import { headerValue } from '../wire/headers.js';
+import { headersOf, headerValue } from '../wire/headers.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 import { HEADER } from '../wire/protocol.js';
 import { DurationHistogram } from './duration-histogram.js';
@@ -213,8 +213,7 @@ const NOT_FAILED: ReadonlySet<string> = new Set(['relayed', 'answered_by_gateway
 function startServerSpan(spans: Spans, p: { request: FastifyRequest; message: JsonRpcMessage; backend: string }): ServerScope {
   const started = performance.now();
   const { request, message } = p;
-  // Read once: Fastify's `headers` is a getter, and each read of it here was a lookup of the slow kind (requests gain fields as they pass, so it meets many shapes).
-  const headers = request.headers;
+  const headers = headersOf(request);
   const { parent, links } = serverParent(headers, message);
   const context = spanContextOf(spans.roots, parent, false);
   // Not recorded: only the histogram's attributes (METRIC_KEYS) are needed, so the client's
