@@ -6,25 +6,25 @@
  *
  * The first request's value is held in fields and found by its id as sent: `===` holds exactly
  * when two ids' keys (`idKey`: `number:7`, `string:7`) are equal — same type, same value. A map by
- * id key is made only for a batch's further requests. A map made per POST, and an id key made
- * per message and compared character by character, showed in the counts of a governed call
- * (issue 44 part 1).
+ * id is made only for a batch's further requests, keyed by the id itself: a `Map` tells keys
+ * apart as `===` does (SameValueZero: `7` and `"7"` are two keys, `0` and `-0` one, as their id
+ * keys are). A map made per POST, and an id key made per message and compared character by
+ * character, showed in the counts of a governed call (issue 44 part 1).
  */
 import type { JsonRpcId } from '../wire/jsonrpc.js';
-import { idKey } from './answer-edit.js';
 
 export class ByRequestId<T> {
   #firstId: JsonRpcId | undefined;
   #first: T | undefined;
-  /** The values of a batch's further requests, by id key. */
-  #more: Map<string, T> | undefined;
+  /** The values of a batch's further requests, by id. */
+  #more: Map<JsonRpcId, T> | undefined;
 
   /** Holds `value` for request `id`; a later request of the same id takes the earlier one's place, as in a map. */
   hold(id: JsonRpcId, value: T): void {
     if (this.#first === undefined || this.#firstId === id) {
       this.#first = value;
       this.#firstId = id;
-    } else (this.#more ??= new Map()).set(idKey(id), value);
+    } else (this.#more ??= new Map()).set(id, value);
   }
 
   /** The value held for request `id`, held no longer; undefined when none is. */
@@ -35,19 +35,18 @@ export class ByRequestId<T> {
       return first;
     }
     if (this.#more === undefined) return undefined;
-    const key = idKey(id);
-    const value = this.#more.get(key);
-    if (value !== undefined) this.#more.delete(key);
+    const value = this.#more.get(id);
+    if (value !== undefined) this.#more.delete(id);
     return value;
   }
 
-  /** `value`, found by itself and held no longer (`key`: its request's id key); whether it was held. */
-  release(value: T, key: string): boolean {
+  /** `value`, found by itself and held no longer (`id`: its request's id); whether it was held. */
+  release(value: T, id: JsonRpcId): boolean {
     if (this.#first === value) {
       this.#first = undefined;
       return true;
     }
-    return this.#more?.get(key) === value && this.#more.delete(key);
+    return this.#more?.get(id) === value && this.#more.delete(id);
   }
 
   /** The value held for the first request (or a later one of its id), if it still is. */

@@ -62,9 +62,9 @@ type Request = JsonRpcMessage & { id: JsonRpcId; method: string };
 /**
  * A record waiting for its answer. `approval`: the approval of a `confirm` rule this call uses
  * (its record names it). `session`: the session whose cancellable calls hold it
- * (RulePolicyBackend), by `id`, its request's id key; `records`: its POST's.
+ * (RulePolicyBackend), by `id`, its request's id; `records`: its POST's.
  */
-type Pending = { base: AuditRequest; rule: string; approval?: string; session: string | undefined; id: string; records?: PendingRecords };
+type Pending = { base: AuditRequest; rule: string; approval?: string; session: string | undefined; id: JsonRpcId; records?: PendingRecords };
 /** How a record is written: the face's, one function per backend (not per call). */
 type WriteRecord = (p: Pending, started: number, outcome: Unanswered) => void;
 
@@ -254,7 +254,7 @@ export class RulePolicyBackend extends DecoratedBackend {
       return;
     }
     const rule = decision && decision.rule !== 'policy.default' ? decision.rule : (entry?.rule ?? 'policy.default');
-    const p: Pending = { base, rule, session: caller.sessionId, id: idKey(m.id) };
+    const p: Pending = { base, rule, session: caller.sessionId, id: m.id };
     if (approval) p.approval = approval;
     records.add(m.id, p);
   }
@@ -265,7 +265,7 @@ export class RulePolicyBackend extends DecoratedBackend {
     for (const m of messages) {
       const requestId = m.method === 'notifications/cancelled' ? (m.params as { requestId?: unknown } | undefined)?.requestId : undefined;
       if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
-      const p = this.#inflight.get(session, idKey(requestId));
+      const p = this.#inflight.get(session, requestId);
       if (p && p.base.userKey === caller.principal.userKey) p.records?.cancel(p);
     }
   }

@@ -6,24 +6,27 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InflightCalls } from '../../src/policy/inflight-calls.js';
+import type { JsonRpcId } from '../../src/wire/jsonrpc.js';
 
-type Call = { id: string; n: number };
-const call = (id: string, n: number): Call => ({ id, n });
+type Call = { id: JsonRpcId; n: number };
+const call = (id: JsonRpcId, n: number): Call => ({ id, n });
+/** The model's key of an id: its type and value, as `idKey` (answer-edit.ts) writes it. */
+const keyOf = (id: JsonRpcId) => `${typeof id}:${id}`;
 
 test('one call and several, in two sessions: each found by its own session and id only', () => {
   const calls = new InflightCalls<Call>();
-  const a1 = call('number:1', 1);
+  const a1 = call(1, 1);
   calls.add('s-a', a1.id, a1);
-  assert.equal(calls.get('s-a', 'number:1'), a1);
-  assert.equal(calls.get('s-a', 'string:1'), undefined, 'the id\'s type is part of its key');
-  assert.equal(calls.get('s-b', 'number:1'), undefined, 'another session\'s call of the same id is not this one');
-  const a2 = call('number:2', 2);
-  const b1 = call('number:1', 3);
+  assert.equal(calls.get('s-a', 1), a1);
+  assert.equal(calls.get('s-a', '1'), undefined, 'the id\'s type is part of its key');
+  assert.equal(calls.get('s-b', 1), undefined, 'another session\'s call of the same id is not this one');
+  const a2 = call(2, 2);
+  const b1 = call(1, 3);
   calls.add('s-a', a2.id, a2);
   calls.add('s-b', b1.id, b1);
-  assert.equal(calls.get('s-a', 'number:1'), a1);
-  assert.equal(calls.get('s-a', 'number:2'), a2);
-  assert.equal(calls.get('s-b', 'number:1'), b1);
+  assert.equal(calls.get('s-a', 1), a1);
+  assert.equal(calls.get('s-a', 2), a2);
+  assert.equal(calls.get('s-b', 1), b1);
   for (const [session, c] of [['s-a', a1], ['s-a', a2], ['s-b', b1]] as const) calls.delete(session, c.id, c);
   assert.equal(calls.sessions, 0, 'nothing is held once every call is settled');
 });
@@ -31,16 +34,16 @@ test('one call and several, in two sessions: each found by its own session and i
 test('a later call of the same id takes the earlier one\'s place; settling the earlier one then forgets nothing', () => {
   for (const others of [0, 1]) {
     const calls = new InflightCalls<Call>();
-    if (others) calls.add('s', 'number:9', call('number:9', 9));
-    const first = call('number:1', 1);
-    const later = call('number:1', 2);
+    if (others) calls.add('s', 9, call(9, 9));
+    const first = call(1, 1);
+    const later = call(1, 2);
     calls.add('s', first.id, first);
     calls.add('s', later.id, later);
-    assert.equal(calls.get('s', 'number:1'), later);
+    assert.equal(calls.get('s', 1), later);
     calls.delete('s', first.id, first);
-    assert.equal(calls.get('s', 'number:1'), later, `with ${others} other call(s) in flight`);
+    assert.equal(calls.get('s', 1), later, `with ${others} other call(s) in flight`);
     calls.delete('s', later.id, later);
-    assert.equal(calls.get('s', 'number:1'), undefined);
+    assert.equal(calls.get('s', 1), undefined);
     assert.equal(calls.sessions, others, 'the session stays only while it has calls in flight');
   }
 });
@@ -54,20 +57,23 @@ test('against a map of maps, over a random run of adds and settles', () => {
   for (let i = 0; i < 5_000; i++) {
     const session = `s${next(4)}`;
     if (next(3) > 0 || !held.length) {
-      const c = call(`number:${next(5)}`, i);
+      // Numbers and strings of the same digits: two ids.
+      const c = call(next(2) ? next(5) : String(next(5)), i);
       calls.add(session, c.id, c);
       let m = model.get(session);
       if (!m) model.set(session, (m = new Map()));
-      m.set(c.id, c);
+      m.set(keyOf(c.id), c);
       held.push([session, c]);
     } else {
       const [s, c] = held.splice(next(held.length), 1)[0]!;
       calls.delete(s, c.id, c);
       const m = model.get(s);
-      if (m?.get(c.id) === c) m.delete(c.id);
+      if (m?.get(keyOf(c.id)) === c) m.delete(keyOf(c.id));
       if (m?.size === 0) model.delete(s);
     }
     assert.equal(calls.sessions, model.size, `step ${i}: sessions held`);
-    for (const s of ['s0', 's1', 's2', 's3']) for (let id = 0; id < 5; id++) assert.equal(calls.get(s, `number:${id}`), model.get(s)?.get(`number:${id}`), `step ${i}`);
+    for (const s of ['s0', 's1', 's2', 's3']) {
+      for (let n = 0; n < 5; n++) for (const id of [n, String(n)]) assert.equal(calls.get(s, id), model.get(s)?.get(keyOf(id)), `step ${i}`);
+    }
   }
 });
