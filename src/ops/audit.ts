@@ -16,6 +16,7 @@ import type { Config } from '../config/schema.js';
 import { openAuditFile } from './audit-file.js';
 import { AuditLineWriter, type LineExtras } from './audit-line.js';
 import { canonicalJson } from './canonical-json.js';
+import { canonicalJsonInto } from './canonical-json-bytes.js';
 import { isoTime } from './logger.js';
 import { Utf8BatchWriter } from './utf8-batch-writer.js';
 
@@ -101,6 +102,9 @@ export interface AuditSink {
   end?(done?: () => void): unknown;
 }
 
+/** The first size of {@link Audit}'s canonical-arguments buffer: a call's arguments are mostly a few hundred bytes. */
+const CANONICAL_BYTES = 4096;
+
 /** A duration in ms to the µs. */
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
 
@@ -109,6 +113,8 @@ export class Audit {
   readonly #include: boolean;
   readonly #maxBytes: number;
   readonly #line = new AuditLineWriter(AUDIT_SCHEMA);
+  /** Where a record's arguments are written as canonical JSON to be hashed (canonical-json-bytes.ts); reused, grown as needed. */
+  readonly #canonical = new Utf8BatchWriter(Buffer.allocUnsafeSlow(CANONICAL_BYTES));
 
   /**
    * @param tenantOf the user's tenant from the claims (`auth.tenantClaim`, read as the access
@@ -199,13 +205,26 @@ export class Audit {
     return claims;
   }
 
-  /** The arguments' hash (RFC 8785 canonical JSON, SHA-256), and whether they are copied or marked truncated. */
+  /**
+   * The arguments' hash (RFC 8785 canonical JSON, SHA-256), and whether they are copied or
+   * marked truncated. One-shot hash (Node ≥ 20.12): no Hash object per record; of the canonical
+   * bytes when they can be written directly, else of canonical-json.ts's text (the same bytes).
+   */
   #arguments(args: unknown): { sha256: string; copy: boolean; truncated: boolean } {
-    const canonical = canonicalJson(args);
-    // One-shot hash (Node ≥ 20.12): no Hash object per record.
-    const sha256 = hash('sha256', canonical, 'hex');
+    const w = this.#canonical;
+    w.truncate(0);
+    let sha256: string;
+    let bytes: number;
+    if (canonicalJsonInto(w, args)) {
+      sha256 = hash('sha256', w.view(), 'hex');
+      bytes = w.length;
+    } else {
+      const canonical = canonicalJson(args);
+      sha256 = hash('sha256', canonical, 'hex');
+      bytes = Buffer.byteLength(canonical);
+    }
     if (!this.#include) return { sha256, copy: false, truncated: false };
-    const copy = Buffer.byteLength(canonical) <= this.#maxBytes;
+    const copy = bytes <= this.#maxBytes;
     return { sha256, copy, truncated: !copy };
   }
 

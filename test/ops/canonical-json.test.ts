@@ -4,11 +4,14 @@
  * way it was written. `JSON.stringify` is used for a value whose members are in order already;
  * here every value is checked against the plain definition (members sorted at every level,
  * written one by one), on chosen cases and on random parsed values with members in and out of
- * order, integer-like names, and names outside the Basic Multilingual Plane.
+ * order, integer-like names, and names outside the Basic Multilingual Plane. The audit hashes
+ * bytes written by canonical-json-bytes.ts when it can: they must be that very text's UTF-8.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { canonicalJson } from '../../src/ops/canonical-json.js';
+import { canonicalJsonInto } from '../../src/ops/canonical-json-bytes.js';
+import { Utf8BatchWriter } from '../../src/ops/utf8-batch-writer.js';
 
 /** The definition: each object's members sorted by UTF-16 code units, written one by one. */
 function definition(value: unknown): string {
@@ -94,5 +97,50 @@ describe('canonicalJson', () => {
       constructor(readonly b = 1, readonly a = 2) {}
     }
     for (const v of [holes, withDate, withToJson, new Shape(), { nested: [new Shape()] }]) assert.equal(canonicalJson(v), definition(v));
+  });
+});
+
+describe('canonicalJsonInto', () => {
+  /** What the writer holds after `value` was written behind a prefix, and whether it wrote it. */
+  const written = (v: unknown): { wrote: boolean; bytes: Buffer } => {
+    const w = new Utf8BatchWriter(Buffer.alloc(16));
+    w.write('prefix');
+    const wrote = canonicalJsonInto(w, v);
+    return { wrote, bytes: w.copy() };
+  };
+
+  test('5,000 random parsed values: canonicalJson\'s UTF-8 when written, nothing when not', () => {
+    const next = random(20261201);
+    let direct = 0;
+    for (let n = 0; n < 5_000; n++) {
+      const v = value(next, 0);
+      const { wrote, bytes } = written(v);
+      const expected = wrote ? 'prefix' + canonicalJson(v) : 'prefix';
+      assert.deepEqual(bytes, Buffer.from(expected, 'utf8'), `value ${n}: ${JSON.stringify(v)}`);
+      if (wrote) direct++;
+    }
+    // Values in order are written directly, the others left to the sort.
+    assert.ok(direct > 1_000 && direct < 4_900, `${direct} of 5000 written directly`);
+  });
+
+  test('chosen values: written as canonicalJson writes them, or left to it', () => {
+    const holes = [1, , 3]; // eslint-disable-line no-sparse-arrays
+    const deep = JSON.parse('['.repeat(40) + ']'.repeat(40));
+    const cases: Array<[unknown, boolean]> = [
+      [{ message: 'hello, switchboard' }, true],
+      [{ a: [1, -2, 1.5, -0, 1e21, 5e-324, true, null, 'é😀\ud800'] }, true],
+      [JSON.parse('{"a":1,"b":{"c":"line\\nbreak"}}'), true],
+      [{ b: 1, a: 2 }, false],
+      [JSON.parse('{"10":1,"9":2}'), false],
+      [{ a: undefined }, false],
+      [holes, false],
+      [{ at: new Date(0) }, false],
+      [deep, false],
+    ];
+    for (const [v, direct] of cases) {
+      const { wrote, bytes } = written(v);
+      assert.equal(wrote, direct, JSON.stringify(v));
+      assert.deepEqual(bytes, Buffer.from(wrote ? 'prefix' + canonicalJson(v) : 'prefix', 'utf8'), JSON.stringify(v));
+    }
   });
 });
