@@ -38,11 +38,13 @@ export class ClientSpanBackend extends DecoratedBackend {
   async post(body: string, headers: BackendCallHeaders, signal?: AbortSignal): Promise<BackendResponse> {
     const parsed = routeParsed(headers.caller, body) ?? parseBody(body);
     if (!parsed) return this.inner.post(body, headers, signal);
+    const parent = { traceparent: headers.traceparent, tracestate: headers.tracestate, baggage: headers.baggage };
+    const session = { id: headers.sessionId, protocolVersion: headers.protocolVersion };
     // Not sampled and no client context: no CLIENT span, nothing injected (the body goes as it came).
     const unsampledRoot = headers.caller?.trace?.unsampledRoot === true;
     const call = new ClientCall(headers.caller?.trace, this.telemetry.recordsContent);
     const scopes: Array<ClientScope | undefined> = [];
-    for (const m of parsed.messages) scopes.push(typeof m.method === 'string' ? call.add(m, this.telemetry.client(this.#target, m, headers, headers.caller?.trace)) : undefined);
+    for (const m of parsed.messages) scopes.push(typeof m.method === 'string' ? call.add(m, this.telemetry.client(this.#target, m, parent, session, headers.caller?.trace)) : undefined);
     const first = call.first();
     if (!first) return this.inner.post(body, headers, signal);
     // One message (all but a 2025-03-26 batch): its text with the context spliced in, not re-written.

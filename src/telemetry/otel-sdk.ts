@@ -42,7 +42,7 @@ import { RecordedSpan, type SpanSource } from './recorded-span.js';
 import { RootSampling } from './root-sampling.js';
 import { SLOT, type SpanAttributes } from './span-attributes.js';
 import { BoundedSpanQueue, spanQueueLimits } from './span-queue.js';
-import type { ClientCallHeaders, ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
+import type { ClientScope, ClientTarget, ServerScope, SpansDropped, Telemetry } from './telemetry.js';
 
 /** The convention's ExplicitBucketBoundaries for all MCP duration histograms, in seconds. */
 export const MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
@@ -100,7 +100,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
   return {
     recordsContent: config.recordContent,
     server: (request, message, backend) => startServerSpan(spans, { request, message, backend }),
-    client: (target, message, call, server) => startClientSpan(spans, { target, message, call, server }),
+    client: (target, message, parent, session, server) => startClientSpan(spans, { target, message, parent, session, server }),
     sessionEnded: (createdAt, protocolVersion) => {
       // SESSION_KEYS' values, in their order.
       instruments.session.record(Math.max(0, Date.now() - createdAt) / 1000, ['tcp', 'http', protocolVersion || undefined]);
@@ -342,20 +342,19 @@ function parentOf(ctx: Context): Parent {
   return { span: span && isSpanContextValid(span) ? span : undefined, baggage };
 }
 
-function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonRpcMessage; call: ClientCallHeaders; server?: CallTrace }): ClientScope {
+function startClientSpan(spans: Spans, p: { target: ClientTarget; message: JsonRpcMessage; parent: TraceHeaders; session: { id?: string; protocolVersion?: string }; server?: CallTrace }): ClientScope {
   const started = performance.now();
   const { name, attributes } = describeMessage(p.message);
   const values = attributes.values;
-  const { sessionId, protocolVersion } = p.call;
-  if (sessionId) values[SLOT['mcp.session.id']] = sessionId;
-  if (protocolVersion) values[SLOT['mcp.protocol.version']] = protocolVersion;
+  if (p.session.id) values[SLOT['mcp.session.id']] = p.session.id;
+  if (p.session.protocolVersion) values[SLOT['mcp.protocol.version']] = p.session.protocolVersion;
   const server = serverOfTarget(p.target);
   values[SLOT['server.address']] = server['server.address'];
   values[SLOT['server.port']] = server['server.port'];
   values[SLOT['network.transport']] = 'tcp';
   values[SLOT['network.protocol.name']] = 'http';
   values[SLOT['switchboard.backend']] = p.target.name;
-  const parent = clientParent(p.call, p.server);
+  const parent = clientParent(p.parent, p.server);
   return startSpan(spans, spans.instruments.client, { name, kind: SpanKind.CLIENT, attributes, message: p.message, started }, parent, spanContextOf(spans.roots, parent, p.server?.unsampledRoot === true));
 }
 
@@ -373,9 +372,7 @@ function clientParent(text: TraceHeaders, server: CallTrace | undefined): Parent
   }
   // No context to carry (an unsampled root's SERVER span writes none): nothing to parse.
   if (text.traceparent === undefined && text.baggage === undefined) return ROOT;
-  // Only the three fields go to the propagator: `text` is a backend call's headers, which may hold its credential.
-  const carrier: TraceHeaders = { traceparent: text.traceparent, tracestate: text.tracestate, baggage: text.baggage };
-  return parentOf(propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter));
+  return parentOf(propagator.extract(ROOT_CONTEXT, text, defaultTextMapGetter));
 }
 
 /** `server.address`/`server.port` of each backend client's target, read from its URL once (not per call). */

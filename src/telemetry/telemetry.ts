@@ -34,13 +34,6 @@ export interface ClientTarget {
   url?: string;
 }
 
-/**
- * What a CLIENT span reads of a backend call's headers (backends/backend.ts `BackendCallHeaders`,
- * handed over as they are: no object made per call for them): the context the call carries, its
- * parent, and the session's id and protocol version, its attributes.
- */
-export type ClientCallHeaders = TraceHeaders & { readonly sessionId?: string; readonly protocolVersion?: string };
-
 export interface Telemetry {
   /** `recordContent`: a tool's result goes on its span, so answers are read whole, not scanned. */
   readonly recordsContent: boolean;
@@ -51,7 +44,7 @@ export interface Telemetry {
    * unsampled root (`CallTrace.unsampledRoot`), the CLIENT span is none either: nothing to
    * inject, only the histogram.
    */
-  client(target: ClientTarget, message: JsonRpcMessage, call: ClientCallHeaders, server?: CallTrace): ClientScope;
+  client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }, server?: CallTrace): ClientScope;
   /** A session the client ended: `mcp.server.session.duration`. */
   sessionEnded(createdAt: number, protocolVersion: string | undefined): void;
   /** `audit.sink: otlp`: a sink exporting each audit record as an OTLP log record (audit-logs.ts). */
