@@ -104,6 +104,8 @@ export interface AuditSink {
 
 /** The first size of {@link Audit}'s canonical-arguments buffer: a call's arguments are mostly a few hundred bytes. */
 const CANONICAL_BYTES = 4096;
+/** The largest that buffer is kept at once grown. */
+const CANONICAL_KEPT_BYTES = 64 * 1024;
 
 /** A duration in ms to the µs. */
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
@@ -114,7 +116,7 @@ export class Audit {
   readonly #maxBytes: number;
   readonly #line = new AuditLineWriter(AUDIT_SCHEMA);
   /** Where a record's arguments are written as canonical JSON to be hashed (canonical-json-bytes.ts); reused, grown as needed. */
-  readonly #canonical = new Utf8BatchWriter(Buffer.allocUnsafeSlow(CANONICAL_BYTES));
+  #canonical = new Utf8BatchWriter(Buffer.allocUnsafeSlow(CANONICAL_BYTES));
 
   /**
    * @param tenantOf the user's tenant from the claims (`auth.tenantClaim`, read as the access
@@ -218,6 +220,8 @@ export class Audit {
     if (canonicalJsonInto(w, args)) {
       sha256 = hash('sha256', w.view(), 'hex');
       bytes = w.length;
+      // One call's large arguments do not keep a large buffer for good.
+      if (w.buffer.length > CANONICAL_KEPT_BYTES) this.#canonical = new Utf8BatchWriter(Buffer.allocUnsafeSlow(CANONICAL_BYTES));
     } else {
       const canonical = canonicalJson(args);
       sha256 = hash('sha256', canonical, 'hex');

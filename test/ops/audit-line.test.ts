@@ -6,10 +6,12 @@
  * member, or need escaping. (test/policy/cel-rules.test.ts compares whole records of every kind.)
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { auditSchema } from '../../src/config/policy-schema.js';
 import { Audit, type AuditRequest, type AuditVerdict } from '../../src/ops/audit.js';
 import { AuditLineWriter } from '../../src/ops/audit-line.js';
+import { canonicalJson } from '../../src/ops/canonical-json.js';
 import { Utf8BatchWriter } from '../../src/ops/utf8-batch-writer.js';
 
 const request: AuditRequest = { userKey: 'U'.repeat(32), claims: {}, backend: 'bank', method: 'tools/call', requestId: 1, tool: 'transfer' };
@@ -78,4 +80,22 @@ test('kept members: values that alternate, more than a member keeps, and ones JS
   assert.equal(written.length, records.length);
   const withoutTime = (text: string) => text.replace(/"time":"[^"]+"/, '"time":""');
   written.forEach((line, i) => assert.equal(withoutTime(line), withoutTime(JSON.stringify(records[i])), `record ${i}`));
+});
+
+test('argumentsSha256 is the SHA-256 of the canonical JSON, for arguments in order, out of order, large, and after a large one', () => {
+  const records: Array<Record<string, unknown>> = [];
+  const audit = new Audit({ write: () => true, writeRecord: (r) => records.push(r) }, auditSchema.parse({ arguments: { include: true, maxBytes: 100 } }));
+  const args: unknown[] = [
+    { message: 'hello, switchboard' },
+    { b: 1, a: { d: [true, null], c: 'é😀' } },
+    JSON.parse('{"10":1,"9":2}'),
+    { text: 'x'.repeat(200_000) },
+    { amount: -0, note: 'after a large one' },
+  ];
+  for (const a of args) audit.record({ ...request, ...verdict, arguments: a });
+  records.forEach((r, i) => {
+    const canonical = canonicalJson(args[i]);
+    assert.equal(r.argumentsSha256, createHash('sha256').update(canonical).digest('hex'), `arguments ${i}`);
+    assert.equal(r.argumentsTruncated, Buffer.byteLength(canonical) > 100 ? true : undefined, `arguments ${i}`);
+  });
 });
