@@ -58,7 +58,25 @@ export interface ReplicaOptions {
   writeConfig?: (index: number, config: Record<string, unknown>) => Promise<string>;
 }
 
+/** How many times the replicas are started on fresh ports when a port drawn was taken meanwhile. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Starts the replicas, on fresh ports again when one of them found its port taken
+ * (`EADDRINUSE`): free-port.ts can only say a port was free when it looked, and another test file
+ * running beside this one may bind it before the replica does (seen once in a clean-clone CI run).
+ */
 export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startReplicasOnce(options);
+    } catch (err) {
+      if (attempt >= PORT_ATTEMPTS || !String((err as Error).message).includes('EADDRINUSE')) throw err;
+    }
+  }
+}
+
+async function startReplicasOnce(options: ReplicaOptions): Promise<ReplicaSet> {
   const ports = await Promise.all(Array.from({ length: options.count }, () => freePort()));
   const hosts = ports.map((p) => `127.0.0.1:${p}`);
   const publicUrl = `http://${hosts[0]}`;
@@ -118,7 +136,13 @@ export async function startReplicas(options: ReplicaOptions): Promise<ReplicaSet
     return child;
   };
   const replicas: Replica[] = [];
-  for (const [index, port] of ports.entries()) replicas.push({ index, url: `http://127.0.0.1:${port}`, child: await start(index) });
+  try {
+    for (const [index, port] of ports.entries()) replicas.push({ index, url: `http://127.0.0.1:${port}`, child: await start(index) });
+  } catch (err) {
+    // The ones already up go: a new attempt draws every port again.
+    await Promise.allSettled(replicas.map((r) => r.child.stop()));
+    throw err;
+  }
 
   const alive = new Set(replicas.map((r) => r.index));
   let next = 0;
