@@ -33,6 +33,7 @@ import { OTLPExporterError, type ExportResponse, type IExporterTransport } from 
 import { Agent } from 'undici';
 import { bytesWithin } from '../backends/body.js';
 import { exchange } from '../backends/exchange.js';
+import { headerValue, type HeaderField } from '../wire/headers.js';
 
 /** The most of a collector's answer read (the SDK's transport reads as much): a larger one fails the export. */
 export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
@@ -144,8 +145,8 @@ function failed(error: Error): ExportResponse {
  * `Retry-After` (RFC 9110 §10.2.3) in milliseconds from now: seconds, or an HTTP date; undefined
  * when absent or unreadable (then the retry policy's own backoff applies), 0 for a time past.
  */
-export function retryAfterMillis(value: string | string[] | undefined): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
+export function retryAfterMillis(value: HeaderField): number | undefined {
+  const text = headerValue(value);
   if (text === undefined || text.trim() === '') return undefined;
   if (/^\s*\d+\s*$/.test(text)) return Number(text) * 1000;
   const at = Date.parse(text);
