@@ -52,7 +52,8 @@ function writeNumber(w: Utf8BatchWriter, n: number): boolean {
   if (!Number.isFinite(n)) return false;
   if (Number.isSafeInteger(n)) {
     if (n < 0) w.byte(0x2d /* - */);
-    w.integer(n < 0 ? -n : n === 0 ? 0 : n);
+    // Math.abs(-0) is 0, which JSON.stringify writes for -0.
+    w.integer(Math.abs(n));
   } else w.write(String(n));
   return true;
 }
