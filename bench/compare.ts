@@ -25,7 +25,7 @@ import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { autocannonLoop } from './autocannon.js';
 import { baseHeaders, closedLoop, median, openPath, type LoopResult, type Path } from './load.js';
-import { startBackend, startGateway, type Backend, type Gateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway, type Backend, type Gateway } from './processes.js';
 import { SHAPES, type Shape } from './shapes.js';
 import { processCpuUs } from './system.js';
 
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of pools) await p.close().catch(() => {});
     await Promise.allSettled([...gateways.map((g) => g.child.stop()), backend?.child.stop(), oauth?.stop(), redis?.stop()]);
-    for (const g of gateways) rmSync(g.configFile, { force: true });
+    for (const g of gateways) removeConfigFile(g);
     execFileSync('git', ['worktree', 'remove', '--force', worktree], { cwd: ROOT, stdio: 'ignore' });
   }
 }

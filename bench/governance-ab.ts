@@ -25,7 +25,7 @@ import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { configOf, rootOf, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openLoop, openPath, percentiles, type LoopResult, type Path } from './load.js';
-import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { boundRun, cpuNow, log, sleep } from './sampling.js';
 
 interface Options {
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of paths.values()) await p.pool.close().catch(() => {});
     await Promise.allSettled([...[...gateways.values()].map((g) => g.child.stop()), backend?.child.stop(), sink?.child.stop()]);
-    for (const g of gateways.values()) rmSync(g.configFile, { force: true });
+    for (const g of gateways.values()) removeConfigFile(g);
     for (const f of files) rmSync(f, { force: true });
     await Promise.allSettled([oauth?.stop(), redis?.stop()]);
   }

@@ -31,7 +31,7 @@ import { startRedis } from '../test/helpers/redis.js';
 import { callgrindWrap, COLLECTING, COMPILING, CountedGateway, largestDifferences, ownInstructions, prepareCounting, quietest, type Counts } from './callgrind.js';
 import { configOf, rootOf, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openPath, type Path } from './load.js';
-import { startBackend, startGateway, startOtlpSink, type Gateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway, startOtlpSink, type Gateway } from './processes.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WARM_CALLS = Number(process.env.WARM_CALLS ?? 10_000);
@@ -89,7 +89,7 @@ try {
   await Promise.allSettled([...gateways.map((g) => g.gw.child.stop()), backend.child.stop(), collector.child.stop()]);
   for (const g of gateways) {
     g.counted.cleanUp();
-    rmSync(g.gw.configFile, { force: true });
+    removeConfigFile(g.gw);
     rmSync(g.auditFile, { force: true });
   }
   await oauth.stop();

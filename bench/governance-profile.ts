@@ -26,7 +26,7 @@ import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { configOf, GOVERNANCE_PROFILE_DIR, rootOf, GOVERNANCE_SHAPES, type GovernanceConfig } from './governance.js';
 import { baseHeaders, closedLoop, openPath, type Path } from './load.js';
-import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { isMainThreadProfile } from './profile.js';
 import { callCosts, compareCosts, scaledCosts } from './profile-diff.js';
 import { boundRun, cpuNow, log, sleep } from './sampling.js';
@@ -123,7 +123,7 @@ async function main(): Promise<void> {
     for (const p of pools) await p.close().catch(() => {});
     // A graceful stop is what writes the profiles.
     await Promise.allSettled([...[...gateways.values()].map((g) => g.child.stop()), ...backends.map((b) => b.child.stop()), sink?.child.stop()]);
-    for (const g of gateways.values()) rmSync(g.configFile, { force: true });
+    for (const g of gateways.values()) removeConfigFile(g);
     for (const f of files) rmSync(f, { force: true });
     await Promise.allSettled([oauth?.stop(), redis?.stop()]);
   }

@@ -39,7 +39,7 @@ import { startOAuthServer, type OAuthHandle } from '../test/helpers/oauth.js';
 import { startRedis, type RedisHandle } from '../test/helpers/redis.js';
 import { GOVERNANCE_RULES } from './governance-rules.js';
 import { baseHeaders, closedLoop, median, openLoop, openPath, percentiles, type Path } from './load.js';
-import { startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway, startOtlpSink, type Backend, type Gateway } from './processes.js';
 import { boundRun, checkErrors, cpuNow, type ErrorSink, log, round, sleep } from './sampling.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -199,7 +199,7 @@ export async function measureGovernance(s: GovernanceSettings, deps: { redisUrl:
     for (const p of run.pools) await p.close().catch(() => {});
     // A graceful stop is what writes the CPU profile.
     await Promise.allSettled([...Object.values(run.gateways).map((g) => g.child.stop()), ...run.backends.map((b) => b.child.stop()), run.collector?.child.stop()]);
-    for (const g of Object.values(run.gateways)) rmSync(g.configFile, { force: true });
+    for (const g of Object.values(run.gateways)) removeConfigFile(g);
     for (const f of run.files) rmSync(f, { force: true });
   }
 }

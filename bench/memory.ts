@@ -11,13 +11,13 @@
  * in Chrome DevTools, Memory, "Comparison"). `--root DIR`: run the gateway of another checkout
  * (`git worktree add DIR <commit>`), to measure a commit before a change the same way.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startOAuthServer } from '../test/helpers/oauth.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { Redis } from 'ioredis';
 import { baseHeaders } from './load.js';
-import { startBackend, startGateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway } from './processes.js';
 import { SETTLE_BOUNDS } from './settled-memory.js';
 import { measureIdleStreams, measureStoredSessions, memorySampler } from './sessions.js';
 
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   } finally {
     stats.disconnect();
     await Promise.allSettled([gateway.child.stop(), backend.child.stop(), oauth.stop(), redis.stop()]);
-    rmSync(gateway.configFile, { force: true });
+    removeConfigFile(gateway);
   }
 }
 

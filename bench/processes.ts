@@ -4,9 +4,9 @@
  * handle, which the caller stops (the backend and the pass-through also exit when their stdin closes).
  */
 import { NATIVE_BACKEND } from './stateless.js';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnChild, waitUntil, type ChildHandle } from '../test/helpers/child.js';
 import { freePort } from '../test/helpers/free-port.js';
@@ -117,7 +117,9 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
     // More top-level keys for one figure (e.g. `servers`, bench/virtual.ts).
     ...opts.extra,
   };
-  const configFile = join(tmpdir(), `switchboard-bench-${process.pid}-${port}.yaml`);
+  // In a directory of its own: the gateway watches its file's directory (src/reload/config-watch.ts),
+  // and `/tmp` holds files written all the time during a run (audit trails, V8's JIT maps).
+  const configFile = join(mkdtempSync(join(tmpdir(), 'switchboard-bench-')), 'switchboard.yaml');
   // JSON is YAML.
   writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
   // Nothing is attached for the memory measurement: it reads the process from outside (bench/settled-memory.ts).
@@ -144,3 +146,8 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
   return { child, port, url, audience, configFile };
 }
 
+
+/** Removes the config file {@link startGateway} wrote, and its directory. */
+export function removeConfigFile(gateway: Pick<Gateway, 'configFile'>): void {
+  rmSync(dirname(gateway.configFile), { recursive: true, force: true });
+}

@@ -32,7 +32,7 @@ import { measureVirtual, openVirtualPaths, VIRTUAL_SERVERS } from './virtual-pha
 import { FULL_GOVERNANCE, measureGovernance, QUICK_GOVERNANCE, reportGovernance } from './governance.js';
 import { FULL_STDIO, measureStdio, QUICK_STDIO, reportStdio } from './stdio.js';
 import { baseHeaders, closedLoop, createPool, openPath, type Path } from './load.js';
-import { startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
+import { removeConfigFile, startBackend, startGateway, startNaiveProxy, type Backend, type Gateway } from './processes.js';
 import { formatProfile, isMainThreadProfile, summarizeProfile, type ProfileSummary } from './profile.js';
 import { measureRoundTrips } from './redis-trips.js';
 import { cpuShares, resultsTable, targetsTable } from './report.js';
@@ -263,7 +263,7 @@ async function main(): Promise<void> {
     run.stats?.disconnect();
     const children = [run.gateway?.child, run.silent?.child, ...run.backends.map((b) => b.child), ...run.naive.map((n) => n.child), ...(run.shapes?.backends ?? []).map((b) => b.child), ...(run.shapes?.naive ?? []).map((n) => n.child)];
     await Promise.allSettled([...children.map((c) => c?.stop()), run.cluster?.stop(), run.oauth?.stop(), run.redis?.stop()]);
-    for (const g of [run.gateway, run.silent]) if (g) rmSync(g.configFile, { force: true });
+    for (const g of [run.gateway, run.silent]) if (g) removeConfigFile(g);
   }
 }
 

@@ -12,13 +12,17 @@
  * A `..data` swap (the path's symlink now reaching another file) is read at once, as is the
  * file on `SIGHUP`, which the operator sends when the edit is done.
  *
+ * Only changes that can concern the file count ({@link concernsConfig}): a directory shared with
+ * files written all the time (a log, an audit trail, `/tmp`) no longer reads the config again
+ * after each of their writes.
+ *
  * The file goes through the same loader as at start (`${VAR}` interpolation, the zod schema):
  * a file that would not start the gateway is refused with the very message it would have
  * failed with, naming the key, and the old config keeps serving. Every reload is counted in
  * `switchboard_config_reloads_total{outcome}`.
  */
 import { watch, type FSWatcher } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError } from '../config/errors.js';
 import { loadConfigFile } from '../config/load.js';
@@ -91,7 +95,11 @@ export function watchConfigFile(app: FastifyInstance, options: ConfigWatchOption
   };
   let watcher: FSWatcher | undefined;
   try {
-    watcher = watch(dirname(file), { persistent: false }, changed);
+    const name = basename(file);
+    watcher = watch(dirname(file), { persistent: false }, (_event, entry) => {
+      // The file the path reached when read last may be another entry of the directory (a symlink to it).
+      if (concernsConfig(entry, name) || (read !== 'missing' && concernsConfig(entry, basename(read.path)))) changed();
+    });
     watcher.on('error', (err) => log.warn({ err: err.message }, 'config directory watch failed; reload with SIGHUP'));
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'cannot watch the config directory; reload with SIGHUP');
@@ -128,4 +136,18 @@ export function holdHangups(): { release(watch: ConfigWatch): void } {
       if (held) watch.reload('signal');
     },
   };
+}
+
+/**
+ * Whether a change the directory watch reports for `entry` can concern the config file `name`:
+ * the file itself (written, replaced by a rename, removed), a name starting with `..` (a
+ * ConfigMap's `..data` swap and its timestamped directories, which change what the path
+ * reaches without touching it), or no name at all (the platform did not say, so it may).
+ * Any other entry is another file of the directory: an editor's swap file is renamed to the
+ * file's name when it is saved, and that rename reports the name.
+ */
+export function concernsConfig(entry: string | Buffer | null, name: string): boolean {
+  if (entry === null) return true;
+  const changed = typeof entry === 'string' ? entry : entry.toString('utf8');
+  return changed === name || changed.startsWith('..');
 }
