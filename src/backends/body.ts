@@ -81,6 +81,30 @@ export abstract class OverBody {
 
   abstract bytes(): Promise<Uint8Array>;
 
+  /**
+   * `read` — the source's own `bytes()` — handed back as it is, `tell` given the bytes by a
+   * reaction added to it before the reader's: the reader's `await` runs after it, so they have
+   * been told when the reader goes on; then `settled`. Not an async `bytes()` of its own: each
+   * promise more resolved with the bytes costs an await and a look-up of `then` along a
+   * Buffer's four prototypes (issue 44 part 1). A `tell` that throws is a defect of the
+   * observer, not of the answer: the reader still gets the bytes.
+   */
+  protected tellWhole(read: Promise<Uint8Array>, tell: (bytes: Buffer) => void): Promise<Uint8Array> {
+    read.then(
+      (bytes) => {
+        try {
+          tell(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+        } catch {
+          // Told nothing more; `settled` still follows.
+        } finally {
+          this.done();
+        }
+      },
+      () => this.done(),
+    );
+    return read;
+  }
+
   async text(): Promise<string> {
     return Buffer.from(await this.bytes()).toString('utf8');
   }
@@ -104,30 +128,8 @@ class TappedBody extends OverBody implements BackendBody {
     super(body, tap);
   }
 
-  /**
-   * The source's own promise, the tap told by a reaction added to it before the reader's: the
-   * reader's `await` runs after it, so the bytes have been told when the reader goes on. Not an
-   * async function: each promise resolved with the bytes looks up a `then` along a Buffer's four
-   * prototypes, and each one more costs an await (issue 44 part 1).
-   */
   bytes(): Promise<Uint8Array> {
-    const all = this.source.bytes();
-    all.then(
-      (bytes) => this.#told(bytes),
-      () => this.done(),
-    );
-    return all;
-  }
-
-  /** A tap that throws is a defect of the observer, not of the answer: the reader still gets the bytes. */
-  #told(bytes: Uint8Array): void {
-    try {
-      this.tap.onBytes(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-    } catch {
-      // Told nothing more; `settled` still follows.
-    } finally {
-      this.done();
-    }
+    return this.tellWhole(this.source.bytes(), (bytes) => this.tap.onBytes(bytes));
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {

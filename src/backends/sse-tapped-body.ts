@@ -43,14 +43,10 @@ class SseTappedBody extends OverBody implements BackendBody {
     if (data.trim()) this.tap.onText(data, wholeAnswer);
   }
 
-  async bytes(): Promise<Uint8Array> {
-    try {
-      const all = await this.source.bytes();
-      for (const data of eventDataOf(Buffer.isBuffer(all) ? all : Buffer.from(all.buffer, all.byteOffset, all.byteLength))) this.#tell(data, true);
-      return all;
-    } finally {
-      this.done();
-    }
+  bytes(): Promise<Uint8Array> {
+    return this.tellWhole(this.source.bytes(), (all) => {
+      for (const data of eventDataOf(all)) this.#tell(data, true);
+    });
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {

@@ -1,5 +1,6 @@
 /**
- * The bodies that watch an answer pass (src/backends/body.ts `tappedBody`, `watchedBody`) hand
+ * The bodies that watch an answer pass (src/backends/body.ts `tappedBody`, `watchedBody`,
+ * src/backends/sse-tapped-body.ts) hand
  * the reader the source's own `bytes()` promise and watch it by a reaction added first (issue 44
  * part 1: no promise more resolved with the bytes). What that must keep: the watcher has seen
  * the bytes, or the end, before the reader goes on; the reader gets exactly the source's bytes
@@ -9,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { syntheticBody, tappedBody, watchedBody, type BackendBody } from '../../src/backends/body.js';
+import { sseTappedBody } from '../../src/backends/sse-tapped-body.js';
 
 const TEXT = '{"jsonrpc":"2.0","id":1,"result":{"content":[]}}';
 
@@ -17,6 +19,19 @@ function failingBody(error: Error): BackendBody {
   const body = syntheticBody('unused');
   body.bytes = () => Promise.reject(error);
   return body;
+}
+
+/** A tap that throws at every message: the reader of the body `make` builds on it still reads `text`, and `settled` comes once. */
+async function readsPastThrowingTap(make: (tap: { throwing: () => never; settled: () => void }) => BackendBody, text: string): Promise<void> {
+  let settled = 0;
+  const body = make({
+    throwing: () => {
+      throw new Error('observer defect');
+    },
+    settled: () => settled++,
+  });
+  assert.equal(Buffer.from(await body.bytes()).toString('utf8'), text);
+  assert.equal(settled, 1);
 }
 
 let unhandled: unknown[];
@@ -45,15 +60,7 @@ describe('tappedBody', () => {
   });
 
   it('hands the reader the bytes when the tap throws, and still settles', async () => {
-    let settled = 0;
-    const body = tappedBody(syntheticBody(TEXT), {
-      onBytes: () => {
-        throw new Error('observer defect');
-      },
-      settled: () => settled++,
-    });
-    assert.equal(Buffer.from(await body.bytes()).toString('utf8'), TEXT);
-    assert.equal(settled, 1);
+    await readsPastThrowingTap((tap) => tappedBody(syntheticBody(TEXT), { onBytes: tap.throwing, settled: tap.settled }), TEXT);
   });
 
   it('gives the reader the source error, tells no bytes, and settles', async () => {
@@ -95,5 +102,22 @@ describe('watchedBody', () => {
       () => assert.fail('a read to the end is not a drop'),
     );
     assert.equal(Buffer.from(await body.bytes()).toString('utf8'), TEXT);
+  });
+});
+
+describe('sseTappedBody', () => {
+  const EVENT = `event: message\ndata: ${TEXT}\n\n`;
+
+  it('tells the event before the reader goes on', async () => {
+    const events: string[] = [];
+    const body = sseTappedBody(syntheticBody(EVENT), { onText: (data, whole) => events.push(`${whole ? 'whole' : 'part'} ${data}`), settled: () => events.push('settled') });
+    const read = await body.bytes();
+    events.push('reader');
+    assert.equal(Buffer.from(read).toString('utf8'), EVENT);
+    assert.deepEqual(events, [`whole ${TEXT}`, 'settled', 'reader']);
+  });
+
+  it('hands the reader the bytes when the tap throws, and still settles', async () => {
+    await readsPastThrowingTap((tap) => sseTappedBody(syntheticBody(EVENT), { onText: tap.throwing, settled: tap.settled }), EVENT);
   });
 });
