@@ -146,7 +146,6 @@ export async function startGateway(opts: { redisUrl?: string; redis?: Record<str
   return { child, port, url, audience, configFile };
 }
 
-
 /** Removes the config file {@link startGateway} wrote, and its directory. */
 export function removeConfigFile(gateway: Pick<Gateway, 'configFile'>): void {
   rmSync(dirname(gateway.configFile), { recursive: true, force: true });
