@@ -36,6 +36,12 @@ export function syntheticBody(source: string | AsyncIterable<Buffer | string>): 
   return stream;
 }
 
+/** A body's bytes or chunk as a Buffer over the same memory (a string, as its UTF-8). */
+export function asBuffer(value: Uint8Array | string): Buffer {
+  if (typeof value === 'string') return Buffer.from(value);
+  return Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+}
+
 /** Told once when a body over another is done with: read to its end, dumped, destroyed, or stopped early. */
 export interface BodyEnd {
   settled?(): void;
@@ -93,7 +99,7 @@ export abstract class OverBody {
     read.then(
       (bytes) => {
         try {
-          tell(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+          tell(asBuffer(bytes));
         } catch {
           // Told nothing more; `settled` still follows.
         } finally {
@@ -179,7 +185,7 @@ class WatchedBody extends OverBody implements BackendBody {
     this.ended(error);
   }
 
-  /** The source's own promise, watched by a reaction added before the reader's (as {@link TappedBody.bytes}). */
+  /** The source's own promise, watched by a reaction added before the reader's (as {@link OverBody.tellWhole}), the source's error told too. */
   bytes(): Promise<Uint8Array> {
     const all = this.source.bytes();
     all.then(

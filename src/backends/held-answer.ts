@@ -19,7 +19,7 @@
  * backend said the body ends, and how soon.
  */
 import type { BackendResponse } from './backend.js';
-import type { BackendBody } from './body.js';
+import { asBuffer, type BackendBody } from './body.js';
 import { headerValue } from '../wire/headers.js';
 
 /**
@@ -110,9 +110,4 @@ function destroyable(body: BackendBody, rest: AsyncIterable<Buffer>): HeldStream
 /** A getter that changes as the body arrives: asked each time, never narrowed. */
 function hasArrived(body: BackendBody): boolean {
   return body.arrived === true;
-}
-
-function asBuffer(value: Uint8Array | string): Buffer {
-  if (typeof value === 'string') return Buffer.from(value);
-  return Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
