@@ -15,6 +15,7 @@
  * bounded by the body and header limits).
  */
 import { Environment, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
+import { compileFast, UNSURE } from './cel-fast.js';
 
 /** The top-level variables (docs/policy-and-audit.md "Variables"); all maps, read dynamically. */
 export const CEL_VARIABLES = ['jwt', 'mcp', 'request', 'source'] as const;
@@ -32,16 +33,31 @@ export function celEnvironment(): Environment {
   return shared;
 }
 
+/**
+ * A rule's value for a request's variables; where the expression fails it throws (cel-js) or
+ * returns cel-fast.ts's `CEL_ERROR`: a caller takes anything but a boolean as the rule failing.
+ */
 export type CelProgram = (vars: Record<string, unknown>) => unknown;
 
-/** The compiled expression, or the problem with its 1-based line and column. */
+/**
+ * The compiled expression, or the problem with its 1-based line and column. The program runs
+ * the expression's closure (cel-fast.ts) where it has one and that knows the answer, and cel-js
+ * otherwise.
+ */
 export function compileCel(source: string): { program: CelProgram } | { problem: string } {
   const env = celEnvironment();
   try {
     const checked = env.check(source);
     if (!checked.valid) return { problem: describe(source, checked.error) };
     const program = env.parse(source);
-    return { program: (vars) => program(vars) };
+    const fast = compileFast(program.ast, CEL_VARIABLES);
+    if (!fast) return { program: (vars) => program(vars) };
+    return {
+      program: (vars) => {
+        const value = fast(vars);
+        return value === UNSURE ? program(vars) : value;
+      },
+    };
   } catch (err) {
     if (err instanceof ParseError || err instanceof CelTypeError) return { problem: describe(source, err) };
     return { problem: err instanceof Error ? err.message.split('\n')[0]! : String(err) };
