@@ -260,7 +260,8 @@ function member(needle: Node, haystack: Node): Node {
       }
       return false;
     }
-    if (isJsonMap(within) && typeof x === 'string') return Object.hasOwn(within, x);
+    // As cel-js's `mapIncludes`: an own key whose value is defined.
+    if (isJsonMap(within) && typeof x === 'string') return Object.hasOwn(within, x) && within[x] !== undefined;
     return UNSURE;
   });
 }
@@ -328,26 +329,39 @@ function isJsonMap(value: unknown): value is Record<string, unknown> {
 /**
  * Whether cel-js can type a list or map by its first element, and that element's first, and so
  * on (`debugTypeDeep`, which every operator and function on a `dyn` operand calls): each must be
- * a JSON value it knows, a map by {@link isJsonMap}.
+ * a value it knows, a map by {@link isJsonMap}. An empty list or map, or a list whose first
+ * element is undefined, is typed without one; a map's first value that is undefined is not.
  */
 function firstTypable(value: unknown): boolean {
   let at = value;
   for (;;) {
     let first: unknown;
     if (Array.isArray(at)) {
-      if (at.length === 0) return true;
       first = at[0];
+      if (first === undefined) return true;
     } else if (isJsonMap(at)) {
-      first = undefined;
+      let found = false;
       // The first key as cel-js takes it (`for…in`).
       for (const key in at) {
         first = at[key];
+        found = true;
         break;
       }
-      if (first === undefined) return true;
+      if (!found) return true;
     } else return true;
-    if (first !== null && typeof first === 'object' && !Array.isArray(first) && !isJsonMap(first)) return false;
-    at = first;
+    switch (typeof first) {
+      case 'string':
+      case 'number':
+      case 'boolean':
+        return true;
+      case 'object':
+        if (first === null) return true;
+        if (!Array.isArray(first) && !isJsonMap(first)) return false;
+        at = first;
+        continue;
+      default:
+        return false;
+    }
   }
 }
 

@@ -182,7 +182,7 @@ test('forms the closures do not have run on cel-js alone; values they do not mod
   }
   // An object with its own `constructor` key, as JSON.parse makes one: cel-js cannot type it.
   const odd = JSON.parse('{"constructor": "x"}') as unknown;
-  const vars = { jwt: { n: 5, s: 'b', list: [{ a: 1 }, 'x'], when: new Date(0), nested: { a: odd }, odds: [odd] }, mcp: {}, request: {}, source: {} };
+  const vars = { jwt: { n: 5, s: 'b', list: [{ a: 1 }, 'x'], when: new Date(0), nested: { a: odd }, odds: [odd], holey: { a: undefined } }, mcp: {}, request: {}, source: {} };
   for (const [source, expected] of [
     ['jwt.n == "5"', false],
     ['jwt.s < "c"', true],
@@ -191,6 +191,8 @@ test('forms the closures do not have run on cel-js alone; values they do not mod
     ['has(jwt.nested.a)', 'fails'],
     ['"x" in jwt.nested', 'fails'],
     ['size(jwt.odds) == 1', 'fails'],
+    // Not JSON: a map whose first value is undefined, which cel-js cannot type.
+    ['"a" in jwt.holey', 'fails'],
   ] as Array<[string, Outcome]>) {
     const fast = compileFast(env.parse(source).ast, CEL_VARIABLES)!;
     assert.ok(fast, source);
