@@ -2,7 +2,8 @@
  * The rules' closures (src/config/cel-fast.ts) against cel-js itself: for random expressions of
  * the closures' forms and of forms beside them, on random claims, arguments and headers, a rule
  * compiled by compileCel must come out as cel-js alone says — true, false, or failing — and the
- * closures must answer most of them themselves (else they would save nothing).
+ * closures must answer a share of them themselves (else they would save nothing): over a quarter
+ * of these runs, whose random values are often ones the closures leave to cel-js.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -110,7 +111,7 @@ function expression(next: () => number, depth: number): string {
   return `(${expression(next, depth - 1)}) ? (${expression(next, depth - 1)}) : (${expression(next, depth - 1)})`;
 }
 
-test('random rules on random claims decide as cel-js alone decides, and the closures answer most of them', () => {
+test('random rules on random claims decide as cel-js alone decides, and the closures answer a share of them themselves', () => {
   const next = random(44);
   const env = celEnvironment();
   let checked = 0;
@@ -131,7 +132,7 @@ test('random rules on random claims decide as cel-js alone decides, and the clos
     }
   }
   assert.ok(checked > 1000, `only ${checked} random expressions type-checked`);
-  // Most random expressions mix in a form or a value the closures leave to cel-js; still a good share is theirs.
+  // Many random expressions mix in a form or a value the closures leave to cel-js (1,984 of 7,172 runs were theirs).
   assert.ok(answered > runs / 4, `the closures answered ${answered} of ${runs} runs`);
 });
 

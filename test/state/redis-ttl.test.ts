@@ -81,7 +81,11 @@ describe('RedisStore: fractional TTLs are stored rounded up and expire', () => {
     const key = `v-${randomUUID()}`;
     const since = performance.now();
     await store.putValue(key, 'x', 2500.5);
-    assert.equal(await store.getValue(key), 'x');
+    const read = await store.getValue(key);
+    // Read within its lifetime, it is there. A clean-clone run of 9e60c58 on a busy machine read
+    // it 2.6 s after the write, when it had expired: judged, as the PTTL is, by the time passed.
+    if (performance.now() - since < 2400) assert.equal(read, 'x');
+    else assert.ok(read === 'x' || read === undefined, `read ${String(read)}`);
     await assertPttl(keys.value(key), 2500.5, since);
     await eventually('the value expired', async () => (await store.getValue(key)) === undefined);
   });
