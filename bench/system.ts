@@ -23,13 +23,17 @@ export function clkTck(): number {
 
 /** CPU time (user + system, all threads) a process has used so far, in µs. */
 export function processCpuUs(pid: number): number {
+  const { userUs, systemUs } = processCpuSplitUs(pid);
+  return userUs + systemUs;
+}
+
+/** {@link processCpuUs} in its two parts: in user space and in the kernel, in µs. */
+export function processCpuSplitUs(pid: number): { userUs: number; systemUs: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) is in parentheses and may contain spaces: count after it.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state); utime is field 14, stime field 15.
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  return ((utime + stime) * 1e6) / clkTck();
+  return { userUs: (Number(fields[11]) * 1e6) / clkTck(), systemUs: (Number(fields[12]) * 1e6) / clkTck() };
 }
 
 /**
