@@ -48,6 +48,7 @@ import { BridgedClients } from './transport/bridged-clients.js';
 import { createTokenExchange } from './exchange/token-exchange.js';
 import { rulePolicyFace } from './policy/rule-policy-backend.js';
 import type { Audit, AuditSink } from './ops/audit.js';
+import { auditDropReporter } from './ops/audit-drops.js';
 import { Pinning } from './pinning/pinning.js';
 import { startTelemetry } from './telemetry/telemetry.js';
 
@@ -175,8 +176,10 @@ export async function buildApp(config: Config, options: AppOptions = {}): Promis
  */
 async function observe(config: Config, metrics: Metrics, log: FastifyBaseLogger, override: AuditSink | undefined, store: StateStore) {
   const telemetry = await startTelemetry(config, log, (reason, count) => metrics.telemetrySpansDropped.inc({ reason }, count));
-  const otlp = telemetry ? await telemetry.auditSink() : undefined;
-  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp }, store, log);
+  // Records a sink loses are counted and logged (ops/audit-drops.ts), whichever sink it is.
+  const dropped = auditDropReporter(metrics.auditRecordsDropped, log);
+  const otlp = telemetry ? await telemetry.auditSink(dropped('otlp')) : undefined;
+  const { audit, face: policyFace } = rulePolicyFace(config, metrics, { override, otlp, dropped }, store, log);
   return { telemetry, audit, policyFace };
 }
 

@@ -21,10 +21,12 @@
  * truncation (logrotate `copytruncate`). Closing the audit (a reload that changes `audit`, the
  * graceful shutdown) waits for the write in flight, then writes what is held; the process's
  * exit writes what is held (a write in flight then is the thread pool's). A write that fails
- * drops its batch: the audit must never take the gateway down.
+ * drops its batch: the audit must never take the gateway down. The records it held are told to
+ * `dropped` (audit-drops.ts: counted and logged), as is a record that comes after the close.
  */
 import { closeSync, openSync, write } from 'node:fs';
 import type { AuditSink } from './audit.js';
+import { linesIn, type AuditDrops } from './audit-drops.js';
 import { LineBuffer, writeWhole } from './log-buffer.js';
 import { RequestBuffers, Utf8BatchWriter } from './utf8-batch-writer.js';
 
@@ -40,14 +42,15 @@ const BATCH_BYTES = 64 * 1024;
 
 type AuditFileSink = AuditSink & Required<Pick<AuditSink, 'end'>>;
 
-export function openAuditFile(path: string, flushIntervalMs: number): AuditFileSink {
+/** `dropped`: told of the records a failed write loses, and of those that come after the close. */
+export function openAuditFile(path: string, flushIntervalMs: number, dropped: AuditDrops = () => {}): AuditFileSink {
   const fd = openSync(path, 'a', 0o640);
-  return flushIntervalMs > 0 ? new BatchedAuditFile(fd, flushIntervalMs) : turnAuditFile(fd);
+  return flushIntervalMs > 0 ? new BatchedAuditFile(fd, flushIntervalMs, dropped) : turnAuditFile(fd, dropped);
 }
 
 /** `flushInterval: 0`: the records of a turn written synchronously at its end. */
-function turnAuditFile(fd: number): AuditFileSink {
-  const buffer = new LineBuffer(fd);
+function turnAuditFile(fd: number, dropped: AuditDrops): AuditFileSink {
+  const buffer = new LineBuffer(fd, undefined, (lines, error) => dropped('write_failed', lines, error));
   let due: NodeJS.Immediate | undefined;
   const flush = (): void => {
     due = undefined;
@@ -60,7 +63,10 @@ function turnAuditFile(fd: number): AuditFileSink {
   return {
     write: (line: string) => {
       // Once closed its descriptor may be another file's: a late record is dropped.
-      if (closed) return false;
+      if (closed) {
+        dropped('closed', 1);
+        return false;
+      }
       due ??= setImmediate(flush);
       return buffer.write(line);
     },
@@ -98,13 +104,17 @@ class BatchedAuditFile implements AuditFileSink {
   constructor(
     private readonly fd: number,
     private readonly intervalMs: number,
+    private readonly dropped: AuditDrops,
   ) {
     process.on('exit', this.#onExit);
   }
 
   write(line: string): boolean {
     const batch = this.batch();
-    if (!batch) return false;
+    if (!batch) {
+      this.dropped('closed', 1);
+      return false;
+    }
     batch.write(line);
     this.added();
     return true;
@@ -152,6 +162,8 @@ class BatchedAuditFile implements AuditFileSink {
   #writeAll(batch: Utf8BatchWriter, bytes: Buffer, offset: number): void {
     write(this.fd, bytes, offset, bytes.length - offset, null, (err, written) => {
       if (!err && offset + written < bytes.length) return this.#writeAll(batch, bytes, offset + written);
+      // The records not wholly written are lost (a record cut short by the failure with them).
+      if (err) this.dropped('write_failed', linesIn(bytes, offset), err);
       this.#buffers.give(batch.buffer);
       this.#writing = false;
       if (this.#idle) return this.#idle();
@@ -166,7 +178,9 @@ class BatchedAuditFile implements AuditFileSink {
     const batch = this.#take();
     try {
       writeWhole(this.fd, batch.view());
-    } catch {}
+    } catch (err) {
+      this.dropped('write_failed', linesIn(batch.view()), err);
+    }
     this.#buffers.give(batch.buffer);
   }
 

@@ -14,6 +14,7 @@
 import { hash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { openAuditFile } from './audit-file.js';
+import type { AuditDrops, AuditSinkName } from './audit-drops.js';
 import { AuditLineWriter, type LineExtras } from './audit-line.js';
 import { canonicalJson } from './canonical-json.js';
 import { canonicalJsonInto } from './canonical-json-bytes.js';
@@ -126,6 +127,8 @@ export class Audit {
     private readonly sink: AuditSink,
     settings: Config['audit'],
     private readonly tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined = () => undefined,
+    /** Told of a record the sink refused because it had closed (audit-drops.ts). */
+    private readonly dropped: AuditDrops = () => {},
   ) {
     this.#claims = settings.claims;
     this.#include = settings.arguments.include;
@@ -146,7 +149,10 @@ export class Audit {
     if (sink.writeRecord) sink.writeRecord(this.#object(r, v));
     else if (sink.batch) {
       const w = sink.batch();
-      if (!w) return;
+      if (!w) {
+        this.dropped('closed', 1);
+        return;
+      }
       const at = w.length;
       try {
         this.#lineInto(r, v, w);
@@ -321,18 +327,24 @@ export class Audit {
  * `audit.path` in batches (audit-file.ts); rotation is left to the platform (logrotate
  * `copytruncate`, or a sidecar), since appends continue at the file's new end after a truncation.
  */
-/** Where records go besides `stdout` and `file`, made by others: tests' `override` (whatever `audit.sink` says), and `audit.sink: otlp`'s (src/telemetry/audit-logs.ts). */
+/**
+ * Where records go besides `stdout` and `file`, made by others: tests' `override` (whatever
+ * `audit.sink` says), and `audit.sink: otlp`'s (src/telemetry/audit-logs.ts); and who is told of
+ * the records a sink loses (audit-drops.ts), by sink.
+ */
 export interface AuditSinks {
   override?: AuditSink;
   otlp?: AuditSink;
+  dropped?: (sink: AuditSinkName) => AuditDrops;
 }
 
 export function createAudit(config: Config, sinks: AuditSinks, tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined): Audit | undefined {
   const settings = config.audit;
   if (settings.sink === 'none' && !sinks.override) return undefined;
   if (settings.sink === 'otlp' && !sinks.override && !sinks.otlp) throw new Error('audit.sink otlp needs the sink of the telemetry (src/telemetry/audit-logs.ts)');
-  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!, settings.flushInterval) : process.stdout);
-  return new Audit(sink, settings, tenantOf);
+  const dropped = sinks.dropped?.(settings.sink === 'none' ? 'file' : settings.sink) ?? (() => {});
+  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!, settings.flushInterval, dropped) : process.stdout);
+  return new Audit(sink, settings, tenantOf, dropped);
 }
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;

@@ -36,9 +36,11 @@ export class LineBuffer {
   #lines: string[] = [];
   #chars = 0;
 
+  /** `dropped`: told how many lines a failed write lost (the audit file's, audit-drops.ts); the log's own has nowhere to tell. */
   constructor(
     private readonly fd: number,
     private readonly minChars = LOG_BUFFER_CHARS,
+    private readonly dropped?: (lines: number, error: unknown) => void,
   ) {}
 
   /** Keeps the line; writes the batch once it is big enough. */
@@ -56,10 +58,16 @@ export class LineBuffer {
   /** Writes what is kept, now; throws when the write fails (the batch is dropped). */
   flushSync(): void {
     if (!this.#lines.length) return;
-    const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
+    const lines = this.#lines.length;
+    const text = lines === 1 ? this.#lines[0]! : this.#lines.join('');
     this.#lines = [];
     this.#chars = 0;
-    writeWhole(this.fd, Buffer.from(text, 'utf8'));
+    try {
+      writeWhole(this.fd, Buffer.from(text, 'utf8'));
+    } catch (err) {
+      this.dropped?.(lines, err);
+      throw err;
+    }
   }
 
   /** pino's `logger.flush(cb)` asks streams for this. */

@@ -8,20 +8,24 @@
  * The record is the log body, as a map with the same fields as the JSON line of the other
  * sinks (docs/policy-and-audit.md; absent fields left out); the event name is
  * `switchboard.audit`, the severity INFO, the timestamp the record's `time`. Ending the sink
- * (the audit's close at shutdown) exports what is pending.
+ * (the audit's close at shutdown) exports what is pending. A batch whose export failed (after the
+ * exporter's retries) is told to `dropped` (ops/audit-drops.ts: counted and logged).
  */
 import { SeverityNumber, type AnyValueMap } from '@opentelemetry/api-logs';
 import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
 import { JsonLogsSerializer, LogsExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
 import type { Resource } from '@opentelemetry/resources';
-import { BatchLogRecordProcessor, LoggerProvider, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import { ExportResultCode } from '@opentelemetry/core';
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import type { AuditSink } from '../ops/audit.js';
+import type { AuditDrops } from '../ops/audit-drops.js';
 import { otlpHttpDelegate } from './otlp-http-delegate.js';
 
 export const AUDIT_EVENT_NAME = 'switchboard.audit';
 
-export function createAuditLogSink(endpoint: string, headers: Record<string, string>, resource: Resource, version: string): AuditSink {
-  const provider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter: otlpLogExporter(`${endpoint}/v1/logs`, headers) })] });
+export function createAuditLogSink(endpoint: string, headers: Record<string, string>, resource: Resource, version: string, dropped: AuditDrops = () => {}): AuditSink {
+  const exporter = countedExporter(otlpLogExporter(`${endpoint}/v1/logs`, headers), dropped);
+  const provider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter })] });
   const logger = provider.getLogger('switchboard.audit', version);
   return {
     write: () => {
@@ -37,6 +41,19 @@ export function createAuditLogSink(endpoint: string, headers: Record<string, str
       // Shutting down exports what the batch holds first.
       provider.shutdown().then(() => done?.(), () => done?.());
     },
+  };
+}
+
+/** `exporter`, with the records of each export that failed told to `dropped`. */
+function countedExporter(exporter: LogRecordExporter, dropped: AuditDrops): LogRecordExporter {
+  return {
+    export: (records, done) =>
+      exporter.export(records, (result) => {
+        if (result.code !== ExportResultCode.SUCCESS) dropped('export_failed', records.length, result.error);
+        done(result);
+      }),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
   };
 }
 

@@ -105,7 +105,7 @@ export function createOtelTelemetry(config: TelemetryConfig, log: FastifyBaseLog
       // SESSION_KEYS' values, in their order.
       instruments.session.record(Math.max(0, Date.now() - createdAt) / 1000, ['tcp', 'http', protocolVersion || undefined]);
     },
-    auditSink: async () => (await import('./audit-logs.js')).createAuditLogSink(endpoint, headers, resource, packageVersion()),
+    auditSink: async (dropped) => (await import('./audit-logs.js')).createAuditLogSink(endpoint, headers, resource, packageVersion(), dropped),
     shutdown: async () => {
       // Both flush what they hold before stopping (SIGTERM: SPEC §5 graceful shutdown).
       const results = await Promise.allSettled([queue.shutdown(), meterProvider.shutdown()]);

@@ -10,6 +10,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { CallTrace, TraceHeaders } from '../backends/backend.js';
 import type { Config } from '../config/schema.js';
 import type { AuditSink } from '../ops/audit.js';
+import type { AuditDrops } from '../ops/audit-drops.js';
 import type { JsonRpcMessage } from '../wire/jsonrpc.js';
 
 /** The SERVER span of one client message, from its arrival to the end of its answer. */
@@ -47,8 +48,8 @@ export interface Telemetry {
   client(target: ClientTarget, message: JsonRpcMessage, parent: TraceHeaders, session: { id?: string; protocolVersion?: string }, server?: CallTrace): ClientScope;
   /** A session the client ended: `mcp.server.session.duration`. */
   sessionEnded(createdAt: number, protocolVersion: string | undefined): void;
-  /** `audit.sink: otlp`: a sink exporting each audit record as an OTLP log record (audit-logs.ts). */
-  auditSink(): Promise<AuditSink>;
+  /** `audit.sink: otlp`: a sink exporting each audit record as an OTLP log record (audit-logs.ts); `dropped` is told of the records an export lost. */
+  auditSink(dropped?: AuditDrops): Promise<AuditSink>;
   /** Exports what is pending and stops (graceful shutdown). */
   shutdown(): Promise<void>;
 }

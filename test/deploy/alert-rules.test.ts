@@ -133,6 +133,21 @@ const SCENARIOS: Record<string, Scenario[]> = {
     input: [series('switchboard_tool_definition_changes_total', gateway('backend="github", mode="block"'), '_x3 1x40')],
     expect: [{ at: '2m', firing: [] }, { at: '4m', firing: [{ namespace: 'mcp', job: 'switchboard', backend: 'github', mode: 'block' }] }, { at: '30m', firing: [] }],
   }],
+  SwitchboardAuditRecordsDropped: [{
+    what: 'the audit file of one pod fails at minute 3 (the series appears with it) and again at minute 20; another pod loses one record at its shutdown at minute 30',
+    input: [
+      series('switchboard_audit_records_dropped_total', gateway('sink="file", reason="write_failed"'), '_x3 12x17 40x30'),
+      series('switchboard_audit_records_dropped_total', `job="switchboard", namespace="mcp", pod="${OTHER_POD}", sink="file", reason="closed"`, '_x30 1x20'),
+    ],
+    expect: [
+      { at: '2m', firing: [] },
+      { at: '4m', firing: [{ namespace: 'mcp', job: 'switchboard', pod: POD, sink: 'file', reason: 'write_failed' }] },
+      { at: '16m', firing: [] },
+      { at: '21m', firing: [{ namespace: 'mcp', job: 'switchboard', pod: POD, sink: 'file', reason: 'write_failed' }] },
+      { at: '31m', firing: [{ namespace: 'mcp', job: 'switchboard', pod: OTHER_POD, sink: 'file', reason: 'closed' }] },
+      { at: '45m', firing: [] },
+    ],
+  }],
   SwitchboardReplicaRestarting: [{
     what: 'a gateway container restarts twice; the bundled Redis and another release restart more (kube-state-metrics)',
     input: [

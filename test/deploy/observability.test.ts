@@ -48,7 +48,7 @@ const schemaErrors = (v: unknown) => (validateValues(v) ? '' : ajv.errorsText(va
 
 const ALERT_NAMES = [
   'SwitchboardBackendErrors', 'SwitchboardStoreUnavailable', 'SwitchboardConfigReloadRefused', 'SwitchboardConfigNeedsRestart',
-  'SwitchboardTokenExchangeFailing', 'SwitchboardToolDefinitionChanged', 'SwitchboardReplicaRestarting',
+  'SwitchboardTokenExchangeFailing', 'SwitchboardToolDefinitionChanged', 'SwitchboardAuditRecordsDropped', 'SwitchboardReplicaRestarting',
 ];
 const alertQueries = (): Query[] => alerts.map((a) => ({ where: `alert ${a.alert}`, expr: alertExpr(a) }));
 
