@@ -116,12 +116,13 @@ describe('the dashboard file', () => {
     }
   });
 
-  test('shows calls and errors per backend, latency, sessions and streams, the store, reloads, token exchanges, pinning and policy denials', () => {
+  test('shows calls and errors per backend, latency, sessions and streams, the store, reloads, token exchanges, pinning, policy denials and lost audit records', () => {
     const used = metricsUsed(dashboardQueries());
     for (const metric of [
       'switchboard_mcp_messages_total', 'switchboard_backend_errors_total', 'switchboard_mcp_request_duration_seconds_bucket',
       'switchboard_sessions_active', 'switchboard_sse_streams_open', 'switchboard_websocket_connections_open', 'switchboard_state_errors_total',
       'switchboard_config_reloads_total', 'switchboard_token_exchanges_total', 'switchboard_tool_definition_changes_total', 'switchboard_policy_denials_total',
+      'switchboard_audit_records_dropped_total',
     ]) assert.ok(used.has(metric), `no panel shows ${metric}`);
     assert.ok(![...used].some((m) => KUBE_STATE_METRICS.has(m)), 'the dashboard reads the gateway only');
   });
