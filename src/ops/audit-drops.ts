@@ -2,12 +2,14 @@
  * Audit records a sink could not take, said out loud (issue 44 part 1). The file sink writes its
  * batches off the event loop, and a write that fails — a full disk, an I/O error — drops the
  * batch, since the audit must never take the gateway down (audit-file.ts); the OTLP sink's export
- * can fail after its retries; a call whose answer passes after the audit closed at shutdown has
- * no sink left. Each of these lost records without a word before. An audit trail that loses
+ * can fail after its retries, and its queue fills while the collector is slow or away; a call
+ * whose answer passes after the audit closed at shutdown has no sink left. Each of these lost
+ * records without a word before. An audit trail that loses
  * records must say so, and say how many:
  *
  * - counted in `switchboard_audit_records_dropped_total{sink, reason}` (reason `write_failed`,
- *   `export_failed` or `closed`), which the chart's `SwitchboardAuditRecordsDropped` alert watches;
+ *   `export_failed`, `queue_full` or `closed`), which the chart's `SwitchboardAuditRecordsDropped`
+ *   alert watches;
  * - logged at error level, at once for the first loss of a sink and reason, then at most once a
  *   minute with the records lost since: a full disk fails every batch, ten times a second, and a
  *   log line each time would add to what fills it.
@@ -18,7 +20,7 @@
 import type { Counter } from 'prom-client';
 
 export type AuditSinkName = 'file' | 'stdout' | 'otlp';
-export type AuditDropReason = 'write_failed' | 'export_failed' | 'closed';
+export type AuditDropReason = 'write_failed' | 'export_failed' | 'queue_full' | 'closed';
 
 /** Told of `records` records one sink lost, and why. */
 export type AuditDrops = (reason: AuditDropReason, records: number, error?: unknown) => void;

@@ -97,8 +97,8 @@ export class Metrics {
    * full, the collector slower than the calls or away), export_failed (a batch the collector refused, could not be reached for, or did not answer in time).
    */
   readonly telemetrySpansDropped = new Counter({ name: 'switchboard_telemetry_spans_dropped_total', help: 'Spans the OTLP export dropped instead of holding up calls, by reason (queue_full, export_failed)', labelNames: ['reason'], registers: [this.registry] });
-  /** Audit records a sink could not take (ops/audit-drops.ts): a failed write or export, or a record after its sink closed. */
-  readonly auditRecordsDropped = new Counter({ name: 'switchboard_audit_records_dropped_total', help: 'Audit records lost, by sink (file, otlp) and reason (write_failed, export_failed, closed)', labelNames: ['sink', 'reason'], registers: [this.registry] });
+  /** Audit records a sink could not take (ops/audit-drops.ts): a failed write or export, a full export queue, or a record after its sink closed. */
+  readonly auditRecordsDropped = new Counter({ name: 'switchboard_audit_records_dropped_total', help: 'Audit records lost, by sink (file, otlp) and reason (write_failed, export_failed, queue_full, closed)', labelNames: ['sink', 'reason'], registers: [this.registry] });
   constructor(sources: GaugeSources) {
     collectDefaultMetrics({ register: this.registry });
     // Every outcome is exported from the start, at 0, so that rate() and alerts see its first event.

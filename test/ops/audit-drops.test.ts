@@ -2,8 +2,8 @@
  * Audit records a sink loses are counted and logged (src/ops/audit-drops.ts; issue 44 part 1):
  * the file sink's failed writes — on `/dev/full`, where every write fails with ENOSPC as on a full
  * disk — batched, turn by turn and at the close; records after the close; the OTLP sink's failed
- * exports, to a collector that refuses them; and through a whole gateway, the counter on
- * `/metrics` and one log line that names the error but no record.
+ * exports, to a collector that refuses them, and its full queue, to one that stalls; and through a
+ * whole gateway, the counter on `/metrics` and one log line that names the error but no record.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -163,6 +163,53 @@ describe('the OTLP sink', () => {
     await new Promise<void>((resolve) => sink.end!(resolve));
     assert.ok(refused >= 1, 'the collector was asked');
     assert.equal(total(drops, 'export_failed'), 4);
+  });
+});
+
+describe('the OTLP sink, its collector stalled', () => {
+  let collector: Server;
+  let stalled = true;
+  const held: Array<() => void> = [];
+  let exported = 0;
+  before(async () => {
+    collector = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const answer = () => {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceLogs: Array<{ scopeLogs: Array<{ logRecords: unknown[] }> }> };
+          for (const r of body.resourceLogs) for (const s of r.scopeLogs) exported += s.logRecords.length;
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        };
+        if (stalled) held.push(answer);
+        else answer();
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  });
+  after(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+
+  test('records beyond the queue are refused and told as queue_full; every other one is exported; one after the close is told as closed', async () => {
+    const { drops, dropped } = recorder();
+    const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+    const sink = createAuditLogSink(endpoint, {}, resourceFromAttributes({ 'service.name': 'audit-drops-test' }), '0.0.0', dropped);
+    const written = 3000;
+    for (let n = 0; n < written; n++) sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n });
+    const full = total(drops, 'queue_full');
+    // 2,048 wait in the queue; at most one batch of 512 more may have left for the stalled collector meanwhile.
+    assert.ok(full >= written - 2048 - 512 && full <= written - 2048, `queue_full ${full}`);
+    await waitUntil(async () => (held.length ? true : undefined), { what: 'an export reaching the stalled collector', timeoutMs: 5_000, intervalMs: 10 });
+    stalled = false;
+    for (const answer of held.splice(0)) answer();
+    await waitUntil(async () => (exported === written - full ? true : undefined), { what: `${written - full} records exported`, timeoutMs: 10_000, intervalMs: 20 });
+    // The queue has room again once its records left.
+    for (let n = 0; n < 100; n++) sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n: written + n });
+    await new Promise<void>((resolve) => sink.end!(resolve));
+    assert.equal(total(drops, 'queue_full'), full, 'none refused once the collector answers');
+    assert.equal(exported, written - full + 100, 'every record not refused was exported');
+    assert.equal(total(drops, 'export_failed'), 0);
+    sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n: -1 });
+    assert.equal(total(drops, 'closed'), 1);
   });
 });
 
