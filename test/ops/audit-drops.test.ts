@@ -6,14 +6,14 @@
  * whole gateway, the counter on `/metrics` and one log line that names the error but no record.
  */
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Counter, Registry } from 'prom-client';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { auditDropReporter, DROP_LOG_INTERVAL_MS, linesIn, type AuditDropReason } from '../../src/ops/audit-drops.js';
-import { createAudit } from '../../src/ops/audit.js';
+import { createAudit, type AuditSink } from '../../src/ops/audit.js';
 import { openAuditFile } from '../../src/ops/audit-file.js';
 import { parseConfig } from '../../src/config/load.js';
 import { createAuditLogSink } from '../../src/telemetry/audit-logs.js';
@@ -140,26 +140,39 @@ describe('the reporter', () => {
   });
 });
 
-describe('the OTLP sink', () => {
-  let collector: Server;
-  let refused = 0;
+/**
+ * An OTLP collector on a free port for the tests of one `describe`, answering each export as
+ * `answer` does once its body has arrived; the sink writing to it, records told to `dropped`.
+ */
+function collectorFor(answer: (body: Buffer, res: ServerResponse) => void): { sink: (dropped: (reason: AuditDropReason, records: number, error?: unknown) => void) => AuditSink } {
+  let server: Server;
   before(async () => {
-    collector = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        refused++;
-        res.writeHead(400, { 'content-type': 'application/json' }).end('{"message":"refused"}');
-      });
+    server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => answer(Buffer.concat(chunks), res));
     });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   });
-  after(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return {
+    sink: (dropped) => createAuditLogSink(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {}, resourceFromAttributes({ 'service.name': 'audit-drops-test' }), '0.0.0', dropped),
+  };
+}
+
+const auditRecord = (n: number) => ({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n });
+
+describe('the OTLP sink', () => {
+  let refused = 0;
+  const collector = collectorFor((_body, res) => {
+    refused++;
+    res.writeHead(400, { 'content-type': 'application/json' }).end('{"message":"refused"}');
+  });
 
   test('the records of an export the collector refuses are told', async () => {
     const { drops, dropped } = recorder();
-    const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
-    const sink = createAuditLogSink(endpoint, {}, resourceFromAttributes({ 'service.name': 'audit-drops-test' }), '0.0.0', dropped);
-    for (let n = 0; n < 4; n++) sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n });
+    const sink = collector.sink(dropped);
+    for (let n = 0; n < 4; n++) sink.writeRecord!(auditRecord(n));
     await new Promise<void>((resolve) => sink.end!(resolve));
     assert.ok(refused >= 1, 'the collector was asked');
     assert.equal(total(drops, 'export_failed'), 4);
@@ -167,34 +180,24 @@ describe('the OTLP sink', () => {
 });
 
 describe('the OTLP sink, its collector stalled', () => {
-  let collector: Server;
   let stalled = true;
   const held: Array<() => void> = [];
   let exported = 0;
-  before(async () => {
-    collector = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const answer = () => {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceLogs: Array<{ scopeLogs: Array<{ logRecords: unknown[] }> }> };
-          for (const r of body.resourceLogs) for (const s of r.scopeLogs) exported += s.logRecords.length;
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        };
-        if (stalled) held.push(answer);
-        else answer();
-      });
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  const collector = collectorFor((body, res) => {
+    const answer = () => {
+      const request = JSON.parse(body.toString('utf8')) as { resourceLogs: Array<{ scopeLogs: Array<{ logRecords: unknown[] }> }> };
+      for (const r of request.resourceLogs) for (const s of r.scopeLogs) exported += s.logRecords.length;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    };
+    if (stalled) held.push(answer);
+    else answer();
   });
-  after(() => new Promise<void>((resolve) => collector.close(() => resolve())));
 
   test('records beyond the queue are refused and told as queue_full; every other one is exported; one after the close is told as closed', async () => {
     const { drops, dropped } = recorder();
-    const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
-    const sink = createAuditLogSink(endpoint, {}, resourceFromAttributes({ 'service.name': 'audit-drops-test' }), '0.0.0', dropped);
+    const sink = collector.sink(dropped);
     const written = 3000;
-    for (let n = 0; n < written; n++) sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n });
+    for (let n = 0; n < written; n++) sink.writeRecord!(auditRecord(n));
     const full = total(drops, 'queue_full');
     // 2,048 wait in the queue; at most one batch of 512 more may have left for the stalled collector meanwhile.
     assert.ok(full >= written - 2048 - 512 && full <= written - 2048, `queue_full ${full}`);
@@ -203,12 +206,12 @@ describe('the OTLP sink, its collector stalled', () => {
     for (const answer of held.splice(0)) answer();
     await waitUntil(async () => (exported === written - full ? true : undefined), { what: `${written - full} records exported`, timeoutMs: 10_000, intervalMs: 20 });
     // The queue has room again once its records left.
-    for (let n = 0; n < 100; n++) sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n: written + n });
+    for (let n = 0; n < 100; n++) sink.writeRecord!(auditRecord(written + n));
     await new Promise<void>((resolve) => sink.end!(resolve));
     assert.equal(total(drops, 'queue_full'), full, 'none refused once the collector answers');
     assert.equal(exported, written - full + 100, 'every record not refused was exported');
     assert.equal(total(drops, 'export_failed'), 0);
-    sink.writeRecord!({ schema: 'switchboard.audit/v1', time: new Date().toISOString(), n: -1 });
+    sink.writeRecord!(auditRecord(-1));
     assert.equal(total(drops, 'closed'), 1);
   });
 });
