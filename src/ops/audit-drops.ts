@@ -19,7 +19,8 @@
  */
 import type { Counter } from 'prom-client';
 
-export type AuditSinkName = 'file' | 'stdout' | 'otlp';
+/** The sinks that can tell of a loss (stdout's are the platform's: the process cannot see past its own output). */
+export type AuditSinkName = 'file' | 'otlp';
 export type AuditDropReason = 'write_failed' | 'export_failed' | 'queue_full' | 'closed';
 
 /** Told of `records` records one sink lost, and why. */
@@ -66,10 +67,9 @@ function errorCode(error: unknown): string | undefined {
   return error instanceof Error ? error.name : typeof error;
 }
 
-/** How many whole records (lines) a piece of a batch holds: its newlines. */
-export function linesIn(bytes: Uint8Array, from = 0): number {
+/** How many whole records (lines) a batch holds from `from` on: its newlines. */
+export function linesIn(bytes: Buffer, from = 0): number {
   let count = 0;
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let i = buffer.indexOf(0x0a, from); i >= 0; i = buffer.indexOf(0x0a, i + 1)) count++;
+  for (let i = bytes.indexOf(0x0a, from); i >= 0; i = bytes.indexOf(0x0a, i + 1)) count++;
   return count;
 }

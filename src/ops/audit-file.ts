@@ -111,18 +111,21 @@ class BatchedAuditFile implements AuditFileSink {
 
   write(line: string): boolean {
     const batch = this.batch();
-    if (!batch) {
-      this.dropped('closed', 1);
-      return false;
-    }
+    if (!batch) return false;
     batch.write(line);
     this.added();
     return true;
   }
 
-  /** Where the audit writes a record's line directly (ops/audit.ts); none once closed: its descriptor may be another file's, a late record is dropped. */
+  /**
+   * Where the next record's line goes (ops/audit.ts writes it directly); none once closed: the
+   * descriptor may be another file's, so the record is dropped, and told to `dropped` here, for
+   * `write` and the audit alike.
+   */
   batch(): Utf8BatchWriter | undefined {
-    return this.#closed ? undefined : this.#batch;
+    if (!this.#closed) return this.#batch;
+    this.dropped('closed', 1);
+    return undefined;
   }
 
   /** A record was added: the batch leaves now if full, else on its timer. */

@@ -92,7 +92,7 @@ export interface AuditSink {
   /**
    * A sink that keeps its records as bytes (`audit.sink: file`, audit-file.ts): the batch the
    * next record's line is written into, so the line is never a string; undefined once the sink
-   * is closed (the record is dropped). {@link added} follows each record.
+   * is closed (the record is dropped, and the sink tells of it). {@link added} follows each record.
    */
   batch?(): Utf8BatchWriter | undefined;
   /** A record was written into {@link batch}. */
@@ -127,8 +127,6 @@ export class Audit {
     private readonly sink: AuditSink,
     settings: Config['audit'],
     private readonly tenantOf: (claims: Readonly<Record<string, unknown>>) => string | undefined = () => undefined,
-    /** Told of a record the sink refused because it had closed (audit-drops.ts). */
-    private readonly dropped: AuditDrops = () => {},
   ) {
     this.#claims = settings.claims;
     this.#include = settings.arguments.include;
@@ -149,10 +147,7 @@ export class Audit {
     if (sink.writeRecord) sink.writeRecord(this.#object(r, v));
     else if (sink.batch) {
       const w = sink.batch();
-      if (!w) {
-        this.dropped('closed', 1);
-        return;
-      }
+      if (!w) return;
       const at = w.length;
       try {
         this.#lineInto(r, v, w);
@@ -342,9 +337,8 @@ export function createAudit(config: Config, sinks: AuditSinks, tenantOf: (claims
   const settings = config.audit;
   if (settings.sink === 'none' && !sinks.override) return undefined;
   if (settings.sink === 'otlp' && !sinks.override && !sinks.otlp) throw new Error('audit.sink otlp needs the sink of the telemetry (src/telemetry/audit-logs.ts)');
-  const dropped = sinks.dropped?.(settings.sink === 'none' ? 'file' : settings.sink) ?? (() => {});
-  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!, settings.flushInterval, dropped) : process.stdout);
-  return new Audit(sink, settings, tenantOf, dropped);
+  const sink = sinks.override ?? (settings.sink === 'otlp' ? sinks.otlp! : settings.sink === 'file' ? openAuditFile(settings.path!, settings.flushInterval, sinks.dropped?.('file')) : process.stdout);
+  return new Audit(sink, settings, tenantOf);
 }
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}/;
